@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * serene.h - the public C API of libserene.
+ *
+ * Serene aggregates gradients of data-parallel training in the network: each
+ * worker's float32 tensor is turned into fixed-point packets, the switch (a
+ * programmable switch running p4/, or serene-switch on a host) sums them, and
+ * every worker gets the sum back.
+ *
+ * Setup, in this order:
+ *
+ *     serene_config cfg;
+ *     serene_config_init(&cfg);            // documented defaults
+ *     serene_config_from_env(&cfg);        // optional: SERENE_* variables
+ *     cfg.timeout_ms = 5000;               // optional: explicit overrides
+ *     serene_ctx *ctx;
+ *     int rc = serene_ctx_create(&ctx, &cfg);
+ *     ...
+ *     serene_ctx_destroy(&ctx);
+ *
+ * Conventions:
+ * - Every function returns 0 (SERENE_OK) or a negative error code; see
+ *   serene_strerror(). Negative values above SERENE_ERR_BASE_ are -errno.
+ * - No call blocks forever: each communication call ends by the deadline
+ *   derived from serene_config.timeout_ms at the latest.
+ * - A context may be used by one thread at a time. Several contexts may live
+ *   in one process; the library has no global state.
+ * - The library never exits, aborts, or prints on the data path; it logs
+ *   through serene_config.log_fn.
+ */
+#ifndef SERENE_SERENE_H
+#define SERENE_SERENE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "serene/version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define SERENE_API
+#elif defined(__GNUC__) || defined(__clang__)
+#define SERENE_API __attribute__((visibility("default")))
+#else
+#define SERENE_API
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Library-specific error codes live in their own block below
+ * SERENE_ERR_BASE_; any other negative value is a negated errno from the
+ * system. One list generates the enum, serene_strerror and serene_err_name.
+ */
+#define SERENE_ERR_BASE_ (-1000)
+
+#define SERENE_ERRNO_MAP(X)                                                    \
+    X(INVAL, 1, "invalid argument")                                            \
+    X(NOMEM, 2, "out of memory")                                               \
+    X(TIMEOUT, 3, "deadline passed before the operation completed")            \
+    X(NONFINITE, 4, "input holds NaN or Inf")                                  \
+    X(CONFIG, 5, "invalid configuration")                                      \
+    X(TRANSPORT, 6, "transport failure")                                       \
+    X(UNSUPPORTED, 7, "not supported by this build")                           \
+    X(NOJOB, 8, "the switch does not know this job")                           \
+    X(NOTMEMBER, 9, "worker id outside the job or bound to another address")   \
+    X(PROTO, 10, "protocol error: peer speaks another wire version")           \
+    X(MISMATCH, 11, "workers disagree on the operation (size or order)")       \
+    X(BROKEN, 12, "context unusable after an earlier failure")                 \
+    X(BUSY, 13, "too many operations in flight")                               \
+    X(AGAIN, 14, "operation still in progress")                                \
+    X(STALE, 15, "worker rejoined the same job incarnation")                   \
+    X(RANGE, 16, "access beyond the store's capacity")                         \
+    X(SHUTDOWN, 17, "context is shutting down")
+
+typedef enum serene_err {
+    SERENE_OK = 0,
+#define SERENE_ERR_ENUM_(name, n, msg) SERENE_ERR_##name = SERENE_ERR_BASE_ - (n),
+    SERENE_ERRNO_MAP(SERENE_ERR_ENUM_)
+#undef SERENE_ERR_ENUM_
+} serene_err;
+
+/* Human-readable message for any return code; never NULL. */
+SERENE_API const char *serene_strerror(int code);
+/* Symbolic name ("SERENE_ERR_TIMEOUT", "ENOMEM", "SERENE_OK"); never NULL. */
+SERENE_API const char *serene_err_name(int code);
+
+/* ------------------------------------------------------------------------ */
+/* Version                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* The library's version string, e.g. "0.1.0"; static storage. */
+SERENE_API const char *serene_version(void);
+/* (major << 16) | (minor << 8) | patch of the library actually loaded. */
+SERENE_API unsigned serene_version_int(void);
+
+/* ------------------------------------------------------------------------ */
+/* Configuration                                                             */
+/* ------------------------------------------------------------------------ */
+
+typedef enum serene_log_level {
+    SERENE_LOG_ERROR = 0,
+    SERENE_LOG_WARN = 1,
+    SERENE_LOG_INFO = 2,
+    SERENE_LOG_DEBUG = 3,
+} serene_log_level;
+
+/* Log sink. Called from the API thread or the context's data-path thread;
+ * msg is valid only during the call and has no trailing newline. */
+typedef void (*serene_log_fn)(void *cookie, serene_log_level level, const char *msg);
+
+#define SERENE_ADDR_MAX 64
+#define SERENE_NAME_MAX 16
+
+typedef struct serene_config {
+    /* This worker's rank, 0..world_size-1. Default 0. Env SERENE_RANK. */
+    int rank;
+    /* Number of workers in the job, 1..64. Default 1. Env SERENE_WORLD_SIZE. */
+    int world_size;
+    /* Job id known to the switch, 0..65535. Default 0. Env SERENE_JOB. */
+    int job_id;
+    /* Job incarnation: a JOIN carrying a new nonce resets the job's state
+     * in the switch. serene-run sets a fresh one per launch. Default 0.
+     * Env SERENE_JOB_NONCE. */
+    uint32_t job_nonce;
+    /* The switch, "host:port" (IPv4 or name). Default "127.0.0.1:48200".
+     * Env SERENE_SWITCH. */
+    char switch_addr[SERENE_ADDR_MAX];
+    /* Local address to bind, "host[:port]"; empty = any, ephemeral port.
+     * Default "". Env SERENE_BIND. */
+    char bind_addr[SERENE_ADDR_MAX];
+    /* Transport name: "udp" (built in), "dpdk", "rdma" when built.
+     * Default "udp". Env SERENE_TRANSPORT. */
+    char transport[SERENE_NAME_MAX];
+    /* Deadline of every call, in milliseconds from its start (create, each
+     * allreduce). Default 30000. Env SERENE_TIMEOUT_MS. */
+    int timeout_ms;
+    /* First retransmission timeout in microseconds; doubles on every retry
+     * of the same packet up to rto_max_us. Default 2000 / 100000.
+     * Env SERENE_RTO_US, SERENE_RTO_MAX_US. */
+    int rto_us;
+    int rto_max_us;
+    /* Retries of one packet before its operation fails with
+     * SERENE_ERR_TIMEOUT; 0 = bounded by the deadline only. Default 0.
+     * Env SERENE_RETRY_LIMIT. */
+    int retry_limit;
+    /* Packets in flight per worker (switch slots used); 0 = the job's pool
+     * size announced by the switch. Default 0. Env SERENE_WINDOW. */
+    int window;
+    /* Operations that may be started and not yet waited for. Default 16. */
+    int max_ops;
+    /* CPU features the quantization kernels may use, ANDed with what the CPU
+     * has: bit 0 AVX2, bit 1 AVX-512. Default ~0u. Env SERENE_CPU_MASK
+     * (decimal or 0x hex). */
+    unsigned cpu_mask;
+    /* Log threshold. Default SERENE_LOG_WARN. Env SERENE_LOG_LEVEL
+     * (error|warn|info|debug or 0..3). */
+    serene_log_level log_level;
+    /* Log sink; NULL = stderr. Default NULL. */
+    serene_log_fn log_fn;
+    void *log_cookie;
+    /* Reserved for future fields; must stay zero. */
+    uint8_t reserved_[128];
+} serene_config;
+
+/* Fill cfg with the documented defaults. */
+SERENE_API void serene_config_init(serene_config *cfg);
+
+/* Overwrite fields from SERENE_* environment variables that are set.
+ * Returns SERENE_ERR_CONFIG, and logs which variable is wrong, when a value
+ * does not parse or is out of range; cfg is then partly updated. */
+SERENE_API int serene_config_from_env(serene_config *cfg);
+
+/* Write the effective configuration, one "key = value" per line, to buf
+ * (NUL-terminated, truncated to len). Returns the length it needed
+ * (excluding the NUL), like snprintf. */
+SERENE_API int serene_config_dump(const serene_config *cfg, char *buf, size_t len);
+
+/* ------------------------------------------------------------------------ */
+/* Context                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct serene_ctx serene_ctx;
+
+/* Create a context: validate cfg, open the transport, start the context's
+ * data-path thread and join the job at the switch. Blocks until the switch
+ * answers or cfg->timeout_ms passes. cfg is copied; it need not outlive the
+ * call. On error *ctx is set to NULL.
+ * Returns SERENE_ERR_CONFIG (bad field), SERENE_ERR_UNSUPPORTED (transport
+ * not built), SERENE_ERR_TIMEOUT (switch silent), SERENE_ERR_NOJOB,
+ * SERENE_ERR_NOTMEMBER, SERENE_ERR_STALE, SERENE_ERR_PROTO, or -errno. */
+SERENE_API int serene_ctx_create(serene_ctx **ctx, const serene_config *cfg);
+
+/* Stop the data-path thread, close the transport, free everything and set
+ * *ctx to NULL. Operations not yet waited for are abandoned. Accepts NULL
+ * and a pointer to NULL. */
+SERENE_API void serene_ctx_destroy(serene_ctx **ctx);
+
+/* The effective configuration (with values announced by the switch, such as
+ * the window, filled in). */
+SERENE_API int serene_ctx_config(const serene_ctx *ctx, serene_config *out);
+
+/* ------------------------------------------------------------------------ */
+/* Allreduce                                                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef enum serene_reduce_op {
+    SERENE_SUM = 0,
+    SERENE_AVG = 1,
+} serene_reduce_op;
+
+typedef struct serene_op serene_op;
+
+/*
+ * Sum (or average) count float32 values over all workers of the job:
+ * on return recvbuf[i] = sum over workers of their sendbuf[i], within the
+ * quantization bound (see the README: |error| <= world_size * 2^(E-B)
+ * where 2^E bounds the largest magnitude in the element's packet on any
+ * worker and B = 30 - ceil(log2(world_size))).
+ * Every worker of the job must make the same sequence of calls with the
+ * same count. sendbuf may equal recvbuf (in place); otherwise they must not
+ * overlap. count 0 returns at once.
+ * Returns SERENE_ERR_NONFINITE (NaN/Inf in sendbuf; nothing sent),
+ * SERENE_ERR_TIMEOUT (deadline passed; the context is then broken),
+ * SERENE_ERR_MISMATCH, SERENE_ERR_BROKEN, SERENE_ERR_INVAL.
+ */
+SERENE_API int serene_allreduce(serene_ctx *ctx, const float *sendbuf, float *recvbuf,
+                                size_t count, serene_reduce_op op);
+
+/* Non-blocking form: start the allreduce and return at once with *op set.
+ * sendbuf and recvbuf must stay valid, and sendbuf unchanged, until
+ * serene_op_wait returns. Operations complete in the order they were
+ * started. Returns SERENE_ERR_BUSY when max_ops are in flight. */
+SERENE_API int serene_allreduce_start(serene_ctx *ctx, const float *sendbuf, float *recvbuf,
+                                      size_t count, serene_reduce_op op, serene_op **op_out);
+
+/* 0 if op has finished (successfully or not: serene_op_wait tells),
+ * SERENE_ERR_AGAIN if it is still running. Does not release op. */
+SERENE_API int serene_op_test(serene_op *op);
+
+/* Wait for op to finish, release it, set *op to NULL, and return its
+ * result. Returns by the op's deadline at the latest. */
+SERENE_API int serene_op_wait(serene_op **op);
+
+/* ------------------------------------------------------------------------ */
+/* Statistics                                                                */
+/* ------------------------------------------------------------------------ */
+
+typedef struct serene_stats {
+    uint64_t pkts_sent;       /* packets handed to the transport */
+    uint64_t pkts_recv;       /* packets received and accepted */
+    uint64_t bytes_sent;      /* Serene header + payload bytes sent */
+    uint64_t bytes_recv;
+    uint64_t retransmissions; /* packets sent again after their timer expired */
+    uint64_t timeouts;        /* operations failed by their deadline or retry limit */
+    uint64_t saturations;     /* values clamped by quantization (should stay 0) */
+    uint64_t duplicates;      /* results received for a round already done */
+    uint64_t rejected;        /* malformed, truncated or foreign packets dropped */
+    uint64_t ops_completed;   /* operations finished successfully */
+    uint64_t reserved_[6];
+} serene_stats;
+
+/* Snapshot of the context's counters (monotonic since creation). */
+SERENE_API int serene_get_stats(const serene_ctx *ctx, serene_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SERENE_SERENE_H */

@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * wire.h - the one source of truth for Serene's wire format.
+ *
+ * A Serene packet is Ethernet / IPv4 (no options) / UDP / Serene header /
+ * payload. Over the udp transport the kernel owns the L2-L4 headers and a
+ * datagram carries only "Serene header + payload"; the dpdk transport and
+ * pcap tracing build and parse whole frames with sr_frame_*.
+ *
+ * Serene header, 28 bytes, all fields big-endian:
+ *
+ *  0                   1                   2                   3
+ *  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+ * +-------------------------------+---------------+---------------+
+ * |        magic 0x5345 "SE"      |    version    |      op       |
+ * +-------------------------------+---------------+---------------+
+ * |            job id             |           worker id           |
+ * +-------------------------------+-------------------------------+
+ * |           seq (allreduce: call number; SSP: clock)            |
+ * +-+-----------------------------+-------------------------------+
+ * |S|   slot index (15 bits)      |   count (int32 payload words) |
+ * +-+-------------+---------------+---------------+---------------+
+ * |   exp (s8)    | next_exp (s8) |     flags     |    status     |
+ * +---------------+---------------+---------------+---------------+
+ * |             offset (element offset in tensor / store)         |
+ * +---------------------------------------------------------------+
+ * |                     aux (op-specific)                         |
+ * +---------------------------------------------------------------+
+ * |              payload: count x int32, big-endian ...           |
+ *
+ * S is the shadow-copy (version) bit of the slot. Every user of these bytes
+ * (library, software switch, P4 program, tests) derives from this file: the
+ * P4 constants in p4/include/wire_constants.p4 are generated from it by
+ * lib/proto/gen_p4_constants.c and a test checks they are current.
+ *
+ * Packing and parsing go field by field with explicit byte order; no packed
+ * struct is ever cast onto a buffer.
+ */
+#ifndef SERENE_PROTO_WIRE_H
+#define SERENE_PROTO_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- Serene header ------------------------------------------------------ */
+
+#define SR_WIRE_MAGIC 0x5345u   /* "SE": tells Serene datagrams from foreign ones */
+#define SR_WIRE_VERSION 1u      /* bumped on any incompatible change */
+#define SR_WIRE_HDR_LEN 28u     /* bytes of the Serene header */
+#define SR_WIRE_UDP_PORT 48200u /* the switch's UDP port (default) */
+
+/* Byte offsets of the header fields (P4 and the tests use them too). */
+#define SR_WIRE_OFF_MAGIC 0u
+#define SR_WIRE_OFF_VERSION 2u
+#define SR_WIRE_OFF_OP 3u
+#define SR_WIRE_OFF_JOB 4u
+#define SR_WIRE_OFF_WORKER 6u
+#define SR_WIRE_OFF_SEQ 8u
+#define SR_WIRE_OFF_SLOT 12u
+#define SR_WIRE_OFF_COUNT 14u
+#define SR_WIRE_OFF_EXP 16u
+#define SR_WIRE_OFF_NEXT_EXP 17u
+#define SR_WIRE_OFF_FLAGS 18u
+#define SR_WIRE_OFF_STATUS 19u
+#define SR_WIRE_OFF_OFFSET 20u
+#define SR_WIRE_OFF_AUX 24u
+
+#define SR_WIRE_SLOT_SHADOW 0x8000u /* shadow-copy bit in the slot field */
+#define SR_WIRE_SLOT_MASK 0x7fffu   /* slot index bits */
+
+/* Limits. A job's elements per packet and pool size are chosen at job setup
+ * within these bounds. */
+#define SR_WIRE_MAX_ELEMS 2048u  /* payload words per packet: 8 KiB fits a 9000-byte jumbo frame */
+#define SR_WIRE_DEF_ELEMS 256u   /* default: 1 KiB payload fits a 1500-byte MTU, as SwitchML */
+#define SR_WIRE_MAX_SLOTS 32768u /* 15-bit slot index */
+#define SR_WIRE_DEF_SLOTS 128u   /* default pool per job */
+#define SR_WIRE_MAX_WORKERS 64u  /* one 64-bit bitmap word per slot in the software switch */
+#define SR_WIRE_MAX_PAYLOAD (SR_WIRE_MAX_ELEMS * 4u)
+#define SR_WIRE_MAX_MSG (SR_WIRE_HDR_LEN + SR_WIRE_MAX_PAYLOAD)
+
+/* Block exponents: a payload value v stands for v * 2^(exp + 1 - B) where
+ * B = SR_WIRE_BITS(N) = 30 - ceil(log2 N); see lib/quant/quant.h. */
+#define SR_WIRE_EXP_MIN (-96) /* clamp: keeps 2^(B-1-exp) a normal float */
+#define SR_WIRE_EXP_MAX 127
+#define SR_WIRE_EXP_NONE (-128) /* next_exp when the slot has no next round */
+
+/* Ops. Requests go worker -> switch, answers switch -> worker. */
+enum sr_wire_op {
+    SR_OP_JOIN = 1,      /* seq = context token, aux = job nonce */
+    SR_OP_JOIN_ACK = 2,  /* seq = token echoed; payload = struct sr_join_params */
+    SR_OP_ERROR = 3,     /* status = enum sr_wire_status, aux = the refused op;
+                            other fields echo the refused request */
+    SR_OP_AR_DATA = 16,  /* allreduce contribution for (slot, shadow bit) */
+    SR_OP_AR_RESULT = 17,/* the slot's sum, sent to every worker of the job */
+    SR_OP_PUSH = 32,     /* reserved for the SSP store ([ssp]) */
+    SR_OP_PUSH_ACK = 33,
+    SR_OP_PULL = 34,
+    SR_OP_PULL_RESP = 35,
+    SR_OP_CLOCK = 36,
+    SR_OP_PROCEED = 37,
+    SR_OP_RELEASE = 38,
+};
+
+/* Flags. Informational only: the switch's semantics never depend on them. */
+#define SR_FLAG_RETRANSMIT 0x01u /* set by a worker on a retransmitted packet */
+
+/* Status codes carried by SR_OP_ERROR (status 0 = OK in other answers). */
+enum sr_wire_status {
+    SR_ST_OK = 0,
+    SR_ST_UNKNOWN_JOB = 1,  /* no such job in the switch */
+    SR_ST_NOT_MEMBER = 2,   /* worker id >= N, or bound to another address */
+    SR_ST_STALE = 3,        /* a bound worker joined again with a new token, same nonce */
+    SR_ST_MISMATCH = 4,     /* contribution disagrees with the slot's seq/offset/count/exp */
+    SR_ST_BAD_COUNT = 5,    /* count above the job's elements per packet */
+    SR_ST_BAD_SLOT = 6,     /* slot index >= the job's pool size */
+    SR_ST_UNSUPPORTED = 7,  /* op not implemented by this switch */
+};
+
+/* Parsed header, host byte order. */
+typedef struct sr_hdr {
+    uint8_t version;
+    uint8_t op;
+    uint16_t job;
+    uint16_t worker;
+    uint32_t seq;
+    uint16_t slot;  /* index, 0..SR_WIRE_SLOT_MASK */
+    uint8_t shadow; /* 0 or 1 */
+    uint16_t count;
+    int8_t exp;
+    int8_t next_exp;
+    uint8_t flags;
+    uint8_t status;
+    uint32_t offset;
+    uint32_t aux;
+} sr_hdr;
+
+/* Why a message was rejected. Callers count these per reason. */
+enum sr_parse_result {
+    SR_PARSE_OK = 0,
+    SR_PARSE_TRUNCATED = -1,   /* shorter than the header */
+    SR_PARSE_FOREIGN = -2,     /* magic does not match: not a Serene packet */
+    SR_PARSE_BAD_VERSION = -3, /* another wire version */
+    SR_PARSE_BAD_OP = -4,      /* op not in enum sr_wire_op */
+    SR_PARSE_BAD_COUNT = -5,   /* count > SR_WIRE_MAX_ELEMS */
+    SR_PARSE_BAD_LENGTH = -6,  /* length != header + 4 * count */
+};
+#define SR_PARSE_NREASONS 7 /* index = -result */
+
+/* Payload of SR_OP_JOIN_ACK: the job's parameters, 4 big-endian u32 words. */
+typedef struct sr_join_params {
+    uint32_t n_workers;
+    uint32_t elems_per_pkt;
+    uint32_t pool_slots;
+    uint32_t store_capacity; /* SSP store words; 0 until [ssp] */
+} sr_join_params;
+#define SR_JOIN_PARAMS_WORDS 4u
+
+/* Write h as a 28-byte header at out. version is written as given (callers
+ * set SR_WIRE_VERSION); shadow and slot are combined. */
+void sr_hdr_pack(uint8_t *out, const sr_hdr *h);
+
+/* Parse a whole message (header + payload) of len bytes. On SR_PARSE_OK, *h
+ * holds the header and *payload (if not NULL) points at the payload words
+ * inside buf. Never reads past buf + len. */
+int sr_msg_parse(const uint8_t *buf, size_t len, sr_hdr *h, const uint8_t **payload);
+
+/* Name of a parse result, op or status, for logs; never NULL. */
+const char *sr_parse_result_name(int result);
+const char *sr_op_name(unsigned op);
+const char *sr_status_name(unsigned status);
+
+/* Big-endian u32 words of the join parameters. */
+void sr_join_params_pack(uint8_t *out, const sr_join_params *p);
+void sr_join_params_unpack(const uint8_t *in, sr_join_params *p);
+
+/* Unaligned big-endian helpers. */
+static inline void sr_put_be16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+static inline void sr_put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+static inline uint16_t sr_get_be16(const uint8_t *p)
+{
+    return (uint16_t)((unsigned)p[0] << 8 | p[1]);
+}
+static inline uint32_t sr_get_be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* ---- Ethernet / IPv4 / UDP framing ------------------------------------- */
+
+#define SR_ETH_HLEN 14u
+#define SR_IPV4_HLEN 20u
+#define SR_UDP_HLEN 8u
+#define SR_FRAME_HLEN (SR_ETH_HLEN + SR_IPV4_HLEN + SR_UDP_HLEN) /* 42 */
+#define SR_ETHERTYPE_IPV4 0x0800u
+#define SR_IPPROTO_UDP 17u
+
+/* Addresses of a frame; IPv4 addresses and ports in host byte order. */
+typedef struct sr_frame_addr {
+    uint8_t dst_mac[6];
+    uint8_t src_mac[6];
+    uint32_t src_ip;
+    uint32_t dst_ip;
+    uint16_t src_port;
+    uint16_t dst_port;
+} sr_frame_addr;
+
+enum sr_frame_result {
+    SR_FRAME_OK = 0,
+    SR_FRAME_TRUNCATED = -1, /* shorter than the L2-L4 headers or their lengths */
+    SR_FRAME_NOT_IPV4 = -2,  /* ethertype, IP version or IHL other than IPv4 without options */
+    SR_FRAME_NOT_UDP = -3,   /* IP protocol is not UDP, or a fragment */
+    SR_FRAME_BAD_CSUM = -4,  /* IPv4 header checksum, or a nonzero UDP checksum, is wrong */
+    SR_FRAME_BAD_LENGTH = -5,/* IP or UDP length disagrees with the frame */
+};
+
+/* Write Ethernet/IPv4/UDP headers for a payload of payload_len bytes that
+ * already sits at frame + SR_FRAME_HLEN; fills both checksums (the UDP one
+ * over the payload too). Returns the frame length, or 0 if it would exceed
+ * cap or 65535 - 28. */
+size_t sr_frame_pack(uint8_t *frame, size_t cap, const sr_frame_addr *a, size_t payload_len);
+
+/* Check the L2-L4 headers of a frame of len bytes; on SR_FRAME_OK fill *a
+ * and point *payload / *payload_len at the UDP payload. Ethernet padding
+ * beyond the IP length is allowed and ignored. */
+int sr_frame_parse(const uint8_t *frame, size_t len, sr_frame_addr *a, const uint8_t **payload,
+                   size_t *payload_len);
+
+/* RFC 1071 ones'-complement checksum helpers. */
+uint16_t sr_csum_ipv4(const uint8_t *iphdr);
+uint16_t sr_csum_udp(const uint8_t *iphdr, const uint8_t *udp, size_t udp_len);
+
+#endif /* SERENE_PROTO_WIRE_H */
