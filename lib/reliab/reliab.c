@@ -1,1 +1,103 @@
-/* placeholder */
+/* SPDX-License-Identifier: Apache-2.0 */
+/* reliab.c - timers, backoff, retry limit and deadline (see reliab.h). */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "reliab/reliab.h"
+
+int sr_rel_init(sr_rel *r, uint32_t n, const sr_rel_params *p)
+{
+    if (!r || !p || n == 0 || p->rto_ns == 0 || p->rto_max_ns < p->rto_ns)
+        return -EINVAL;
+    r->e = calloc(n, sizeof *r->e);
+    if (!r->e)
+        return -ENOMEM;
+    r->p = *p;
+    r->n = n;
+    r->retransmits = 0;
+    sr_rel_reset(r);
+    return 0;
+}
+
+void sr_rel_fini(sr_rel *r)
+{
+    if (!r)
+        return;
+    free(r->e);
+    r->e = NULL;
+    r->n = 0;
+}
+
+void sr_rel_reset(sr_rel *r)
+{
+    for (uint32_t i = 0; i < r->n; i++)
+        r->e[i].due_ns = SR_REL_NEVER;
+    r->armed = 0;
+    r->min_due_ns = SR_REL_NEVER;
+    r->deadline_ns = SR_REL_NEVER;
+}
+
+void sr_rel_arm(sr_rel *r, uint32_t i, uint64_t now_ns)
+{
+    sr_rel_entry *e = &r->e[i];
+    if (e->due_ns == SR_REL_NEVER)
+        r->armed++;
+    e->rto_ns = r->p.rto_ns;
+    e->retries = 0;
+    e->due_ns = now_ns + e->rto_ns;
+    if (e->due_ns < r->min_due_ns)
+        r->min_due_ns = e->due_ns;
+}
+
+void sr_rel_disarm(sr_rel *r, uint32_t i)
+{
+    sr_rel_entry *e = &r->e[i];
+    if (e->due_ns == SR_REL_NEVER)
+        return;
+    e->due_ns = SR_REL_NEVER;
+    if (--r->armed == 0)
+        r->min_due_ns = SR_REL_NEVER;
+}
+
+void sr_rel_set_deadline(sr_rel *r, uint64_t deadline_ns)
+{
+    r->deadline_ns = deadline_ns;
+}
+
+int sr_rel_poll(sr_rel *r, uint64_t now_ns, uint32_t *out, uint32_t max, uint32_t *n_out)
+{
+    *n_out = 0;
+    if (now_ns >= r->deadline_ns)
+        return SR_REL_DEADLINE;
+    if (now_ns < r->min_due_ns)
+        return SR_REL_OK;
+    uint64_t min_due = SR_REL_NEVER;
+    uint32_t k = 0;
+    int status = SR_REL_OK;
+    for (uint32_t i = 0; i < r->n; i++) {
+        sr_rel_entry *e = &r->e[i];
+        if (e->due_ns == SR_REL_NEVER)
+            continue;
+        if (e->due_ns <= now_ns && k < max && status == SR_REL_OK) {
+            if (r->p.retry_limit && e->retries >= r->p.retry_limit) {
+                status = SR_REL_RETRY_LIMIT;
+            } else {
+                e->retries++;
+                e->rto_ns = e->rto_ns * 2 > r->p.rto_max_ns ? r->p.rto_max_ns : e->rto_ns * 2;
+                e->due_ns = now_ns + e->rto_ns;
+                out[k++] = i;
+                r->retransmits++;
+            }
+        }
+        if (e->due_ns < min_due)
+            min_due = e->due_ns;
+    }
+    r->min_due_ns = min_due;
+    *n_out = k;
+    return status;
+}
+
+uint64_t sr_rel_next_due(const sr_rel *r)
+{
+    return r->min_due_ns < r->deadline_ns ? r->min_due_ns : r->deadline_ns;
+}

@@ -1,2 +1,184 @@
-/* placeholder: being written */
-int main(void) { return 77; }
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_reliab.c - the retransmission engine driven with a fake clock:
+ * expiry, exponential backoff and its cap, retry limit, deadline, and the
+ * cached earliest timer across arm/disarm.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "reliab/reliab.h"
+
+#define MS 1000000ull
+
+static int setup(void **state)
+{
+    static sr_rel r;
+    sr_rel_params p = {.rto_ns = 10 * MS, .rto_max_ns = 80 * MS, .retry_limit = 0};
+    if (sr_rel_init(&r, 8, &p))
+        return -1;
+    *state = &r;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    sr_rel_fini(*state);
+    return 0;
+}
+
+static void test_init_rejects_bad_params(void **state)
+{
+    (void)state;
+    sr_rel r;
+    sr_rel_params p = {.rto_ns = 0, .rto_max_ns = 1, .retry_limit = 0};
+    assert_int_not_equal(sr_rel_init(&r, 4, &p), 0);
+    p.rto_ns = 10;
+    p.rto_max_ns = 5;
+    assert_int_not_equal(sr_rel_init(&r, 4, &p), 0);
+    p.rto_max_ns = 10;
+    assert_int_not_equal(sr_rel_init(&r, 0, &p), 0);
+}
+
+static void test_nothing_armed(void **state)
+{
+    sr_rel *r = *state;
+    uint32_t out[8], n = 99;
+    assert_int_equal(sr_rel_next_due(r), SR_REL_NEVER);
+    assert_int_equal(sr_rel_poll(r, 1000 * MS, out, 8, &n), SR_REL_OK);
+    assert_int_equal(n, 0);
+}
+
+static void test_expiry_and_backoff(void **state)
+{
+    sr_rel *r = *state;
+    uint32_t out[8], n;
+    sr_rel_arm(r, 3, 0);
+    assert_int_equal(sr_rel_next_due(r), 10 * MS);
+    /* Not yet due. */
+    assert_int_equal(sr_rel_poll(r, 10 * MS - 1, out, 8, &n), SR_REL_OK);
+    assert_int_equal(n, 0);
+    /* Due: reported, timeout doubles to 20 ms from now. */
+    assert_int_equal(sr_rel_poll(r, 10 * MS, out, 8, &n), SR_REL_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(out[0], 3);
+    assert_int_equal(sr_rel_next_due(r), 30 * MS);
+    assert_int_equal(sr_rel_poll(r, 29 * MS, out, 8, &n), SR_REL_OK);
+    assert_int_equal(n, 0);
+    /* 20 -> 40 -> 80 -> capped at 80. */
+    uint64_t t = 30 * MS;
+    uint64_t expect_rto[] = {40 * MS, 80 * MS, 80 * MS, 80 * MS};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(sr_rel_poll(r, t, out, 8, &n), SR_REL_OK);
+        assert_int_equal(n, 1);
+        assert_int_equal(sr_rel_next_due(r), t + expect_rto[i]);
+        t += expect_rto[i];
+    }
+    assert_int_equal(r->e[3].retries, 5);
+    assert_int_equal(r->retransmits, 5);
+}
+
+static void test_disarm_stops_timer(void **state)
+{
+    sr_rel *r = *state;
+    uint32_t out[8], n;
+    sr_rel_arm(r, 0, 0);
+    sr_rel_arm(r, 1, 5 * MS);
+    sr_rel_disarm(r, 0);
+    sr_rel_disarm(r, 0); /* idempotent */
+    /* The cached minimum may still say 10 ms; polling there finds nothing
+     * due and moves the cache to entry 1's 15 ms. */
+    assert_int_equal(sr_rel_poll(r, 10 * MS, out, 8, &n), SR_REL_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(sr_rel_next_due(r), 15 * MS);
+    assert_int_equal(sr_rel_poll(r, 15 * MS, out, 8, &n), SR_REL_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(out[0], 1);
+    sr_rel_disarm(r, 1);
+    assert_int_equal(r->armed, 0);
+    assert_int_equal(sr_rel_next_due(r), SR_REL_NEVER);
+}
+
+static void test_rearm_resets_backoff(void **state)
+{
+    sr_rel *r = *state;
+    uint32_t out[8], n;
+    sr_rel_arm(r, 2, 0);
+    assert_int_equal(sr_rel_poll(r, 10 * MS, out, 8, &n), SR_REL_OK);
+    assert_int_equal(n, 1);
+    sr_rel_arm(r, 2, 12 * MS); /* answered, next packet on the same entry */
+    assert_int_equal(r->e[2].retries, 0);
+    assert_int_equal(sr_rel_next_due(r), 22 * MS);
+    assert_int_equal(r->armed, 1);
+}
+
+static void test_burst_limit(void **state)
+{
+    sr_rel *r = *state;
+    uint32_t out[8], n;
+    for (uint32_t i = 0; i < 8; i++)
+        sr_rel_arm(r, i, 0);
+    /* Only 3 reported per call; the rest stay due for the next call. */
+    assert_int_equal(sr_rel_poll(r, 10 * MS, out, 3, &n), SR_REL_OK);
+    assert_int_equal(n, 3);
+    assert_int_equal(sr_rel_next_due(r), 10 * MS);
+    assert_int_equal(sr_rel_poll(r, 10 * MS, out, 8, &n), SR_REL_OK);
+    assert_int_equal(n, 5);
+    for (uint32_t i = 0; i < 5; i++)
+        assert_int_equal(out[i], 3 + i);
+}
+
+static void test_deadline(void **state)
+{
+    sr_rel *r = *state;
+    uint32_t out[8], n;
+    sr_rel_arm(r, 0, 0);
+    sr_rel_set_deadline(r, 25 * MS);
+    assert_int_equal(sr_rel_poll(r, 10 * MS, out, 8, &n), SR_REL_OK);
+    assert_int_equal(n, 1);
+    /* Next due at 30 ms but the deadline comes first. */
+    assert_int_equal(sr_rel_next_due(r), 25 * MS);
+    assert_int_equal(sr_rel_poll(r, 24 * MS, out, 8, &n), SR_REL_OK);
+    assert_int_equal(sr_rel_poll(r, 25 * MS, out, 8, &n), SR_REL_DEADLINE);
+    assert_int_equal(n, 0);
+    sr_rel_reset(r);
+    assert_int_equal(sr_rel_next_due(r), SR_REL_NEVER);
+    assert_int_equal(sr_rel_poll(r, 1000 * MS, out, 8, &n), SR_REL_OK);
+}
+
+static void test_retry_limit(void **state)
+{
+    (void)state;
+    sr_rel r;
+    sr_rel_params p = {.rto_ns = 1 * MS, .rto_max_ns = 1 * MS, .retry_limit = 3};
+    assert_int_equal(sr_rel_init(&r, 2, &p), 0);
+    uint32_t out[4], n;
+    sr_rel_arm(&r, 1, 0);
+    for (uint64_t t = 1; t <= 3; t++) {
+        assert_int_equal(sr_rel_poll(&r, t * MS, out, 4, &n), SR_REL_OK);
+        assert_int_equal(n, 1);
+    }
+    assert_int_equal(sr_rel_poll(&r, 4 * MS, out, 4, &n), SR_REL_RETRY_LIMIT);
+    assert_int_equal(n, 0);
+    assert_int_equal(r.e[1].retries, 3);
+    sr_rel_fini(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_init_rejects_bad_params),
+        cmocka_unit_test_setup_teardown(test_nothing_armed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_expiry_and_backoff, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_disarm_stops_timer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rearm_resets_backoff, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_burst_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deadline, setup, teardown),
+        cmocka_unit_test(test_retry_limit),
+    };
+    return cmocka_run_group_tests_name("reliab", tests, NULL, NULL);
+}

@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * config.c - defaults, the SERENE_* environment, validation and dump.
+ *
+ * Every getenv of the library lives in this file. Order of precedence:
+ * serene_config_init (defaults) < serene_config_from_env < fields the
+ * caller sets afterwards.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/config.h"
+#include "core/log.h"
+#include "proto/wire.h"
+
+SERENE_API void serene_config_init(serene_config *cfg)
+{
+    if (!cfg)
+        return;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->rank = 0;
+    cfg->world_size = 1;
+    cfg->job_id = 0;
+    cfg->job_nonce = 0;
+    snprintf(cfg->switch_addr, sizeof cfg->switch_addr, "127.0.0.1:%u", SR_WIRE_UDP_PORT);
+    cfg->bind_addr[0] = '\0';
+    snprintf(cfg->transport, sizeof cfg->transport, "udp");
+    cfg->timeout_ms = 30000;
+    cfg->rto_us = 2000;
+    cfg->rto_max_us = 100000;
+    cfg->retry_limit = 0;
+    cfg->window = 0;
+    cfg->max_ops = 16;
+    cfg->cpu_mask = ~0u;
+    cfg->log_level = SERENE_LOG_WARN;
+    cfg->log_fn = NULL;
+    cfg->log_cookie = NULL;
+}
+
+/* Parse a whole decimal (or 0x hex) integer within [lo, hi]. */
+static int parse_ll(const char *s, long long lo, long long hi, long long *out)
+{
+    if (!s || !*s)
+        return -1;
+    errno = 0;
+    char *end = NULL;
+    long long v = strtoll(s, &end, 0);
+    if (errno || end == s || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_level(const char *s, serene_log_level *out)
+{
+    static const char *const names[] = {"error", "warn", "info", "debug"};
+    for (int i = 0; i < 4; i++) {
+        if (!strcasecmp(s, names[i])) {
+            *out = (serene_log_level)i;
+            return 0;
+        }
+    }
+    long long v;
+    if (parse_ll(s, 0, 3, &v))
+        return -1;
+    *out = (serene_log_level)v;
+    return 0;
+}
+
+static int bad_env(const serene_config *cfg, const char *name, const char *val, const char *want)
+{
+    sr_log log;
+    sr_log_init(&log, cfg);
+    SR_ERR(&log, "environment: %s=\"%s\" is invalid: expected %s", name, val, want);
+    return SERENE_ERR_CONFIG;
+}
+
+struct int_var {
+    const char *name;
+    long long lo, hi;
+    size_t off;
+    const char *want;
+};
+
+SERENE_API int serene_config_from_env(serene_config *cfg)
+{
+    if (!cfg)
+        return SERENE_ERR_INVAL;
+    static const struct int_var ints[] = {
+        {"SERENE_RANK", 0, SR_WIRE_MAX_WORKERS - 1, offsetof(serene_config, rank), "0..63"},
+        {"SERENE_WORLD_SIZE", 1, SR_WIRE_MAX_WORKERS, offsetof(serene_config, world_size),
+         "1..64"},
+        {"SERENE_JOB", 0, 65535, offsetof(serene_config, job_id), "0..65535"},
+        {"SERENE_TIMEOUT_MS", 1, INT_MAX, offsetof(serene_config, timeout_ms),
+         "a positive number of milliseconds"},
+        {"SERENE_RTO_US", 1, INT_MAX, offsetof(serene_config, rto_us),
+         "a positive number of microseconds"},
+        {"SERENE_RTO_MAX_US", 1, INT_MAX, offsetof(serene_config, rto_max_us),
+         "a positive number of microseconds"},
+        {"SERENE_RETRY_LIMIT", 0, INT_MAX, offsetof(serene_config, retry_limit),
+         "0 (no limit) or a positive count"},
+        {"SERENE_WINDOW", 0, SR_WIRE_MAX_SLOTS, offsetof(serene_config, window),
+         "0 (the switch's pool) or 1..32768"},
+    };
+    int rc = 0;
+    const char *v;
+    long long x;
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        if (!(v = getenv(ints[i].name)))
+            continue;
+        if (parse_ll(v, ints[i].lo, ints[i].hi, &x))
+            rc = bad_env(cfg, ints[i].name, v, ints[i].want);
+        else
+            *(int *)(void *)((char *)cfg + ints[i].off) = (int)x;
+    }
+    if ((v = getenv("SERENE_JOB_NONCE"))) {
+        if (parse_ll(v, 0, UINT32_MAX, &x))
+            rc = bad_env(cfg, "SERENE_JOB_NONCE", v, "an unsigned 32-bit number");
+        else
+            cfg->job_nonce = (uint32_t)x;
+    }
+    if ((v = getenv("SERENE_CPU_MASK"))) {
+        if (parse_ll(v, 0, UINT32_MAX, &x))
+            rc = bad_env(cfg, "SERENE_CPU_MASK", v, "a bit mask (bit 0 AVX2, bit 1 AVX-512)");
+        else
+            cfg->cpu_mask = (unsigned)x;
+    }
+    if ((v = getenv("SERENE_LOG_LEVEL")) && parse_level(v, &cfg->log_level))
+        rc = bad_env(cfg, "SERENE_LOG_LEVEL", v, "error, warn, info, debug or 0..3");
+    const struct {
+        const char *name;
+        char *dst;
+        size_t cap;
+    } strs[] = {
+        {"SERENE_SWITCH", cfg->switch_addr, sizeof cfg->switch_addr},
+        {"SERENE_BIND", cfg->bind_addr, sizeof cfg->bind_addr},
+        {"SERENE_TRANSPORT", cfg->transport, sizeof cfg->transport},
+    };
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
+        if (!(v = getenv(strs[i].name)))
+            continue;
+        if (strlen(v) >= strs[i].cap)
+            rc = bad_env(cfg, strs[i].name, v, "a shorter value");
+        else
+            memcpy(strs[i].dst, v, strlen(v) + 1);
+    }
+    return rc;
+}
+
+SERENE_API int serene_config_dump(const serene_config *cfg, char *buf, size_t len)
+{
+    if (!cfg)
+        return SERENE_ERR_INVAL;
+    static const char *const names[] = {"error", "warn", "info", "debug"};
+    return snprintf(buf, buf ? len : 0,
+                    "rank = %d\nworld_size = %d\njob_id = %d\njob_nonce = %u\n"
+                    "switch_addr = %s\nbind_addr = %s\ntransport = %s\ntimeout_ms = %d\n"
+                    "rto_us = %d\nrto_max_us = %d\nretry_limit = %d\nwindow = %d\n"
+                    "max_ops = %d\ncpu_mask = 0x%x\nlog_level = %s\n",
+                    cfg->rank, cfg->world_size, cfg->job_id, cfg->job_nonce, cfg->switch_addr,
+                    cfg->bind_addr, cfg->transport, cfg->timeout_ms, cfg->rto_us, cfg->rto_max_us,
+                    cfg->retry_limit, cfg->window, cfg->max_ops, cfg->cpu_mask,
+                    names[(unsigned)cfg->log_level < 4 ? cfg->log_level : 3]);
+}
+
+int sr_config_validate(const serene_config *cfg, const sr_log *log)
+{
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            SR_ERR(log, "config: " __VA_ARGS__);                                                   \
+            return SERENE_ERR_CONFIG;                                                              \
+        }                                                                                          \
+    } while (0)
+    CHECK(cfg->world_size >= 1 && cfg->world_size <= (int)SR_WIRE_MAX_WORKERS,
+          "world_size %d is outside 1..%u", cfg->world_size, SR_WIRE_MAX_WORKERS);
+    CHECK(cfg->rank >= 0 && cfg->rank < cfg->world_size, "rank %d is outside 0..%d", cfg->rank,
+          cfg->world_size - 1);
+    CHECK(cfg->job_id >= 0 && cfg->job_id <= 65535, "job_id %d is outside 0..65535", cfg->job_id);
+    CHECK(cfg->timeout_ms > 0, "timeout_ms %d must be positive", cfg->timeout_ms);
+    CHECK(cfg->rto_us > 0 && cfg->rto_max_us >= cfg->rto_us,
+          "rto_us %d and rto_max_us %d must satisfy 0 < rto_us <= rto_max_us", cfg->rto_us,
+          cfg->rto_max_us);
+    CHECK(cfg->retry_limit >= 0, "retry_limit %d must be >= 0", cfg->retry_limit);
+    CHECK(cfg->window >= 0 && cfg->window <= (int)SR_WIRE_MAX_SLOTS,
+          "window %d is outside 0..%u", cfg->window, SR_WIRE_MAX_SLOTS);
+    CHECK(cfg->max_ops >= 1 && cfg->max_ops <= 1024, "max_ops %d is outside 1..1024",
+          cfg->max_ops);
+    CHECK((unsigned)cfg->log_level <= SERENE_LOG_DEBUG, "log_level %d is outside 0..3",
+          (int)cfg->log_level);
+    CHECK(memchr(cfg->switch_addr, 0, sizeof cfg->switch_addr) && cfg->switch_addr[0],
+          "switch_addr is empty or not NUL-terminated");
+    CHECK(memchr(cfg->bind_addr, 0, sizeof cfg->bind_addr), "bind_addr is not NUL-terminated");
+    CHECK(memchr(cfg->transport, 0, sizeof cfg->transport), "transport is not NUL-terminated");
+    for (size_t i = 0; i < sizeof cfg->reserved_; i++)
+        CHECK(cfg->reserved_[i] == 0, "reserved bytes must be zero (use serene_config_init)");
+#undef CHECK
+    return 0;
+}

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ctx.h - the context's internals, shared by ctx.c (the API side) and
+ * engine.c (the data-path thread).
+ *
+ * Threads: the API thread fills an op, publishes its index on a
+ * single-producer/single-consumer ring and wakes the engine through an
+ * eventfd; the engine thread runs ops one at a time, in order, and marks
+ * each done under ctx->mu (waiters sleep on ctx->cv). Everything under
+ * "engine only" is touched by the engine thread alone after creation.
+ */
+#ifndef SERENE_CORE_CTX_H
+#define SERENE_CORE_CTX_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "core/log.h"
+#include "proto/wire.h"
+#include "quant/quant.h"
+#include "reliab/reliab.h"
+#include "serene/serene.h"
+#include "transport/transport.h"
+
+enum sr_op_state { SR_OPS_FREE = 0, SR_OPS_QUEUED = 1, SR_OPS_DONE = 2 };
+enum sr_op_kind { SR_OPK_JOIN = 1, SR_OPK_ALLREDUCE = 2 };
+
+struct serene_op {
+    serene_ctx *ctx;
+    _Atomic int state;
+    int kind;
+    int result;
+    const float *src;
+    float *dst;
+    size_t count;
+    serene_reduce_op redop;
+    uint64_t deadline_ns;
+};
+
+/* Worker-side state of one switch slot (one packet in flight at most). */
+typedef struct sr_slot {
+    uint8_t next_ver; /* shadow bit of the slot's next new round; persists across calls */
+    uint8_t ver;      /* shadow bit of the round in flight */
+    uint8_t busy;     /* a round is in flight */
+    uint16_t count;   /* elements of the round in flight (0: exponent-hint round) */
+    uint32_t offset;  /* element offset of the round in flight */
+    uint32_t next_chunk; /* chunk this slot sends after the answer */
+    uint32_t len;     /* bytes of msg */
+    uint8_t *msg;     /* the packet, kept for retransmission */
+} sr_slot;
+
+/* Counters: written by the engine thread only, read by anyone. */
+typedef struct sr_ctx_stats {
+    _Atomic uint64_t pkts_sent, pkts_recv, bytes_sent, bytes_recv, retransmissions, timeouts,
+        saturations, duplicates, rejected, ops_completed;
+} sr_ctx_stats;
+
+#define SR_STAT_ADD(ctx, f, n)                                                                     \
+    atomic_store_explicit(&(ctx)->stats.f,                                                         \
+                          atomic_load_explicit(&(ctx)->stats.f, memory_order_relaxed) + (n),       \
+                          memory_order_relaxed)
+
+struct serene_ctx {
+    serene_config cfg;
+    sr_log log;
+    sr_quant_kernels qk;
+    const sr_transport *tp;
+    void *tps;
+
+    pthread_t thread;
+    int thread_started;
+    int wake_fd;
+    _Atomic int stop;
+    _Atomic int broken; /* an op failed in a way that desynchronizes the slots */
+
+    pthread_mutex_t mu; /* guards op completion for waiters */
+    pthread_cond_t cv;
+    pthread_mutex_t start_mu; /* serializes producers on the ring */
+    serene_op *ops;
+    unsigned max_ops;
+    unsigned *ring; /* max_ops entries */
+    _Atomic unsigned ring_head, ring_tail;
+
+    uint32_t token;     /* this context's identity in JOIN */
+    sr_ctx_stats stats;
+
+    /* --- engine only ------------------------------------------------------ */
+    sr_join_params params; /* from JOIN_ACK */
+    int bits;              /* B of the fixed-point scheme for this job */
+    uint32_t window;
+    sr_rel rel;
+    sr_slot *slots;
+    uint8_t *slot_mem;
+    uint8_t ctl_msg[SR_WIRE_HDR_LEN]; /* JOIN */
+    uint32_t ctl_len;
+    int8_t *exps; /* per-chunk local exponents of the current allreduce */
+    size_t exps_cap;
+    uint32_t call_seq;
+    serene_op *cur;
+    uint32_t n_chunks, chunks_done, w_eff;
+    int nonfinite; /* the current op met a NaN/Inf chunk (own or reduced) */
+    struct iovec txq[SR_TP_BURST];
+    unsigned ntx;
+    uint8_t *rxbuf[SR_TP_BURST];
+    uint32_t rxlen[SR_TP_BURST];
+    uint64_t truncated;
+};
+
+uint64_t sr_now_ns(void);
+/* The engine thread's entry point (engine.c). */
+void *sr_engine_main(void *arg);
+/* Mark op finished with result rc and wake its waiter (engine.c). */
+void sr_op_finish(serene_ctx *ctx, serene_op *op, int rc);
+
+#endif /* SERENE_CORE_CTX_H */

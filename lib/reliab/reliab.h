@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * reliab.h - the one retransmission engine, under every transport and op.
+ *
+ * It owns timers, not packets: entry i stands for one packet in flight
+ * (the engine maps it to a switch slot or a request), and the caller
+ * resends that packet when sr_rel_poll reports it. Each entry has its own
+ * retransmission timeout, doubled on every expiry up to rto_max (exponential
+ * backoff); an optional retry limit caps the expiries of one entry; and the
+ * current operation has an absolute deadline. Time is passed in by the
+ * caller (nanoseconds, monotonic), so the module is pure and tests drive it
+ * with a fake clock.
+ *
+ * Cost: arm/disarm O(1); sr_rel_poll scans the entries only once the
+ * earliest timer is due (the cached minimum may be early after a disarm,
+ * which costs one extra scan, never a missed timer).
+ */
+#ifndef SERENE_RELIAB_RELIAB_H
+#define SERENE_RELIAB_RELIAB_H
+
+#include <stdint.h>
+
+#define SR_REL_NEVER UINT64_MAX
+
+typedef struct sr_rel_params {
+    uint64_t rto_ns;      /* first timeout of a packet, > 0 */
+    uint64_t rto_max_ns;  /* cap of the doubled timeout, >= rto_ns */
+    uint32_t retry_limit; /* expiries allowed per entry; 0 = unlimited */
+} sr_rel_params;
+
+typedef struct sr_rel_entry {
+    uint64_t due_ns; /* SR_REL_NEVER when disarmed */
+    uint64_t rto_ns;
+    uint32_t retries;
+} sr_rel_entry;
+
+typedef struct sr_rel {
+    sr_rel_params p;
+    sr_rel_entry *e;
+    uint32_t n;
+    uint32_t armed;      /* entries currently armed */
+    uint64_t min_due_ns; /* <= every armed entry's due_ns */
+    uint64_t deadline_ns;/* of the current operation; SR_REL_NEVER if none */
+    uint64_t retransmits;/* total expiries reported */
+} sr_rel;
+
+enum sr_rel_status {
+    SR_REL_OK = 0,
+    SR_REL_DEADLINE = 1,    /* the operation's deadline passed */
+    SR_REL_RETRY_LIMIT = 2, /* an entry expired more than retry_limit times */
+};
+
+/* Allocate n entries, all disarmed. Returns 0 or -ENOMEM / -EINVAL. */
+int sr_rel_init(sr_rel *r, uint32_t n, const sr_rel_params *p);
+void sr_rel_fini(sr_rel *r);
+
+/* Start the timer of a packet sent for the first time: timeout rto_ns,
+ * retry count 0. Re-arming an armed entry restarts it. */
+void sr_rel_arm(sr_rel *r, uint32_t i, uint64_t now_ns);
+/* The packet was answered: stop its timer. Idempotent. */
+void sr_rel_disarm(sr_rel *r, uint32_t i);
+/* Disarm every entry and clear the deadline. */
+void sr_rel_reset(sr_rel *r);
+
+/* Absolute deadline of the current operation (SR_REL_NEVER for none). */
+void sr_rel_set_deadline(sr_rel *r, uint64_t deadline_ns);
+
+/*
+ * Report expired entries at now_ns: up to max indices go to out[] (the
+ * caller resends those packets); each reported entry's retry count grows,
+ * its timeout doubles (capped) and it is due again at now + timeout.
+ * *n_out gets the number reported. Returns SR_REL_DEADLINE when the
+ * deadline has passed (nothing reported), SR_REL_RETRY_LIMIT when an entry
+ * would exceed the retry limit (*n_out entries before it are reported),
+ * else SR_REL_OK. Entries beyond max stay due and are reported next call.
+ */
+int sr_rel_poll(sr_rel *r, uint64_t now_ns, uint32_t *out, uint32_t max, uint32_t *n_out);
+
+/* When the caller must call sr_rel_poll next: the earlier of the first due
+ * timer and the deadline; SR_REL_NEVER if neither. */
+uint64_t sr_rel_next_due(const sr_rel *r);
+
+#endif /* SERENE_RELIAB_RELIAB_H */

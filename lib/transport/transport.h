@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * transport.h - the table every transport fills (udp now; dpdk, rdma later).
+ *
+ * A transport moves whole Serene messages (header + payload) between this
+ * worker and the switch. It is unreliable by contract: it may drop, and the
+ * one retransmission engine above it (lib/reliab) recovers. Only the
+ * context's data-path thread calls send/recv/wait; open and close run in the
+ * thread that creates or destroys the context.
+ */
+#ifndef SERENE_TRANSPORT_TRANSPORT_H
+#define SERENE_TRANSPORT_TRANSPORT_H
+
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "core/log.h"
+#include "serene/serene.h"
+
+#define SR_TP_BURST 32 /* messages per send/recv call at most */
+
+typedef struct sr_transport {
+    const char *name;
+    /* Open toward cfg->switch_addr. Blocks only on local setup (name
+     * resolution, socket options). *state is owned by the transport until
+     * close. Returns 0, SERENE_ERR_CONFIG (bad address) or
+     * SERENE_ERR_TRANSPORT. */
+    int (*open)(void **state, const serene_config *cfg, const sr_log *log);
+    /* Release everything; accepts NULL. */
+    void (*close)(void *state);
+    /* Hand up to n (<= SR_TP_BURST) messages to the network without
+     * blocking. The buffers stay the caller's; the transport copies what it
+     * needs before returning. Returns how many were taken (a short count
+     * means the queue is full: the rest count as lost), or a negative
+     * error code for a hard failure. */
+    int (*send)(void *state, const struct iovec *msgs, unsigned n);
+    /* Receive up to n (<= SR_TP_BURST) messages without blocking into the
+     * caller's buffers bufs[i] of cap bytes each; lens[i] gets each length.
+     * A message longer than cap gets lens[i] = 0 and is counted in
+     * *truncated (no valid message is empty, so the caller skips it).
+     * Returns the number received (0 if none) or a negative error code. */
+    int (*recv)(void *state, uint8_t *const *bufs, uint32_t *lens, unsigned n, uint32_t cap,
+                uint64_t *truncated);
+    /* Block until a message may be readable, wake_fd is readable, or
+     * timeout_ns passes (< 0: no timeout). Spurious returns are allowed.
+     * Returns 0 or a negative error code. */
+    int (*wait)(void *state, int64_t timeout_ns, int wake_fd);
+} sr_transport;
+
+extern const sr_transport sr_transport_udp;
+
+/* The transport called name, or NULL if this build has none of that name. */
+const sr_transport *sr_transport_find(const char *name);
+
+/* Parse "host:port" (host: IPv4 literal or a name resolved to IPv4) into a
+ * sockaddr_in. default_port applies when ":port" is missing and is >= 0.
+ * Returns 0 or SERENE_ERR_CONFIG after logging why. */
+struct sockaddr_in;
+int sr_parse_hostport(const char *s, int default_port, struct sockaddr_in *out, const sr_log *log);
+
+#endif /* SERENE_TRANSPORT_TRANSPORT_H */
