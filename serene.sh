@@ -1,0 +1,85 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# serene.sh - the README's two commands, runnable as root on a fresh Debian 12.
+#   ./serene.sh demo   build, then run the main job (allreduce example, 4 ranks,
+#                      embedded software switch)
+#   ./serene.sh test   build and run the whole test suite (gcc -Werror build with
+#                      unit, ABI and integration tests; clang -Werror build with
+#                      unit and ABI tests)
+# Each installs the Debian packages it needs when they are missing.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PKGS_BUILD=(build-essential pkg-config meson ninja-build libcmocka-dev clang binutils iproute2)
+
+need_pkgs() {
+    local missing=()
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "serene.sh: installing ${missing[*]}"
+        if [ "$(id -u)" -ne 0 ]; then
+            echo "serene.sh: missing packages and not root: run as root or install: ${missing[*]}" >&2
+            exit 1
+        fi
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -q
+        apt-get install -y -q --no-install-recommends "${missing[@]}"
+    fi
+}
+
+setup_build() { # dir, extra meson args...
+    local dir=$1
+    shift
+    if [ ! -f "$dir/build.ninja" ]; then
+        meson setup "$dir" "$@"
+    else
+        meson configure "$dir" "$@" >/dev/null
+    fi
+    ninja -C "$dir"
+}
+
+# Run meson test, keep its summary counts for the closing line.
+PASSED=0
+FAILED=0
+run_suites() { # dir, meson test args...
+    local dir=$1 rc=0
+    shift
+    meson test -C "$dir" --print-errorlogs "$@" || rc=$?
+    local log="$dir/meson-logs/testlog.json"
+    if [ -f "$log" ]; then
+        PASSED=$((PASSED + $(grep -c '"result": "OK"' "$log" || true)))
+        FAILED=$((FAILED + $(grep -Ec '"result": "(FAIL|TIMEOUT|ERROR|UNEXPECTEDPASS)"' "$log" || true)))
+    fi
+    return $rc
+}
+
+cmd=${1:-}
+case $cmd in
+demo)
+    need_pkgs "${PKGS_BUILD[@]}"
+    setup_build build -Dbuildtype=release
+    SERENE_SWITCH_BIN=$PWD/build/p4/swswitch/serene-switch \
+        ./build/lib/launch/serene-run -n 4 -- ./build/examples/allreduce_hello
+    ;;
+test)
+    need_pkgs "${PKGS_BUILD[@]}"
+    status=0
+    echo "=== gcc, -Werror: unit, abi and integration suites"
+    CC=gcc setup_build build-ci-gcc -Dwerror=true || status=1
+    [ $status -eq 0 ] && { run_suites build-ci-gcc || status=1; }
+    echo "=== clang, -Werror: unit and abi suites"
+    if CC=clang setup_build build-ci-clang -Dwerror=true; then
+        run_suites build-ci-clang --suite unit --suite abi || status=1
+    else
+        status=1
+    fi
+    echo "$PASSED passed, $FAILED failed"
+    exit $status
+    ;;
+*)
+    echo "usage: $0 demo|test" >&2
+    exit 2
+    ;;
+esac
