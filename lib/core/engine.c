@@ -253,7 +253,7 @@ static void on_ar_result(serene_ctx *ctx, const sr_hdr *h, const uint8_t *payloa
         return;
     }
     sl->busy = 0;
-    sr_rel_disarm(&ctx->rel, h->slot);
+    sr_rel_ack(&ctx->rel, h->slot, now);
     if (h->count) {
         float *dst = op->dst + h->offset;
         if (h->exp == SR_WIRE_EXP_NONFINITE) {

@@ -15,6 +15,9 @@ int sr_rel_init(sr_rel *r, uint32_t n, const sr_rel_params *p)
     r->p = *p;
     r->n = n;
     r->retransmits = 0;
+    r->srtt_ns = 0;
+    r->rttvar_ns = 0;
+    r->rto_cur_ns = p->rto_ns;
     sr_rel_reset(r);
     return 0;
 }
@@ -42,8 +45,9 @@ void sr_rel_arm(sr_rel *r, uint32_t i, uint64_t now_ns)
     sr_rel_entry *e = &r->e[i];
     if (e->due_ns == SR_REL_NEVER)
         r->armed++;
-    e->rto_ns = r->p.rto_ns;
+    e->rto_ns = r->rto_cur_ns;
     e->retries = 0;
+    e->sent_ns = now_ns;
     e->due_ns = now_ns + e->rto_ns;
     if (e->due_ns < r->min_due_ns)
         r->min_due_ns = e->due_ns;
@@ -57,6 +61,27 @@ void sr_rel_disarm(sr_rel *r, uint32_t i)
     e->due_ns = SR_REL_NEVER;
     if (--r->armed == 0)
         r->min_due_ns = SR_REL_NEVER;
+}
+
+void sr_rel_ack(sr_rel *r, uint32_t i, uint64_t now_ns)
+{
+    sr_rel_entry *e = &r->e[i];
+    if (e->due_ns == SR_REL_NEVER)
+        return;
+    if (e->retries == 0 && now_ns >= e->sent_ns) {
+        uint64_t rtt = now_ns - e->sent_ns;
+        if (r->srtt_ns == 0) {
+            r->srtt_ns = rtt ? rtt : 1;
+            r->rttvar_ns = rtt / 2;
+        } else {
+            uint64_t d = rtt > r->srtt_ns ? rtt - r->srtt_ns : r->srtt_ns - rtt;
+            r->rttvar_ns = (3 * r->rttvar_ns + d) / 4;
+            r->srtt_ns = (7 * r->srtt_ns + rtt) / 8;
+        }
+        uint64_t rto = r->srtt_ns + 4 * r->rttvar_ns;
+        r->rto_cur_ns = rto < r->p.rto_ns ? r->p.rto_ns : rto > r->p.rto_max_ns ? r->p.rto_max_ns : rto;
+    }
+    sr_rel_disarm(r, i);
 }
 
 void sr_rel_set_deadline(sr_rel *r, uint64_t deadline_ns)

@@ -23,13 +23,14 @@
 #define SR_REL_NEVER UINT64_MAX
 
 typedef struct sr_rel_params {
-    uint64_t rto_ns;      /* first timeout of a packet, > 0 */
+    uint64_t rto_ns;      /* first and smallest timeout of a packet, > 0 */
     uint64_t rto_max_ns;  /* cap of the doubled timeout, >= rto_ns */
     uint32_t retry_limit; /* expiries allowed per entry; 0 = unlimited */
 } sr_rel_params;
 
 typedef struct sr_rel_entry {
     uint64_t due_ns; /* SR_REL_NEVER when disarmed */
+    uint64_t sent_ns; /* first transmission, for RTT samples */
     uint64_t rto_ns;
     uint32_t retries;
 } sr_rel_entry;
@@ -42,6 +43,9 @@ typedef struct sr_rel {
     uint64_t min_due_ns; /* <= every armed entry's due_ns */
     uint64_t deadline_ns;/* of the current operation; SR_REL_NEVER if none */
     uint64_t retransmits;/* total expiries reported */
+    uint64_t srtt_ns;    /* smoothed answer delay; 0 = no sample yet */
+    uint64_t rttvar_ns;
+    uint64_t rto_cur_ns; /* timeout given to newly armed entries */
 } sr_rel;
 
 enum sr_rel_status {
@@ -59,7 +63,10 @@ void sr_rel_fini(sr_rel *r);
 void sr_rel_arm(sr_rel *r, uint32_t i, uint64_t now_ns);
 /* The packet was answered: stop its timer. Idempotent. */
 void sr_rel_disarm(sr_rel *r, uint32_t i);
-/* Disarm every entry and clear the deadline. */
+/* Like sr_rel_disarm, and if the packet was never resent, feed its answer
+ * delay to the adaptive timeout. */
+void sr_rel_ack(sr_rel *r, uint32_t i, uint64_t now_ns);
+/* Disarm every entry and clear the deadline (the learnt timeout stays). */
 void sr_rel_reset(sr_rel *r);
 
 /* Absolute deadline of the current operation (SR_REL_NEVER for none). */

@@ -150,6 +150,39 @@ static void test_deadline(void **state)
     assert_int_equal(sr_rel_poll(r, 1000 * MS, out, 8, &n), SR_REL_OK);
 }
 
+static void test_adaptive_timeout(void **state)
+{
+    sr_rel *r = *state;
+    uint32_t out[8], n;
+    /* Answers after 30 ms: the timeout of new packets grows above it
+     * (first sample: srtt 30, rttvar 15 -> 90 ms, capped at 80). */
+    sr_rel_arm(r, 0, 0);
+    sr_rel_ack(r, 0, 30 * MS);
+    assert_int_equal(r->srtt_ns, 30 * MS);
+    assert_int_equal(r->rto_cur_ns, 80 * MS);
+    sr_rel_arm(r, 1, 100 * MS);
+    assert_int_equal(sr_rel_next_due(r), 180 * MS);
+    sr_rel_disarm(r, 1);
+    /* Steady 1 ms answers shrink it back to the floor rto_ns = 10 ms. */
+    for (uint64_t k = 0; k < 40; k++) {
+        sr_rel_arm(r, 2, 200 * MS + k * MS);
+        sr_rel_ack(r, 2, 200 * MS + k * MS + MS);
+    }
+    assert_true(r->srtt_ns < 2 * MS);
+    assert_int_equal(r->rto_cur_ns, 10 * MS);
+    /* Karn's rule: an answer to a resent packet is no sample. */
+    uint64_t srtt = r->srtt_ns;
+    sr_rel_arm(r, 3, 300 * MS);
+    assert_int_equal(sr_rel_poll(r, 310 * MS, out, 8, &n), SR_REL_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(out[0], 3);
+    sr_rel_ack(r, 3, 350 * MS);
+    assert_int_equal(r->srtt_ns, srtt);
+    /* ack of a disarmed entry changes nothing. */
+    sr_rel_ack(r, 3, 400 * MS);
+    assert_int_equal(r->srtt_ns, srtt);
+}
+
 static void test_retry_limit(void **state)
 {
     (void)state;
@@ -178,6 +211,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rearm_resets_backoff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_burst_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deadline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_adaptive_timeout, setup, teardown),
         cmocka_unit_test(test_retry_limit),
     };
     return cmocka_run_group_tests_name("reliab", tests, NULL, NULL);
