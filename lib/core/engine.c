@@ -419,8 +419,14 @@ void *sr_engine_main(void *arg)
         serene_op *op;
         while (!ctx->cur && (op = ring_pop(ctx)))
             op_begin(ctx, op, now);
-        int got = rx_burst(ctx, now);
-        tx_flush(ctx);
+        /* Drain what has arrived before looking at timers: an answer that
+         * sits unread in the socket must not be mistaken for a loss. */
+        int got = 0, k;
+        do {
+            k = rx_burst(ctx, now);
+            got += k;
+            tx_flush(ctx);
+        } while (k == SR_TP_BURST && got < 64 * SR_TP_BURST);
         if (ctx->cur) {
             on_timers(ctx, sr_now_ns());
             tx_flush(ctx);

@@ -110,6 +110,10 @@ int sr_rel_poll(sr_rel *r, uint64_t now_ns, uint32_t *out, uint32_t max, uint32_
                 e->retries++;
                 e->rto_ns = e->rto_ns * 2 > r->p.rto_max_ns ? r->p.rto_max_ns : e->rto_ns * 2;
                 e->due_ns = now_ns + e->rto_ns;
+                /* RFC 6298 5.5: new packets keep the backed-off timeout
+                 * until a clean answer is sampled again. */
+                if (e->rto_ns > r->rto_cur_ns)
+                    r->rto_cur_ns = e->rto_ns;
                 out[k++] = i;
                 r->retransmits++;
             }

@@ -112,8 +112,14 @@ static void test_rearm_resets_backoff(void **state)
     assert_int_equal(n, 1);
     sr_rel_arm(r, 2, 12 * MS); /* answered, next packet on the same entry */
     assert_int_equal(r->e[2].retries, 0);
-    assert_int_equal(sr_rel_next_due(r), 22 * MS);
+    /* The expiry backed the timeout of new packets off to 20 ms ... */
+    assert_int_equal(sr_rel_next_due(r), 32 * MS);
     assert_int_equal(r->armed, 1);
+    /* ... until a clean answer (5 ms) brings it back to 10 ms (floor). */
+    sr_rel_ack(r, 2, 17 * MS);
+    sr_rel_arm(r, 2, 20 * MS);
+    assert_int_equal(r->rto_cur_ns, 10 * MS);
+    assert_int_equal(sr_rel_next_due(r), 30 * MS);
 }
 
 static void test_burst_limit(void **state)
