@@ -115,11 +115,12 @@ static void test_rearm_resets_backoff(void **state)
     /* The expiry backed the timeout of new packets off to 20 ms ... */
     assert_int_equal(sr_rel_next_due(r), 32 * MS);
     assert_int_equal(r->armed, 1);
-    /* ... until a clean answer (5 ms) brings it back to 10 ms (floor). */
+    /* ... until a clean answer (5 ms: srtt 5, rttvar 2.5) sets it to
+     * srtt + 4 rttvar = 15 ms. */
     sr_rel_ack(r, 2, 17 * MS);
     sr_rel_arm(r, 2, 20 * MS);
-    assert_int_equal(r->rto_cur_ns, 10 * MS);
-    assert_int_equal(sr_rel_next_due(r), 30 * MS);
+    assert_int_equal(r->rto_cur_ns, 15 * MS);
+    assert_int_equal(sr_rel_next_due(r), 35 * MS);
 }
 
 static void test_burst_limit(void **state)
