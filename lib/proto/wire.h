@@ -81,7 +81,9 @@
 /* Block exponents: a payload value v stands for v * 2^(exp + 1 - B) where
  * B = SR_WIRE_BITS(N) = 30 - ceil(log2 N); see lib/quant/quant.h. */
 #define SR_WIRE_EXP_MIN (-96) /* clamp: keeps 2^(B-1-exp) a normal float */
-#define SR_WIRE_EXP_MAX 127
+#define SR_WIRE_EXP_MAX 126   /* clamp: |x| >= 2^127 saturates (counted) */
+#define SR_WIRE_EXP_NONFINITE 127 /* hint: the chunk holds NaN/Inf on some worker;
+                                     max-reduction spreads it to every worker */
 #define SR_WIRE_EXP_NONE (-128) /* next_exp when the slot has no next round */
 
 /* Ops. Requests go worker -> switch, answers switch -> worker. */
@@ -235,7 +237,10 @@ size_t sr_frame_pack(uint8_t *frame, size_t cap, const sr_frame_addr *a, size_t 
 int sr_frame_parse(const uint8_t *frame, size_t len, sr_frame_addr *a, const uint8_t **payload,
                    size_t *payload_len);
 
-/* RFC 1071 ones'-complement checksum helpers. */
+/* RFC 1071 ones'-complement checksum helpers. Each returns the value for the
+ * checksum field, computed as if that field were zero (what it holds is
+ * ignored). sr_csum_udp covers the pseudo-header (addresses from iphdr,
+ * length udp_len) and never returns 0: a computed 0 is 0xffff (RFC 768). */
 uint16_t sr_csum_ipv4(const uint8_t *iphdr);
 uint16_t sr_csum_udp(const uint8_t *iphdr, const uint8_t *udp, size_t udp_len);
 
