@@ -1,1 +1,599 @@
-/* placeholder */
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * pipeline.c - job table, JOIN binding and SwitchML-style streaming
+ * allreduce with a shadow copy (see pipeline.h for the contract).
+ *
+ * State is laid out the way the P4 program will hold it in registers:
+ * - job table: exact match on the 16-bit job id;
+ * - per job and worker: bound bit, peer address, context token;
+ * - per job, slot and version v (a "cell", index 2 * slot + v): seen bitmap,
+ *   contributor count mod N, round metadata, max-reduced next exponent and
+ *   elems_per_pkt accumulators.
+ * Each packet touches one job, one worker entry and at most the two cells
+ * of one slot, and every decision is a compare on those values. The seen
+ * bitmaps and counts of a slot's two versions are read together (see
+ * do_ar_data), so a target with one access per register per packet keeps
+ * each pair in one register entry, as SwitchML does with its bitmaps.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline.h"
+
+#define SR_PIPE_NJOBS 65536u /* the job id is 16 bits: a direct-indexed table */
+
+typedef struct sr_pipe_job {
+    uint16_t id;
+    uint32_t n;     /* workers */
+    uint32_t elems; /* accumulators per cell */
+    uint32_t slots;
+    uint32_t nonce; /* incarnation */
+
+    /* Worker bindings. */
+    uint64_t bound; /* bit w: worker w is bound */
+    sr_peer peer[SR_WIRE_MAX_WORKERS];
+    uint32_t token[SR_WIRE_MAX_WORKERS];
+
+    /* Slot pool: arrays of 2 * slots cells, values of 2 * slots * elems. */
+    uint64_t *seen;    /* workers that contributed to the cell's round */
+    uint8_t *cnt;      /* contributors so far, mod n (0: idle or complete) */
+    uint32_t *m_seq;   /* round metadata, set by the first contributor */
+    uint32_t *m_off;
+    uint16_t *m_count;
+    int8_t *m_exp;
+    int8_t *nexp;      /* max of the contributors' next_exp */
+    uint32_t *values;  /* sums mod 2^32 (int32 on the wire) */
+
+    sr_pipe_job_counters c;
+} sr_pipe_job;
+
+struct sr_pipe {
+    sr_pipe_job *jobs[SR_PIPE_NJOBS];
+    unsigned n_jobs;
+    sr_pipe_counters c;
+};
+
+_Static_assert(SR_WIRE_MAX_WORKERS <= 64, "one 64-bit seen/bound word per cell/job");
+_Static_assert(SR_WIRE_MAX_WORKERS <= 255, "cnt is a uint8_t holding 0..n-1");
+_Static_assert(SR_JOIN_PARAMS_WORDS * 4 <= SR_WIRE_MAX_PAYLOAD, "JOIN_ACK payload fits");
+
+/* ---- job table ------------------------------------------------------------ */
+
+static void job_free(sr_pipe_job *j)
+{
+    if (!j)
+        return;
+    free(j->seen);
+    free(j->cnt);
+    free(j->m_seq);
+    free(j->m_off);
+    free(j->m_count);
+    free(j->m_exp);
+    free(j->nexp);
+    free(j->values);
+    free(j);
+}
+
+/* A new incarnation: every binding and every cell back to the state of a
+ * freshly added job (the nonce is set by the caller). Counters survive. */
+static void job_reset(sr_pipe_job *j)
+{
+    size_t cells = 2u * (size_t)j->slots;
+
+    j->bound = 0;
+    memset(j->peer, 0, sizeof j->peer);
+    memset(j->token, 0, sizeof j->token);
+    memset(j->seen, 0, cells * sizeof *j->seen);
+    memset(j->cnt, 0, cells * sizeof *j->cnt);
+    memset(j->m_seq, 0, cells * sizeof *j->m_seq);
+    memset(j->m_off, 0, cells * sizeof *j->m_off);
+    memset(j->m_count, 0, cells * sizeof *j->m_count);
+    memset(j->m_exp, 0, cells * sizeof *j->m_exp);
+    memset(j->nexp, 0, cells * sizeof *j->nexp);
+    memset(j->values, 0, cells * j->elems * sizeof *j->values);
+}
+
+int sr_pipe_create(sr_pipe **out)
+{
+    sr_pipe *p;
+
+    if (!out)
+        return -EINVAL;
+    p = calloc(1, sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    *out = p;
+    return 0;
+}
+
+void sr_pipe_destroy(sr_pipe **pp)
+{
+    sr_pipe *p;
+
+    if (!pp || !*pp)
+        return;
+    p = *pp;
+    for (size_t i = 0; i < SR_PIPE_NJOBS; i++)
+        job_free(p->jobs[i]);
+    free(p);
+    *pp = NULL;
+}
+
+int sr_pipe_job_add(sr_pipe *p, uint16_t job_id, unsigned n_workers, unsigned elems_per_pkt,
+                    unsigned pool_slots)
+{
+    sr_pipe_job *j;
+    size_t cells;
+
+    if (!p || n_workers < 1 || n_workers > SR_WIRE_MAX_WORKERS || elems_per_pkt < 1 ||
+        elems_per_pkt > SR_WIRE_MAX_ELEMS || pool_slots < 1 || pool_slots > SR_WIRE_MAX_SLOTS)
+        return -EINVAL;
+    if (p->jobs[job_id])
+        return -EEXIST;
+
+    j = calloc(1, sizeof *j);
+    if (!j)
+        return -ENOMEM;
+    j->id = job_id;
+    j->n = n_workers;
+    j->elems = elems_per_pkt;
+    j->slots = pool_slots;
+    /* At the limits: 2 * 32768 * 2048 * 4 bytes = 512 MiB; no size_t overflow. */
+    cells = 2u * (size_t)pool_slots;
+    j->seen = calloc(cells, sizeof *j->seen);
+    j->cnt = calloc(cells, sizeof *j->cnt);
+    j->m_seq = calloc(cells, sizeof *j->m_seq);
+    j->m_off = calloc(cells, sizeof *j->m_off);
+    j->m_count = calloc(cells, sizeof *j->m_count);
+    j->m_exp = calloc(cells, sizeof *j->m_exp);
+    j->nexp = calloc(cells, sizeof *j->nexp);
+    j->values = calloc(cells * elems_per_pkt, sizeof *j->values);
+    if (!j->seen || !j->cnt || !j->m_seq || !j->m_off || !j->m_count || !j->m_exp || !j->nexp ||
+        !j->values) {
+        job_free(j);
+        return -ENOMEM;
+    }
+    p->jobs[job_id] = j;
+    p->n_jobs++;
+    return 0;
+}
+
+int sr_pipe_job_remove(sr_pipe *p, uint16_t job_id)
+{
+    if (!p || !p->jobs[job_id])
+        return -ENOENT;
+    job_free(p->jobs[job_id]);
+    p->jobs[job_id] = NULL;
+    p->n_jobs--;
+    return 0;
+}
+
+unsigned sr_pipe_job_list(const sr_pipe *p, uint16_t *ids, unsigned cap)
+{
+    unsigned k = 0;
+
+    if (!p)
+        return 0;
+    for (size_t i = 0; i < SR_PIPE_NJOBS && k < cap; i++)
+        if (p->jobs[i])
+            ids[k++] = (uint16_t)i;
+    return p->n_jobs;
+}
+
+int sr_pipe_job_info_get(const sr_pipe *p, uint16_t job_id, sr_pipe_job_info *info)
+{
+    const sr_pipe_job *j;
+
+    if (!p || !p->jobs[job_id])
+        return -ENOENT;
+    j = p->jobs[job_id];
+    info->job = j->id;
+    info->n_workers = j->n;
+    info->elems_per_pkt = j->elems;
+    info->pool_slots = j->slots;
+    info->nonce = j->nonce;
+    info->n_bound = (uint32_t)__builtin_popcountll(j->bound);
+    return 0;
+}
+
+int sr_pipe_job_counters_get(const sr_pipe *p, uint16_t job_id, sr_pipe_job_counters *c)
+{
+    if (!p || !p->jobs[job_id])
+        return -ENOENT;
+    *c = p->jobs[job_id]->c;
+    return 0;
+}
+
+void sr_pipe_counters_get(const sr_pipe *p, sr_pipe_counters *c)
+{
+    *c = p->c;
+}
+
+int sr_pipe_job_counters_format(char *buf, size_t cap, const sr_pipe_job_counters *c)
+{
+    static const struct {
+        const char *name;
+        size_t off;
+    } fields[] = {
+#define SR_PIPE_X_ENTRY(name) {#name, offsetof(sr_pipe_job_counters, name)},
+        SR_PIPE_JOB_COUNTERS(SR_PIPE_X_ENTRY)
+#undef SR_PIPE_X_ENTRY
+    };
+    size_t used = 0;
+
+    if (cap > 0)
+        buf[0] = '\0';
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        uint64_t v;
+        int r;
+
+        memcpy(&v, (const char *)c + fields[i].off, sizeof v);
+        r = snprintf(used < cap ? buf + used : NULL, used < cap ? cap - used : 0,
+                     "%s%s=%" PRIu64, i ? " " : "", fields[i].name, v);
+        if (r < 0)
+            return r;
+        used += (size_t)r;
+    }
+    return (int)used;
+}
+
+/* ---- output actions --------------------------------------------------------- */
+
+static int peer_eq(const sr_peer *a, const sr_peer *b)
+{
+    return a->ip == b->ip && a->port == b->port;
+}
+
+/* A new action with an empty header template; NULL if out is full (cannot
+ * happen with the ops below: each emits at most one action). */
+static sr_pipe_action *action_new(sr_pipe_out *out)
+{
+    sr_pipe_action *a;
+
+    if (out->n >= SR_PIPE_MAX_ACTIONS)
+        return NULL;
+    a = &out->act[out->n++];
+    a->multicast = 0;
+    a->n_dests = 0;
+    a->payload_len = 0;
+    memset(&a->hdr, 0, sizeof a->hdr);
+    a->hdr.version = SR_WIRE_VERSION;
+    return a;
+}
+
+static void action_unicast(sr_pipe_action *a, const sr_peer *src, uint16_t worker)
+{
+    a->multicast = 0;
+    a->n_dests = 1;
+    a->dests[0].peer = *src;
+    a->dests[0].worker = worker;
+}
+
+/* Count the copies an action will send. */
+static void count_tx(sr_pipe *p, sr_pipe_job *j, const sr_pipe_action *a)
+{
+    p->c.tx_total += a->n_dests;
+    if (j)
+        j->c.tx += a->n_dests;
+}
+
+/* ERROR for a refused request: the request's header echoed, with op ERROR,
+ * status = the reason, aux = the refused op and no payload. */
+static void reply_error(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *req,
+                        unsigned status, sr_pipe_out *out)
+{
+    sr_pipe_action *a = action_new(out);
+
+    if (!a)
+        return;
+    a->hdr = *req;
+    a->hdr.version = SR_WIRE_VERSION;
+    a->hdr.op = SR_OP_ERROR;
+    a->hdr.status = (uint8_t)status;
+    a->hdr.aux = req->op;
+    a->hdr.count = 0;
+    action_unicast(a, src, req->worker);
+    count_tx(p, j, a);
+    if (j)
+        j->c.errors_sent++;
+}
+
+/* ---- JOIN ------------------------------------------------------------------- */
+
+static void do_join(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
+                    sr_pipe_out *out)
+{
+    uint16_t w = h->worker;
+    uint64_t bit;
+    sr_pipe_action *a;
+    sr_join_params jp;
+
+    /* Checked before the nonce so that a bad worker id cannot reset a job. */
+    if (w >= j->n) {
+        reply_error(p, j, src, h, SR_ST_NOT_MEMBER, out);
+        return;
+    }
+    /* Another nonce means the job was restarted: whatever the old
+     * incarnation left in the slots or bindings is meaningless now. */
+    if (h->aux != j->nonce) {
+        job_reset(j);
+        j->nonce = h->aux;
+        j->c.resets++;
+    }
+    bit = UINT64_C(1) << w;
+    if (!(j->bound & bit)) {
+        j->bound |= bit;
+        j->peer[w] = *src;
+        j->token[w] = h->seq;
+    } else if (j->token[w] != h->seq) {
+        /* The worker's context was re-created within this incarnation: its
+         * view of the slots (versions, rounds in flight) is lost, so letting
+         * it in would corrupt the others' rounds. */
+        reply_error(p, j, src, h, SR_ST_STALE, out);
+        return;
+    } else if (!peer_eq(&j->peer[w], src)) {
+        /* Same token from another address: a spoof or a NAT rebinding.
+         * Bindings never move; the worker must rejoin under a new nonce. */
+        reply_error(p, j, src, h, SR_ST_NOT_MEMBER, out);
+        return;
+    }
+    /* New binding, or the same JOIN retransmitted (its ACK was lost). */
+    a = action_new(out);
+    if (!a)
+        return;
+    a->hdr.op = SR_OP_JOIN_ACK;
+    a->hdr.job = j->id;
+    a->hdr.worker = w;
+    a->hdr.seq = h->seq;
+    a->hdr.aux = j->nonce;
+    a->hdr.count = SR_JOIN_PARAMS_WORDS;
+    jp.n_workers = j->n;
+    jp.elems_per_pkt = j->elems;
+    jp.pool_slots = j->slots;
+    jp.store_capacity = 0;
+    sr_join_params_pack(a->payload, &jp);
+    a->payload_len = SR_JOIN_PARAMS_WORDS * 4u;
+    action_unicast(a, src, w);
+    count_tx(p, j, a);
+    j->c.joins++;
+}
+
+/* ---- streaming allreduce ------------------------------------------------------ */
+
+/* AR_RESULT of a cell: its metadata and sums. Replicas get their worker id
+ * from the destinations. */
+static void result_fill(sr_pipe_action *a, const sr_pipe_job *j, size_t cell, uint16_t worker)
+{
+    const uint32_t *v = j->values + cell * j->elems;
+    uint16_t count = j->m_count[cell];
+
+    a->hdr.op = SR_OP_AR_RESULT;
+    a->hdr.job = j->id;
+    a->hdr.worker = worker;
+    a->hdr.seq = j->m_seq[cell];
+    a->hdr.slot = (uint16_t)(cell >> 1);
+    a->hdr.shadow = (uint8_t)(cell & 1u);
+    a->hdr.count = count;
+    a->hdr.exp = j->m_exp[cell];
+    a->hdr.next_exp = j->nexp[cell];
+    a->hdr.offset = j->m_off[cell];
+    for (unsigned i = 0; i < count; i++)
+        sr_put_be32(a->payload + 4u * i, v[i]);
+    a->payload_len = 4u * (size_t)count;
+}
+
+/* Does the packet belong to the cell's round (or last completed round)? */
+static int meta_eq(const sr_pipe_job *j, size_t cell, const sr_hdr *h)
+{
+    return h->seq == j->m_seq[cell] && h->offset == j->m_off[cell] &&
+           h->count == j->m_count[cell] && h->exp == j->m_exp[cell];
+}
+
+/*
+ * One contribution from worker w to slot s, version v (cell c = 2s + v).
+ *
+ * seen[c] records who contributed to the cell's current round, cnt[c] how
+ * many (mod N, so 0 means "idle or complete"). The last contributor
+ * completes the round and the sums go to every worker. The cell keeps its
+ * sums until the slot's next round of the same version starts: that is the
+ * shadow copy that answers retransmissions from workers whose result was
+ * lost.
+ *
+ * Why this is correct (SwitchML's argument):
+ * - A worker sends version v in slot s only after it received the result
+ *   of the slot's previous round, which used version 1-v. So when w
+ *   contributes to v it is done with that round of 1-v for good, and
+ *   clearing its bit in seen[1-v] readies the cell for the slot's next
+ *   round of 1-v; every worker clears its own bit that way before it can
+ *   contribute there.
+ * - The next round of v cannot start before the round of 1-v in between
+ *   completes, which needs w's contribution, which w sends only after it
+ *   has the result of v. So while w still lacks that result (its copy of
+ *   the multicast was lost), its bit stays set in seen[v] and cnt[v] stays
+ *   0: its retransmission of v finds both and is answered from the cell's
+ *   sums, the shadow copy.
+ *
+ * Stale copies. The argument assumes a worker's packet never arrives after
+ * the worker moved on, but a retransmission can be overtaken by the result
+ * it asked for and by the worker's next packet (UDP does not keep order).
+ * Taken as a new contribution it would open a bogus round and clear w's
+ * bit in the other cell, so w's next duplicate there would count twice.
+ * Two tests reject such copies; neither can fire on the first arrival of a
+ * real contribution of w to v with w's bit clear:
+ * - cnt[1-v] != 0: a round of 1-v after the one w has the result of cannot
+ *   start before w contributed to v (second point above);
+ * - cnt[v] == 0, w's bit set in seen[1-v] and the packet's metadata equal
+ *   to the round cell v completed: w got that round's result before it
+ *   contributed to 1-v, and a real new round is another piece (another
+ *   seq or offset) than the round before it in the same cell.
+ * A copy that arrives after three later rounds of its slot completed, at a
+ * moment when no round of the slot is open, still passes for a new round:
+ * as in SwitchML, the workers' retransmission timeout must exceed the
+ * network's worst delay by that much.
+ */
+static void do_ar_data(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
+                       const uint8_t *payload, sr_pipe_out *out)
+{
+    uint16_t w = h->worker;
+    uint64_t bit;
+    size_t cell;
+    uint32_t *v;
+    sr_pipe_action *a;
+
+    /* Isolation: no answer at all to a worker id that is not bound to this
+     * address, so another tenant or a spoofer learns nothing. */
+    if (w >= j->n || !(j->bound & (UINT64_C(1) << w)) || !peer_eq(&j->peer[w], src)) {
+        j->c.dropped_unbound++;
+        return;
+    }
+    if (h->slot >= j->slots) {
+        reply_error(p, j, src, h, SR_ST_BAD_SLOT, out);
+        return;
+    }
+    if (h->count > j->elems) {
+        reply_error(p, j, src, h, SR_ST_BAD_COUNT, out);
+        return;
+    }
+
+    bit = UINT64_C(1) << w;
+    cell = 2u * (size_t)h->slot + h->shadow;
+    v = j->values + cell * j->elems;
+
+    if (j->seen[cell] & bit) {
+        if (j->cnt[cell] == 0) {
+            /* Complete: the worker lost its result; resend the shadow copy. */
+            a = action_new(out);
+            if (!a)
+                return;
+            result_fill(a, j, cell, w);
+            action_unicast(a, src, w);
+            count_tx(p, j, a);
+            j->c.shadow_replies++;
+        } else {
+            /* Still waiting for others: the first copy already counted. */
+            j->c.dup_dropped++;
+        }
+        return;
+    }
+
+    /* A stale copy from a worker that moved on (see above): it needs
+     * nothing, and counting it would corrupt the slot. */
+    if (j->cnt[cell ^ 1u] != 0 ||
+        (j->cnt[cell] == 0 && (j->seen[cell ^ 1u] & bit) && meta_eq(j, cell, h))) {
+        j->c.stale_dropped++;
+        return;
+    }
+    /* A round in progress only takes contributions to the same piece of the
+     * same call, quantized with the same exponent. Checked before any state
+     * changes, so a mismatching packet leaves the cell as it was. */
+    if (j->cnt[cell] != 0 && !meta_eq(j, cell, h)) {
+        j->c.mismatches++;
+        reply_error(p, j, src, h, SR_ST_MISMATCH, out);
+        return;
+    }
+
+    j->seen[cell] |= bit;
+    j->seen[cell ^ 1u] &= ~bit; /* w is done with the other version (see above) */
+    if (j->cnt[cell] == 0) {
+        j->m_seq[cell] = h->seq;
+        j->m_off[cell] = h->offset;
+        j->m_count[cell] = h->count;
+        j->m_exp[cell] = h->exp;
+        j->nexp[cell] = h->next_exp;
+        for (unsigned i = 0; i < h->count; i++)
+            v[i] = sr_get_be32(payload + 4u * i);
+    } else {
+        /* uint32_t: the int32 sums wrap modulo 2^32, as in the switch ALU. */
+        for (unsigned i = 0; i < h->count; i++)
+            v[i] += sr_get_be32(payload + 4u * i);
+        if (h->next_exp > j->nexp[cell])
+            j->nexp[cell] = h->next_exp;
+    }
+    j->cnt[cell] = (uint8_t)(j->cnt[cell] + 1u == j->n ? 0u : j->cnt[cell] + 1u);
+    if (j->cnt[cell] != 0)
+        return;
+
+    /* Round complete: the sums go to every worker. All n are bound: each
+     * contributed, which needs a binding, and only a reset (which also
+     * clears this cell) removes bindings. */
+    a = action_new(out);
+    if (!a)
+        return;
+    result_fill(a, j, cell, w);
+    a->multicast = 1;
+    a->n_dests = 0;
+    for (uint32_t i = 0; i < j->n; i++) {
+        if (!(j->bound & (UINT64_C(1) << i)))
+            continue;
+        a->dests[a->n_dests].peer = j->peer[i];
+        a->dests[a->n_dests].worker = (uint16_t)i;
+        a->n_dests++;
+    }
+    count_tx(p, j, a);
+    j->c.results++;
+}
+
+/* ---- dispatch ----------------------------------------------------------------- */
+
+void sr_pipe_process(sr_pipe *p, const sr_peer *src, const uint8_t *msg, size_t len,
+                     sr_pipe_out *out)
+{
+    sr_hdr h;
+    const uint8_t *payload = NULL;
+    sr_pipe_job *j;
+    int r;
+
+    out->n = 0;
+    p->c.rx_total++;
+    r = sr_msg_parse(msg, len, &h, &payload);
+    if (r != SR_PARSE_OK) {
+        /* Index 0 collects results outside enum sr_parse_result. */
+        p->c.rejected[r < 0 && r > -SR_PARSE_NREASONS ? -r : 0]++;
+        return;
+    }
+
+    switch (h.op) {
+    case SR_OP_JOIN:
+    case SR_OP_AR_DATA:
+        break;
+    case SR_OP_PUSH:
+    case SR_OP_PULL:
+    case SR_OP_CLOCK:
+        /* The SSP store is not in this switch yet: say so rather than
+         * letting the worker time out. */
+        j = p->jobs[h.job];
+        if (j)
+            j->c.rx++;
+        reply_error(p, j, src, &h, SR_ST_UNSUPPORTED, out);
+        return;
+    default:
+        /* Answers (JOIN_ACK, ERROR, AR_RESULT, ...) only flow switch to
+         * worker; one arriving here is a loop or a confused peer, and
+         * answering it could start a ping-pong. */
+        p->c.answers_dropped++;
+        return;
+    }
+
+    j = p->jobs[h.job];
+    if (!j) {
+        p->c.unknown_job++;
+        reply_error(p, NULL, src, &h, SR_ST_UNKNOWN_JOB, out);
+        return;
+    }
+    j->c.rx++;
+    if (h.op == SR_OP_JOIN)
+        do_join(p, j, src, &h, out);
+    else
+        do_ar_data(p, j, src, &h, payload, out);
+}
+
+void sr_pipe_replica_hdr(const sr_pipe_action *a, unsigned k, uint8_t *out)
+{
+    sr_hdr h = a->hdr;
+
+    h.worker = a->dests[k].worker;
+    sr_hdr_pack(out, &h);
+}
