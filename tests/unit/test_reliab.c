@@ -113,14 +113,15 @@ static void test_rearm_resets_backoff(void **state)
     sr_rel_arm(r, 2, 12 * MS); /* answered, next packet on the same entry */
     assert_int_equal(r->e[2].retries, 0);
     /* The expiry backed the timeout of new packets off to 20 ms ... */
-    assert_int_equal(sr_rel_next_due(r), 32 * MS);
+    assert_int_equal(r->e[2].due_ns, 32 * MS);
+    assert_true(sr_rel_next_due(r) <= 32 * MS); /* the cache may be early, never late */
     assert_int_equal(r->armed, 1);
     /* ... until a clean answer (5 ms: srtt 5, rttvar 2.5) sets it to
      * srtt + 4 rttvar = 15 ms. */
     sr_rel_ack(r, 2, 17 * MS);
     sr_rel_arm(r, 2, 20 * MS);
     assert_int_equal(r->rto_cur_ns, 15 * MS);
-    assert_int_equal(sr_rel_next_due(r), 35 * MS);
+    assert_int_equal(r->e[2].due_ns, 35 * MS);
 }
 
 static void test_burst_limit(void **state)
