@@ -81,7 +81,8 @@
 /* Block exponents: a payload value v stands for v * 2^(exp + 1 - B) where
  * B = SR_WIRE_BITS(N) = 30 - ceil(log2 N); see lib/quant/quant.h. */
 #define SR_WIRE_EXP_MIN (-96) /* clamp: keeps 2^(B-1-exp) a normal float */
-#define SR_WIRE_EXP_MAX 126   /* clamp: |x| >= 2^127 saturates (counted) */
+#define SR_WIRE_EXP_MAX 126   /* clamp: 127 is taken by the NaN/Inf hint (quant.h says
+                                 how values >= 2^127 are handled) */
 #define SR_WIRE_EXP_NONFINITE 127 /* hint: the chunk holds NaN/Inf on some worker;
                                      max-reduction spreads it to every worker */
 #define SR_WIRE_EXP_NONE (-128) /* next_exp when the slot has no next round */
@@ -91,7 +92,8 @@ enum sr_wire_op {
     SR_OP_JOIN = 1,      /* seq = context token, aux = job nonce */
     SR_OP_JOIN_ACK = 2,  /* seq = token echoed; payload = struct sr_join_params */
     SR_OP_ERROR = 3,     /* status = enum sr_wire_status, aux = the refused op;
-                            other fields echo the refused request */
+                            other fields echo the refused request, but
+                            count = 0 and there is no payload */
     SR_OP_AR_DATA = 16,  /* allreduce contribution for (slot, shadow bit) */
     SR_OP_AR_RESULT = 17,/* the slot's sum, sent to every worker of the job */
     SR_OP_PUSH = 32,     /* reserved for the SSP store ([ssp]) */
