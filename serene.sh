@@ -3,9 +3,9 @@
 # serene.sh - the README's two commands, runnable as root on a fresh Debian 12.
 #   ./serene.sh demo   build, then run the main job (allreduce example, 4 ranks,
 #                      embedded software switch)
-#   ./serene.sh test   build and run the whole test suite (gcc -Werror build with
-#                      unit, ABI and integration tests; clang -Werror build with
-#                      unit and ABI tests)
+#   ./serene.sh test   build and run the whole test suite: gcc -Werror (unit, ABI,
+#                      integration), clang -Werror (unit, ABI), gcc with ASan+UBSan
+#                      (unit, integration)
 # Each installs the Debian packages it needs when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -72,6 +72,13 @@ test)
     echo "=== clang, -Werror: unit and abi suites"
     if CC=clang setup_build build-ci-clang -Dwerror=true; then
         run_suites build-ci-clang --suite unit --suite abi || status=1
+    else
+        status=1
+    fi
+    echo "=== gcc, AddressSanitizer + UndefinedBehaviorSanitizer: unit and integration suites"
+    if CC=gcc setup_build build-ci-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false; then
+        ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+            run_suites build-ci-asan --suite unit --suite integ || status=1
     else
         status=1
     fi

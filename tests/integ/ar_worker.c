@@ -204,7 +204,12 @@ int main(int argc, char **argv)
                 int ok = rc == SERENE_ERR_TIMEOUT;
                 printf("rank %d: allreduce returned %s after %.0f ms (deadline %d ms): %s\n", rank,
                        serene_err_name(rc), ms, cfg.timeout_ms, ok ? "as expected" : "UNEXPECTED");
+                fflush(stdout);
                 serene_ctx_destroy(&ctx);
+                free(send);
+                free(recv);
+                free(exact);
+                free(pmax);
                 /* Exit non-zero like a real application whose peer vanished. */
                 return ok && ms <= cfg.timeout_ms + 1000.0 ? 3 : 1;
             }
