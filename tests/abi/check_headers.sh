@@ -11,7 +11,7 @@ cxx=${CXX:-c++}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
-for h in "$src"/serene/*.h; do
+for h in "$src"/serene/*.h "$gen"/serene/*.h; do
     name=serene/$(basename "$h")
     printf '#include <%s>\nint serene_header_check_;\n' "$name" > "$tmp/t.c"
     if ! $cc -std=c11 -pedantic -Wall -Wextra -Werror -I"$src" -I"$gen" -c "$tmp/t.c" -o "$tmp/t.o"; then
