@@ -6,9 +6,9 @@
  * the action's fields and as the bytes a replica carries (header packed by
  * sr_pipe_replica_hdr, parsed back with sr_msg_parse). Expected sums are
  * computed independently with uint32_t arithmetic; the wrap cases are also
- * written out by hand. The last test runs the streaming protocol between
- * simulated workers and the pipeline over a lossy, reordering network with a
- * fixed seed.
+ * written out by hand. The streaming protocol over a lossy network is run
+ * in test_pipeline_sim.c; the fixture and the helpers both files use are in
+ * pipeline_helpers.h.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -21,88 +21,12 @@
 #include <cmocka.h>
 
 #include "pipeline.h"
+#include "pipeline_helpers.h"
 #include "proto/wire.h"
 
 #define V(...) ((const int32_t[]){__VA_ARGS__})
 
-typedef struct fx {
-    sr_pipe *p;
-    sr_pipe_out *out;
-    uint8_t msg[SR_WIRE_MAX_MSG + 16];
-    uint8_t rep[SR_WIRE_MAX_MSG];
-    void *extra; /* a test's scratch, freed by teardown even on failure */
-} fx;
-
-static int setup(void **state)
-{
-    fx *f = calloc(1, sizeof *f);
-
-    if (!f)
-        return -1;
-    f->out = calloc(1, sizeof *f->out);
-    if (!f->out || sr_pipe_create(&f->p) != 0) {
-        free(f->out);
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fx *f = *state;
-
-    sr_pipe_destroy(&f->p);
-    assert_null(f->p);
-    free(f->extra);
-    free(f->out);
-    free(f);
-    return 0;
-}
-
 /* ---- helpers ---------------------------------------------------------------- */
-
-/* Worker w of a job sends from its own address. */
-static sr_peer peer_of(unsigned job, unsigned w)
-{
-    sr_peer p = {0x0a000000u | job << 8 | w, (uint16_t)(40000u + w)};
-    return p;
-}
-
-/* Build header + payload (count words of vals, zeros if NULL) and process. */
-static void feed(fx *f, const sr_peer *src, const sr_hdr *h, const int32_t *vals)
-{
-    sr_hdr_pack(f->msg, h);
-    for (unsigned i = 0; i < h->count; i++)
-        sr_put_be32(f->msg + SR_WIRE_HDR_LEN + 4u * i, vals ? (uint32_t)vals[i] : 0u);
-    sr_pipe_process(f->p, src, f->msg, SR_WIRE_HDR_LEN + 4u * h->count, f->out);
-}
-
-static sr_hdr mk(uint8_t op, uint16_t job, uint16_t w, uint32_t seq, uint32_t aux)
-{
-    sr_hdr h = {0};
-
-    h.version = SR_WIRE_VERSION;
-    h.op = op;
-    h.job = job;
-    h.worker = w;
-    h.seq = seq;
-    h.aux = aux;
-    return h;
-}
-
-static sr_hdr ar_hdr(uint16_t job, uint16_t slot, uint8_t v, uint32_t seq, uint32_t off,
-                     uint16_t count)
-{
-    sr_hdr h = mk(SR_OP_AR_DATA, job, 0, seq, 0);
-
-    h.slot = slot;
-    h.shadow = v;
-    h.offset = off;
-    h.count = count;
-    return h;
-}
 
 /* Send h as worker w, from w's address. */
 static void ar(fx *f, sr_hdr *h, unsigned w, const int32_t *vals)
@@ -111,23 +35,6 @@ static void ar(fx *f, sr_hdr *h, unsigned w, const int32_t *vals)
 
     h->worker = (uint16_t)w;
     feed(f, &src, h, vals);
-}
-
-static void join(fx *f, uint16_t job, uint16_t w, uint32_t token, uint32_t nonce)
-{
-    sr_hdr h = mk(SR_OP_JOIN, job, w, token, nonce);
-    sr_peer src = peer_of(job, w);
-
-    feed(f, &src, &h, NULL);
-    assert_int_equal(f->out->n, 1);
-    assert_int_equal(f->out->act[0].hdr.op, SR_OP_JOIN_ACK);
-}
-
-static void add_joined(fx *f, uint16_t job, unsigned n, unsigned elems, unsigned slots)
-{
-    assert_int_equal(sr_pipe_job_add(f->p, job, n, elems, slots), 0);
-    for (unsigned w = 0; w < n; w++)
-        join(f, job, (uint16_t)w, 1000u + w, 0);
 }
 
 /* Replica k of action a as bytes, parsed back: checks the wire round trip. */
@@ -148,12 +55,6 @@ static sr_hdr replica(fx *f, const sr_pipe_action *a, unsigned k, const uint8_t 
 static void expect_nothing(fx *f)
 {
     assert_int_equal(f->out->n, 0);
-}
-
-static void expect_peer(const sr_peer *got, const sr_peer *want)
-{
-    assert_int_equal(got->ip, want->ip);
-    assert_int_equal(got->port, want->port);
 }
 
 /* Every field of a parsed header. */
@@ -229,14 +130,6 @@ static void expect_result(fx *f, int multicast, unsigned n_or_to, const sr_hdr *
         for (unsigned i = 0; i < h.count; i++)
             assert_int_equal(sr_get_be32(pl + 4u * i), sum[i]);
     }
-}
-
-static sr_pipe_job_counters jc(fx *f, uint16_t job)
-{
-    sr_pipe_job_counters c;
-
-    assert_int_equal(sr_pipe_job_counters_get(f->p, job, &c), 0);
-    return c;
 }
 
 static sr_pipe_counters sc(fx *f)
@@ -874,203 +767,6 @@ static void test_slots_independent(void **state)
     }
 }
 
-/* ---- the whole protocol over a lossy network ---------------------------------- */
-
-/* N workers stream CHUNKS packets through S slots (chunk k: slot k % S,
- * version (k / S) & 1, as a worker's window does) to the pipeline over a
- * network that loses 20% of packets both ways, duplicates 5% of results and
- * reorders: each step delivers one of the 6 oldest packets, and no packet is
- * overtaken more than 6 times. A copy must be overtaken at least 8 times
- * (3 later packets of its worker, 2 results to it, and the 3 others'
- * contributions to the third round after it) before it can arrive three
- * rounds late, beyond what the pipeline's stale-copy tests cover (see
- * pipeline.c). Workers retransmit what is outstanding whenever the network
- * is quiet, and now and then a packet early. Every result a worker
- * receives, shadow copies and late duplicates included, must carry its
- * chunk's exact sums, and each chunk must complete exactly once. */
-enum { SIM_N = 4, SIM_S = 3, SIM_E = 4, SIM_CHUNKS = 90, SIM_Q = 4096, SIM_JOB = 9 };
-
-typedef struct sim_pkt {
-    uint8_t to_switch, skips;
-    uint16_t w, len;
-    uint8_t b[SR_WIRE_HDR_LEN + 4 * SIM_E];
-} sim_pkt;
-
-typedef struct sim {
-    sim_pkt q[SIM_Q]; /* oldest first */
-    unsigned nq;
-    uint64_t rng;
-    unsigned next[SIM_N][SIM_S]; /* chunk outstanding per worker and slot */
-    uint8_t have[SIM_N][SIM_CHUNKS];
-} sim;
-
-static uint32_t sim_rand(sim *s, uint32_t mod)
-{
-    uint64_t z = (s->rng += UINT64_C(0x9e3779b97f4a7c15)); /* splitmix64 */
-
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return (uint32_t)((z ^ (z >> 31)) % mod);
-}
-
-static uint32_t sim_val(unsigned w, unsigned k, unsigned i)
-{
-    return (w + 1u) * 2654435761u ^ k * 40503u ^ i * 977u;
-}
-
-static void sim_push(sim *s, int to_switch, unsigned w, const uint8_t *b, size_t len)
-{
-    sim_pkt *p = &s->q[s->nq++];
-
-    assert_true(s->nq <= SIM_Q);
-    assert_true(len <= sizeof p->b);
-    p->to_switch = (uint8_t)to_switch;
-    p->skips = 0;
-    p->w = (uint16_t)w;
-    p->len = (uint16_t)len;
-    memcpy(p->b, b, len);
-}
-
-static void sim_send(sim *s, unsigned w, unsigned k)
-{
-    uint8_t b[SR_WIRE_HDR_LEN + 4 * SIM_E];
-    sr_hdr h = ar_hdr(SIM_JOB, (uint16_t)(k % SIM_S), (uint8_t)((k / SIM_S) & 1u), 7,
-                      k * SIM_E, SIM_E);
-
-    h.worker = (uint16_t)w;
-    h.next_exp = (int8_t)(k % 5u + w);
-    sr_hdr_pack(b, &h);
-    for (unsigned i = 0; i < SIM_E; i++)
-        sr_put_be32(b + SR_WIRE_HDR_LEN + 4u * i, sim_val(w, k, i));
-    sim_push(s, 1, w, b, sizeof b);
-}
-
-static void sim_at_switch(fx *f, sim *s, const sim_pkt *pk)
-{
-    sr_peer src = peer_of(SIM_JOB, pk->w);
-
-    sr_pipe_process(f->p, &src, pk->b, pk->len, f->out);
-    for (unsigned i = 0; i < f->out->n; i++) {
-        const sr_pipe_action *a = &f->out->act[i];
-
-        for (unsigned k = 0; k < a->n_dests; k++) {
-            sr_peer want = peer_of(SIM_JOB, a->dests[k].worker);
-            size_t len = SR_WIRE_HDR_LEN + a->payload_len;
-
-            expect_peer(&a->dests[k].peer, &want);
-            sr_pipe_replica_hdr(a, k, f->rep);
-            memcpy(f->rep + SR_WIRE_HDR_LEN, a->payload, a->payload_len);
-            sim_push(s, 0, a->dests[k].worker, f->rep, len);
-            if (sim_rand(s, 100) < 5)
-                sim_push(s, 0, a->dests[k].worker, f->rep, len);
-        }
-    }
-}
-
-static void sim_at_worker(sim *s, const sim_pkt *pk)
-{
-    const uint8_t *pl;
-    sr_hdr h;
-    unsigned k, w = pk->w;
-
-    assert_int_equal(sr_msg_parse(pk->b, pk->len, &h, &pl), SR_PARSE_OK);
-    assert_int_equal(h.op, SR_OP_AR_RESULT);
-    assert_int_equal(h.worker, w);
-    k = h.offset / SIM_E;
-    assert_true(k < SIM_CHUNKS);
-    assert_int_equal(h.slot, k % SIM_S);
-    assert_int_equal(h.shadow, (k / SIM_S) & 1u);
-    assert_int_equal(h.next_exp, (int)(k % 5u + SIM_N - 1));
-    for (unsigned i = 0; i < SIM_E; i++) {
-        uint32_t sum = 0;
-
-        for (unsigned v = 0; v < SIM_N; v++)
-            sum += sim_val(v, k, i);
-        assert_int_equal(sr_get_be32(pl + 4u * i), sum);
-    }
-    assert_true(k <= s->next[w][h.slot]); /* never a chunk it has not sent */
-    if (k != s->next[w][h.slot])
-        return; /* a late duplicate */
-    s->have[w][k] = 1;
-    s->next[w][h.slot] += SIM_S;
-    if (s->next[w][h.slot] < SIM_CHUNKS)
-        sim_send(s, w, s->next[w][h.slot]);
-}
-
-/* Take the oldest packet overtaken 6 times, else one of the 6 oldest. */
-static sim_pkt sim_pick(sim *s)
-{
-    unsigned win = s->nq < 6 ? s->nq : 6, i = 0;
-    sim_pkt pk;
-
-    while (i < win && s->q[i].skips < 6)
-        i++;
-    if (i == win)
-        i = sim_rand(s, win);
-    for (unsigned k = 0; k < i; k++)
-        s->q[k].skips++;
-    pk = s->q[i];
-    memmove(&s->q[i], &s->q[i + 1], (s->nq - i - 1) * sizeof s->q[0]);
-    s->nq--;
-    return pk;
-}
-
-static void test_lossy_network_sim(void **state)
-{
-    fx *f = *state;
-    sim *s = f->extra = calloc(1, sizeof(sim));
-    unsigned timeouts = 0;
-    int done = 0;
-
-    assert_non_null(s);
-    add_joined(f, SIM_JOB, SIM_N, SIM_E, SIM_S);
-    s->rng = 12345;
-    for (unsigned w = 0; w < SIM_N; w++)
-        for (unsigned sl = 0; sl < SIM_S; sl++) {
-            s->next[w][sl] = sl;
-            sim_send(s, w, sl);
-        }
-    for (unsigned iter = 0; iter < 1000000 && !done; iter++) {
-        sim_pkt pk;
-
-        if (s->nq == 0) { /* quiet: every worker retransmits what it waits for */
-            done = 1;
-            timeouts++;
-            for (unsigned w = 0; w < SIM_N; w++)
-                for (unsigned sl = 0; sl < SIM_S; sl++)
-                    if (s->next[w][sl] < SIM_CHUNKS) {
-                        sim_send(s, w, s->next[w][sl]);
-                        done = 0;
-                    }
-            continue;
-        }
-        if (sim_rand(s, 100) < 3) { /* a spurious timeout */
-            unsigned w = sim_rand(s, SIM_N), sl = sim_rand(s, SIM_S);
-
-            if (s->next[w][sl] < SIM_CHUNKS)
-                sim_send(s, w, s->next[w][sl]);
-        }
-        pk = sim_pick(s);
-        if (sim_rand(s, 100) < 20)
-            continue;
-        if (pk.to_switch)
-            sim_at_switch(f, s, &pk);
-        else
-            sim_at_worker(s, &pk);
-    }
-    assert_true(done);
-    for (unsigned w = 0; w < SIM_N; w++)
-        for (unsigned k = 0; k < SIM_CHUNKS; k++)
-            assert_int_equal(s->have[w][k], 1);
-    assert_int_equal(jc(f, SIM_JOB).results, SIM_CHUNKS);
-    assert_int_equal(jc(f, SIM_JOB).mismatches, 0);
-    /* The network really exercised every recovery path. */
-    assert_true(timeouts > 10);
-    assert_true(jc(f, SIM_JOB).shadow_replies > 0);
-    assert_true(jc(f, SIM_JOB).dup_dropped > 0);
-    assert_true(jc(f, SIM_JOB).stale_dropped > 0);
-}
-
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -1101,7 +797,6 @@ int main(void)
         T(test_two_jobs_isolated),
         T(test_other_ops),
         T(test_slots_independent),
-        T(test_lossy_network_sim),
     };
 #undef T
 

@@ -6,13 +6,11 @@
  * derived by hand and checked with independent tools, never with the code
  * under test. So that a bug cannot cancel itself out, this file reads and
  * writes the expected bytes with its own helpers (rd16/rd32), and keeps
- * its own tables of valid ops and result names.
+ * its own tables of valid ops and result names. vectors.c loads the files.
  *
  * Every parse runs on a copy that ends exactly at an inaccessible page
  * (guarded()), so a read past len faults here even without ASan.
  */
-#include <dirent.h>
-#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +24,7 @@
 #include <cmocka.h>
 
 #include "proto/wire.h"
+#include "vectors.h"
 
 /* ---- independent helpers ------------------------------------------------ */
 
@@ -87,130 +86,20 @@ static uint8_t *guarded(struct guard *g, const void *src, size_t len)
 }
 static void unguard(struct guard *g) { munmap(g->map, g->maplen); }
 
-/* ---- vector files ------------------------------------------------------- */
-
-#define MAX_KV 40
-#define MAX_BYTES 512
-struct vector {
-    char name[64];
-    char key[MAX_KV][24], val[MAX_KV][96];
-    int nkv;
-    uint8_t bytes[MAX_BYTES];
-    size_t len;
-};
-struct vectors { struct vector *v; size_t n; };
-
-static int hexval(int c) { return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10; }
-
-/* Read one vector file; the format is in tests/vectors/README.md. */
-static int load_vector(const char *path, struct vector *v)
-{
-    FILE *f = fopen(path, "r");
-    char line[512];
-    int lineno = 0;
-    if (!f)
-        return fprintf(stderr, "%s: %s\n", path, strerror(errno)), -1;
-    while (fgets(line, sizeof(line), f)) {
-        char *s = line, *eq, *save = NULL;
-        lineno++;
-        s[strcspn(s, "#\r\n")] = '\0';
-        if ((eq = strchr(s, '=')) != NULL) {
-            *eq = '\0';
-            if (v->nkv == MAX_KV || sscanf(s, " %23[a-z_0-9]", v->key[v->nkv]) != 1 ||
-                sscanf(eq + 1, " %95s", v->val[v->nkv]) != 1)
-                goto bad;
-            v->nkv++;
-            continue;
-        }
-        for (char *tok = strtok_r(s, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
-            size_t tl = strlen(tok);
-            if (tl % 2 || strspn(tok, "0123456789abcdefABCDEF") != tl || v->len + tl / 2 > MAX_BYTES)
-                goto bad;
-            for (size_t i = 0; i < tl; i += 2)
-                v->bytes[v->len++] = (uint8_t)(hexval(tok[i]) << 4 | hexval(tok[i + 1]));
-        }
-    }
-    fclose(f);
-    return 0;
-bad:
-    fprintf(stderr, "%s:%d: not key=value nor hex bytes\n", path, lineno);
-    fclose(f);
-    return -1;
-}
-
-static int by_name(const void *a, const void *b)
-{
-    return strcmp(((const struct vector *)a)->name, ((const struct vector *)b)->name);
-}
+/* ---- vector files (loaded by vectors.c) --------------------------------- */
 
 static int setup(void **state)
 {
-    const char *dir = getenv("SERENE_VECTORS");
-    struct vectors *vs = calloc(1, sizeof(*vs));
-    DIR *d = dir ? opendir(dir) : NULL;
-    struct dirent *e;
-    int rc = 0;
-    if (!vs || !d) {
-        fprintf(stderr, "test_wire: SERENE_VECTORS must name tests/vectors\n");
-        free(vs);
-        return -1;
-    }
-    while (rc == 0 && (e = readdir(d)) != NULL) {
-        size_t nl = strlen(e->d_name);
-        char path[4096];
-        if (nl < 5 || strcmp(e->d_name + nl - 4, ".hex") != 0 || nl >= sizeof(vs->v->name))
-            continue;
-        struct vector *nv = realloc(vs->v, (vs->n + 1) * sizeof(*vs->v));
-        if (!nv) {
-            rc = -1;
-            break;
-        }
-        vs->v = nv;
-        nv = &vs->v[vs->n++];
-        memset(nv, 0, sizeof(*nv));
-        memcpy(nv->name, e->d_name, nl + 1);
-        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        rc = load_vector(path, nv);
-    }
-    closedir(d);
-    qsort(vs->v, vs->n, sizeof(*vs->v), by_name);
+    struct vectors *vs = NULL;
+    int rc = vectors_load(getenv("SERENE_VECTORS"), &vs);
     *state = vs;
     return rc;
 }
 
 static int teardown(void **state)
 {
-    struct vectors *vs = *state;
-    free(vs->v);
-    free(vs);
+    vectors_free(*state);
     return 0;
-}
-
-static const char *vget(const struct vector *v, const char *key)
-{
-    for (int i = 0; i < v->nkv; i++)
-        if (strcmp(v->key[i], key) == 0)
-            return v->val[i];
-    return NULL;
-}
-
-static long long vnum(const struct vector *v, const char *key)
-{
-    const char *s = vget(v, key);
-    char *end;
-    if (!s)
-        fail_msg("%s: no %s=", v->name, key);
-    errno = 0;
-    long long x = strtoll(s, &end, 0);
-    if (errno || *end || end == s)
-        fail_msg("%s: %s=%s is not a number", v->name, key, s);
-    return x;
-}
-
-static int is(const struct vector *v, const char *key, const char *val)
-{
-    const char *s = vget(v, key);
-    return s && strcmp(s, val) == 0;
 }
 
 /* Every field of sr_hdr; a vector names them the same way. */

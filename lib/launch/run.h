@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * run.h - serene-run's private interface between its two halves:
+ * serene_run.c (options, the embedded switch, the ranks, main) and
+ * supervise.c (starting processes, relaying their output, supervising
+ * them until the job ends). Nothing here is installed or linked elsewhere.
+ */
+#ifndef SERENE_LAUNCH_RUN_H
+#define SERENE_LAUNCH_RUN_H
+
+#include <limits.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proto/wire.h"
+#include "serene/serene.h"
+
+/* Slot 0 of launch.procs is the switch; rank r is procs[1 + r]. */
+#define SWITCH_SLOT 0
+#define MAX_PROCS (1 + (int)SR_WIRE_MAX_WORKERS)
+
+struct stream {
+    int fd;     /* read end of the child's pipe; -1 once closed */
+    int out;    /* where its lines go: STDOUT_FILENO or STDERR_FILENO */
+    size_t len; /* bytes of an unfinished line at the start of buf */
+    char *buf;  /* LINE_MAX_BYTES */
+};
+
+struct proc {
+    pid_t pid;           /* 0: never started */
+    int running;         /* started, not yet reaped nor given up */
+    int signalled;       /* we sent SIGTERM: its exit is then expected */
+    int killed;          /* we sent SIGKILL */
+    int64_t term_at;     /* when SIGTERM went out (monotonic ms) */
+    char name[16];       /* "rank 3" or "switch", for messages */
+    char prefix[16];     /* "[3] ", "[switch] " or "" */
+    struct stream io[2]; /* its stdout, its stderr */
+};
+
+struct opts {
+    int n;
+    int job;
+    const char *switch_addr; /* NULL: start the embedded switch */
+    const char **switch_args;
+    int n_switch_args;
+    int elems; /* 0: the switch's default */
+    int slots; /* 0: the switch's default */
+    int64_t timeout_ms; /* 0: none */
+    int prefix;
+    char **prog; /* PROGRAM [ARGS...], NULL-terminated */
+};
+
+struct launch {
+    struct opts o;
+    struct proc procs[MAX_PROCS];
+    int nstarted;       /* ranks started */
+    int sigfd;          /* SIGCHLD, SIGINT, SIGTERM, SIGHUP */
+    sigset_t child_mask; /* the mask we started with, for the children */
+    int reset_sigpipe;  /* we ignore SIGPIPE; children get it back */
+    int stopping;       /* the job is being torn down */
+    int exit_code;      /* valid once stopping, or 0 */
+    int timed_out;
+    int signals_seen;
+    int64_t deadline;   /* --timeout, monotonic ms; 0: none */
+    int64_t t_ranks;    /* when the first rank started */
+    uint32_t nonce;
+    char port_dir[PATH_MAX]; /* private temp dir holding the port file */
+    char switch_addr[SERENE_ADDR_MAX];
+};
+
+/* ---- serene_run.c ------------------------------------------------------ */
+
+/* "serene-run: MESSAGE\n" on stderr, in one write. */
+__attribute__((format(printf, 1, 2))) void note(const char *fmt, ...);
+
+/* ---- supervise.c ------------------------------------------------------- */
+
+/* CLOCK_MONOTONIC in milliseconds. */
+int64_t now_ms(void);
+
+/* Relay what is left in s, close it and free its buffer; no-op if closed. */
+void stream_close(const struct proc *p, struct stream *s);
+/* Relay what a reaped child left in its pipes (bounded). */
+void proc_drain(struct proc *p);
+
+/* Fork and exec file (PATH lookup if it has no '/') with its stdout and
+ * stderr on fresh pipes. Returns 0, a positive errno the exec failed with,
+ * or a negative errno from our own calls (malloc, pipe, fork). */
+int spawn(struct launch *L, struct proc *p, const char *file, char *const argv[],
+          char *const envp[], int keep_stdin);
+
+/* Begin tearing the job down; the first reason decides the exit code. */
+void stop(struct launch *L, int code, int64_t now);
+/* Stop the job if --timeout has passed; returns 1 the first time it does. */
+int check_timeout(struct launch *L, int64_t now);
+/* Wait up to timeout_ms for output, signals or exits, and handle them. */
+void poll_once(struct launch *L, int timeout_ms);
+/* Relay and supervise until every started process is reaped or given up. */
+void supervise(struct launch *L);
+
+#endif /* SERENE_LAUNCH_RUN_H */
