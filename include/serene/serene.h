@@ -150,7 +150,9 @@ typedef struct serene_config {
      * Env SERENE_RETRY_LIMIT. */
     int retry_limit;
     /* Packets in flight per worker (switch slots used); 0 = the job's pool
-     * size announced by the switch. Default 0. Env SERENE_WINDOW. */
+     * size announced by the switch. Must be the same on every worker of
+     * the job (packets map to slots by it; a difference is reported as
+     * SERENE_ERR_MISMATCH). Default 0. Env SERENE_WINDOW. */
     int window;
     /* Operations that may be started and not yet waited for. Default 16. */
     int max_ops;
