@@ -98,13 +98,14 @@ static const struct constant constants[] = {
     CONST(SR_OP_ERROR, 8, 0, "status = SR_ST_*, aux = the refused op"),
     CONST(SR_OP_AR_DATA, 8, 0, "allreduce contribution for (slot, shadow bit)"),
     CONST(SR_OP_AR_RESULT, 8, 0, "the slot's sum, sent to every worker of the job"),
-    CONST(SR_OP_PUSH, 8, 0, "SSP store: add values (reserved)"),
-    CONST(SR_OP_PUSH_ACK, 8, 0, "SSP store: push acknowledged (reserved)"),
-    CONST(SR_OP_PULL, 8, 0, "SSP store: read values (reserved)"),
-    CONST(SR_OP_PULL_RESP, 8, 0, "SSP store: values read (reserved)"),
-    CONST(SR_OP_CLOCK, 8, 0, "SSP: a worker ended an iteration (reserved)"),
-    CONST(SR_OP_PROCEED, 8, 0, "SSP: the barrier lets the worker go on (reserved)"),
-    CONST(SR_OP_RELEASE, 8, 0, "SSP: low clock advanced, held workers may go on (reserved)"),
+    CONST(SR_OP_PUSH, 8, 0, "SSP store: add values; seq = push number, applied once per row and worker"),
+    CONST(SR_OP_PUSH_ACK, 8, 0, "SSP store: push acknowledged; aux = 1 applied now, 0 duplicate"),
+    CONST(SR_OP_PULL, 8, 0, "SSP store: read aux words at offset"),
+    CONST(SR_OP_PULL_RESP, 8, 0, "SSP store: the words read"),
+    CONST(SR_OP_CLOCK, 8, 0, "SSP: the worker finished clock seq"),
+    CONST(SR_OP_PROCEED, 8, 0, "SSP: go on; aux = low, offset = high, payload = mode, s"),
+    CONST(SR_OP_RELEASE, 8, 0, "SSP: low clock advanced (seq = aux = low), to every worker"),
+    CONST(SR_OP_HOLD, 8, 0, "SSP: wait for a RELEASE with c - low <= s; fields as PROCEED"),
 
     SEC("Status codes (serene_h.status) carried by SR_OP_ERROR; 0 = OK elsewhere"),
     CONST(SR_ST_OK, 8, 0, "success"),
@@ -115,6 +116,13 @@ static const struct constant constants[] = {
     CONST(SR_ST_BAD_COUNT, 8, 0, "count above the job's elements per packet"),
     CONST(SR_ST_BAD_SLOT, 8, 0, "slot index >= the job's pool size"),
     CONST(SR_ST_UNSUPPORTED, 8, 0, "op not implemented by this switch"),
+    CONST(SR_ST_RANGE, 8, 0, "store access beyond the job's capacity, or across a row"),
+    CONST(SR_ST_CLOCK_AHEAD, 8, 0, "CLOCK beyond the barrier ring: the worker ignored a HOLD"),
+
+    SEC("Synchronization modes (payload word 0 of PROCEED/HOLD; the policy table's action)"),
+    CONST(SR_SYNC_BSP, 32, 0, "bulk synchronous: s = 0"),
+    CONST(SR_SYNC_SSP, 32, 0, "stale synchronous: proceed iff c - low <= s"),
+    CONST(SR_SYNC_ASP, 32, 0, "asynchronous: bounded only by the barrier ring"),
 
     SEC("Flags (serene_h.flags): informational, never change the switch's semantics"),
     CONST(SR_FLAG_RETRANSMIT, 8, 1, "set by a worker on a retransmitted packet"),
@@ -132,6 +140,7 @@ static const struct constant constants[] = {
     DEFINE(SR_WIRE_MAX_PAYLOAD, "payload bytes per packet (SR_WIRE_MAX_ELEMS * 4)"),
     DEFINE(SR_WIRE_MAX_MSG, "bytes of the largest Serene message, header included"),
     DEFINE(SR_JOIN_PARAMS_WORDS, "u32 words in the SR_OP_JOIN_ACK payload"),
+    DEFINE(SR_SYNC_WORDS, "u32 words in the PROCEED/HOLD payload (mode, s)"),
 
     SEC("Block exponents (serene_h.exp, next_exp): signed, stored in two's complement.\n"
         "   P4 compares bit<N> unsigned: flip bit 7 (x ^ 0x80) of both sides to compare\n"

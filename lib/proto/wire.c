@@ -45,6 +45,7 @@ static const char *op_name_or_null(unsigned op)
     case SR_OP_CLOCK: return "CLOCK";
     case SR_OP_PROCEED: return "PROCEED";
     case SR_OP_RELEASE: return "RELEASE";
+    case SR_OP_HOLD: return "HOLD";
     default: return NULL;
     }
 }
@@ -66,6 +67,8 @@ const char *sr_status_name(unsigned status)
     case SR_ST_BAD_COUNT: return "BAD_COUNT";
     case SR_ST_BAD_SLOT: return "BAD_SLOT";
     case SR_ST_UNSUPPORTED: return "UNSUPPORTED";
+    case SR_ST_RANGE: return "RANGE";
+    case SR_ST_CLOCK_AHEAD: return "CLOCK_AHEAD";
     default: return "status?";
     }
 }

@@ -96,13 +96,26 @@ enum sr_wire_op {
                             count = 0 and there is no payload */
     SR_OP_AR_DATA = 16,  /* allreduce contribution for (slot, shadow bit) */
     SR_OP_AR_RESULT = 17,/* the slot's sum, sent to every worker of the job */
-    SR_OP_PUSH = 32,     /* reserved for the SSP store ([ssp]) */
-    SR_OP_PUSH_ACK = 33,
-    SR_OP_PULL = 34,
-    SR_OP_PULL_RESP = 35,
-    SR_OP_CLOCK = 36,
-    SR_OP_PROCEED = 37,
-    SR_OP_RELEASE = 38,
+    /* SSP parameter store and barrier. The store is int32 words, added
+     * modulo 2^32, in rows of the job's elems_per_pkt words; a PUSH or PULL
+     * stays within one row. */
+    SR_OP_PUSH = 32,      /* seq = the worker's push number (serial, from 1),
+                             offset = store word, count + payload = values to
+                             add, aux = the worker's clock (informational).
+                             Applied once: the switch keeps, per row and
+                             worker, the last push number applied */
+    SR_OP_PUSH_ACK = 33,  /* echoes seq and offset; count 0; aux = 1 if
+                             applied now, 0 if it was a duplicate */
+    SR_OP_PULL = 34,      /* seq = request number, offset = store word,
+                             count 0, aux = words wanted */
+    SR_OP_PULL_RESP = 35, /* echoes seq and offset; count + payload = words */
+    SR_OP_CLOCK = 36,     /* seq = the clock c the worker has finished */
+    SR_OP_PROCEED = 37,   /* answer to CLOCK(c): go on. seq = c, aux = low,
+                             offset = high, payload = struct sr_sync_words */
+    SR_OP_RELEASE = 38,   /* low advanced; to every worker of the job.
+                             seq = aux = low, offset = high, count 0 */
+    SR_OP_HOLD = 39,      /* answer to CLOCK(c): wait for a RELEASE with
+                             c - low <= s. Fields as PROCEED */
 };
 
 /* Flags. Informational only: the switch's semantics never depend on them. */
@@ -118,7 +131,20 @@ enum sr_wire_status {
     SR_ST_BAD_COUNT = 5,    /* count above the job's elements per packet */
     SR_ST_BAD_SLOT = 6,     /* slot index >= the job's pool size */
     SR_ST_UNSUPPORTED = 7,  /* op not implemented by this switch */
+    SR_ST_RANGE = 8,        /* store access beyond the job's capacity, or across a row */
+    SR_ST_CLOCK_AHEAD = 9,  /* CLOCK beyond the barrier ring: the worker ignored a HOLD */
 };
+
+/* Payload of PROCEED and HOLD: the policy in force at the answered clock,
+ * 2 big-endian u32 words. Fixed for that clock once answered, so every
+ * worker sees the same policy at every clock. */
+typedef struct sr_sync_words {
+    uint32_t mode;      /* enum sr_sync_mode */
+    uint32_t staleness; /* s: proceed iff c - low <= s (ASP: the ring's bound) */
+} sr_sync_words;
+#define SR_SYNC_WORDS 2u
+
+enum sr_sync_mode { SR_SYNC_BSP = 0, SR_SYNC_SSP = 1, SR_SYNC_ASP = 2 };
 
 /* Parsed header, host byte order. */
 typedef struct sr_hdr {

@@ -35,20 +35,22 @@ const bit<8> SR_OP_ERROR = 3;
 const bit<8> SR_OP_AR_DATA = 16;
 // the slot's sum, sent to every worker of the job
 const bit<8> SR_OP_AR_RESULT = 17;
-// SSP store: add values (reserved)
+// SSP store: add values; seq = push number, applied once per row and worker
 const bit<8> SR_OP_PUSH = 32;
-// SSP store: push acknowledged (reserved)
+// SSP store: push acknowledged; aux = 1 applied now, 0 duplicate
 const bit<8> SR_OP_PUSH_ACK = 33;
-// SSP store: read values (reserved)
+// SSP store: read aux words at offset
 const bit<8> SR_OP_PULL = 34;
-// SSP store: values read (reserved)
+// SSP store: the words read
 const bit<8> SR_OP_PULL_RESP = 35;
-// SSP: a worker ended an iteration (reserved)
+// SSP: the worker finished clock seq
 const bit<8> SR_OP_CLOCK = 36;
-// SSP: the barrier lets the worker go on (reserved)
+// SSP: go on; aux = low, offset = high, payload = mode, s
 const bit<8> SR_OP_PROCEED = 37;
-// SSP: low clock advanced, held workers may go on (reserved)
+// SSP: low clock advanced (seq = aux = low), to every worker
 const bit<8> SR_OP_RELEASE = 38;
+// SSP: wait for a RELEASE with c - low <= s; fields as PROCEED
+const bit<8> SR_OP_HOLD = 39;
 
 /* ---- Status codes (serene_h.status) carried by SR_OP_ERROR; 0 = OK elsewhere */
 
@@ -68,6 +70,19 @@ const bit<8> SR_ST_BAD_COUNT = 5;
 const bit<8> SR_ST_BAD_SLOT = 6;
 // op not implemented by this switch
 const bit<8> SR_ST_UNSUPPORTED = 7;
+// store access beyond the job's capacity, or across a row
+const bit<8> SR_ST_RANGE = 8;
+// CLOCK beyond the barrier ring: the worker ignored a HOLD
+const bit<8> SR_ST_CLOCK_AHEAD = 9;
+
+/* ---- Synchronization modes (payload word 0 of PROCEED/HOLD; the policy table's action) */
+
+// bulk synchronous: s = 0
+const bit<32> SR_SYNC_BSP = 0;
+// stale synchronous: proceed iff c - low <= s
+const bit<32> SR_SYNC_SSP = 1;
+// asynchronous: bounded only by the barrier ring
+const bit<32> SR_SYNC_ASP = 2;
 
 /* ---- Flags (serene_h.flags): informational, never change the switch's semantics */
 
@@ -99,6 +114,8 @@ const bit<16> SR_WIRE_SLOT_MASK = 0x7fff;
 #define SR_WIRE_MAX_MSG 8220
 // u32 words in the SR_OP_JOIN_ACK payload
 #define SR_JOIN_PARAMS_WORDS 4
+// u32 words in the PROCEED/HOLD payload (mode, s)
+#define SR_SYNC_WORDS 2
 
 /* ---- Block exponents (serene_h.exp, next_exp): signed, stored in two's complement.
    P4 compares bit<N> unsigned: flip bit 7 (x ^ 0x80) of both sides to compare
