@@ -160,6 +160,12 @@ typedef struct serene_config {
      * has: bit 0 AVX2, bit 1 AVX-512. Default ~0u. Env SERENE_CPU_MASK
      * (decimal or 0x hex). */
     unsigned cpu_mask;
+    /* Fractional bits of the SSP store's fixed point for the float forms of
+     * push and pull: a value x is stored as rne(x * 2^store_frac_bits) in an
+     * int32 accumulator. 0..30; must agree across the job's workers.
+     * Default 16 (resolution 1.5e-5, accumulators wrap at +-32768).
+     * Env SERENE_STORE_FRAC_BITS. */
+    int store_frac_bits;
     /* Log threshold. Default SERENE_LOG_WARN. Env SERENE_LOG_LEVEL
      * (error|warn|info|debug or 0..3). */
     serene_log_level log_level;
@@ -264,11 +270,91 @@ typedef struct serene_stats {
     uint64_t duplicates;      /* results received for a round already done */
     uint64_t rejected;        /* malformed, truncated or foreign packets dropped */
     uint64_t ops_completed;   /* operations finished successfully */
-    uint64_t reserved_[6];
+    uint64_t clock_wait_ns;   /* total time spent in serene_clock calls */
+    uint64_t holds;           /* clock calls the barrier held at least once */
+    uint64_t releases;        /* RELEASE messages that let a held clock call go on */
+    uint64_t reserved_[3];
 } serene_stats;
 
 /* Snapshot of the context's counters (monotonic since creation). */
 SERENE_API int serene_get_stats(const serene_ctx *ctx, serene_stats *out);
+
+/* ------------------------------------------------------------------------ */
+/* SSP parameter store and barrier                                           */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Each job has a store of int32 accumulators in the switch, its capacity
+ * fixed at job setup (serene_store_capacity). Arithmetic is modulo 2^32.
+ * A worker's iteration is: pull (read the model), compute, push (add its
+ * update), serene_clock (end of iteration c = 0, 1, 2, ...). The switch
+ * holds a worker that finished clock c until c - low <= s(c), where low is
+ * the largest clock every worker has finished and s(c) the staleness bound
+ * of the policy in force at clock c (BSP: s = 0; SSP(s); ASP: unbounded up
+ * to the switch's ring). Guarantee (SSP in the sense of Bosen): after
+ * serene_clock returned for clock c, a pull contains every push that any
+ * worker made in its clocks <= c - s(c), plus possibly any later ones.
+ * Operations of a context run in the order they were started, so a clock
+ * started after a push is sent only once the push was acknowledged.
+ */
+
+typedef enum serene_sync_mode {
+    SERENE_SYNC_BSP = 0,
+    SERENE_SYNC_SSP = 1,
+    SERENE_SYNC_ASP = 2,
+} serene_sync_mode;
+
+/* Pull flag: return what was added since this worker's last pull of each
+ * element (any form), instead of the absolute value. Exact even across
+ * wraps of the accumulators, as long as the change fits an int32. */
+#define SERENE_PULL_DELTA 0x1u
+
+/* Words of the job's store (0 if the switch has none). */
+SERENE_API size_t serene_store_capacity(const serene_ctx *ctx);
+
+/* Add count values at offset of the store, exactly once each (the library
+ * retransmits until the switch acknowledges; the switch drops duplicates).
+ * The float form rounds x * 2^store_frac_bits to nearest even, saturating
+ * (counted in stats.saturations). Returns SERENE_ERR_RANGE when
+ * [offset, offset + count) exceeds the capacity (nothing sent),
+ * SERENE_ERR_NONFINITE for NaN/Inf (nothing sent), SERENE_ERR_TIMEOUT. */
+SERENE_API int serene_push(serene_ctx *ctx, size_t offset, const float *values, size_t count);
+SERENE_API int serene_push_i32(serene_ctx *ctx, size_t offset, const int32_t *values,
+                               size_t count);
+
+/* Read count words at offset into out (absolute, or SERENE_PULL_DELTA).
+ * The float form divides by 2^store_frac_bits. Same errors as push. */
+SERENE_API int serene_pull(serene_ctx *ctx, size_t offset, float *out, size_t count,
+                           unsigned flags);
+SERENE_API int serene_pull_i32(serene_ctx *ctx, size_t offset, int32_t *out, size_t count,
+                               unsigned flags);
+
+/* End this worker's current clock and return when the barrier lets it go
+ * on (then serene_get_clock_info().clock has advanced by one), or with
+ * SERENE_ERR_TIMEOUT by the deadline (the clock then stays unfinished and
+ * the call may be repeated). */
+SERENE_API int serene_clock(serene_ctx *ctx);
+
+/* Non-blocking forms; finish with serene_op_wait. Buffers must stay valid
+ * (values unchanged) until then. */
+SERENE_API int serene_push_start(serene_ctx *ctx, size_t offset, const float *values,
+                                 size_t count, serene_op **op_out);
+SERENE_API int serene_pull_start(serene_ctx *ctx, size_t offset, float *out, size_t count,
+                                 unsigned flags, serene_op **op_out);
+SERENE_API int serene_clock_start(serene_ctx *ctx, serene_op **op_out);
+
+typedef struct serene_clock_info {
+    uint32_t clock;        /* the clock this worker is in (finished clocks + first) */
+    uint32_t low;          /* largest clock all workers finished, last seen */
+    uint32_t high;         /* largest clock any worker finished, last seen */
+    serene_sync_mode mode; /* policy of the last clock this worker finished */
+    uint32_t staleness;    /* its s */
+    uint32_t reserved_[11];
+} serene_clock_info;
+
+/* The worker's view of the barrier, as of the last answer from the switch.
+ * Safe to call between operations. */
+SERENE_API int serene_get_clock_info(const serene_ctx *ctx, serene_clock_info *out);
 
 #ifdef __cplusplus
 }

@@ -36,6 +36,7 @@ SERENE_API void serene_config_init(serene_config *cfg)
     cfg->window = 0;
     cfg->max_ops = 16;
     cfg->cpu_mask = ~0u;
+    cfg->store_frac_bits = 16;
     cfg->log_level = SERENE_LOG_WARN;
     cfg->log_fn = NULL;
     cfg->log_cookie = NULL;
@@ -105,6 +106,7 @@ SERENE_API int serene_config_from_env(serene_config *cfg)
          "0 (no limit) or a positive count"},
         {"SERENE_WINDOW", 0, SR_WIRE_MAX_SLOTS, offsetof(serene_config, window),
          "0 (the switch's pool) or 1..32768"},
+        {"SERENE_STORE_FRAC_BITS", 0, 30, offsetof(serene_config, store_frac_bits), "0..30"},
     };
     int rc = 0;
     const char *v;
@@ -160,10 +162,10 @@ SERENE_API int serene_config_dump(const serene_config *cfg, char *buf, size_t le
                     "rank = %d\nworld_size = %d\njob_id = %d\njob_nonce = %u\n"
                     "switch_addr = %s\nbind_addr = %s\ntransport = %s\ntimeout_ms = %d\n"
                     "rto_us = %d\nrto_max_us = %d\nretry_limit = %d\nwindow = %d\n"
-                    "max_ops = %d\ncpu_mask = 0x%x\nlog_level = %s\n",
+                    "max_ops = %d\ncpu_mask = 0x%x\nstore_frac_bits = %d\nlog_level = %s\n",
                     cfg->rank, cfg->world_size, cfg->job_id, cfg->job_nonce, cfg->switch_addr,
                     cfg->bind_addr, cfg->transport, cfg->timeout_ms, cfg->rto_us, cfg->rto_max_us,
-                    cfg->retry_limit, cfg->window, cfg->max_ops, cfg->cpu_mask,
+                    cfg->retry_limit, cfg->window, cfg->max_ops, cfg->cpu_mask, cfg->store_frac_bits,
                     names[(unsigned)cfg->log_level < 4 ? cfg->log_level : 3]);
 }
 
@@ -190,6 +192,8 @@ int sr_config_validate(const serene_config *cfg, const sr_log *log)
           "window %d is outside 0..%u", cfg->window, SR_WIRE_MAX_SLOTS);
     CHECK(cfg->max_ops >= 1 && cfg->max_ops <= 1024, "max_ops %d is outside 1..1024",
           cfg->max_ops);
+    CHECK(cfg->store_frac_bits >= 0 && cfg->store_frac_bits <= 30,
+          "store_frac_bits %d is outside 0..30", cfg->store_frac_bits);
     CHECK((unsigned)cfg->log_level <= SERENE_LOG_DEBUG, "log_level %d is outside 0..3",
           (int)cfg->log_level);
     CHECK(memchr(cfg->switch_addr, 0, sizeof cfg->switch_addr) && cfg->switch_addr[0],

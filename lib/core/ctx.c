@@ -117,6 +117,7 @@ SERENE_API void serene_ctx_destroy(serene_ctx **pctx)
     free(ctx->slots);
     free(ctx->slot_mem);
     free(ctx->exps);
+    free(ctx->pulled);
     free(ctx->ops);
     free(ctx->ring);
     if (ctx->rxbuf[0])
@@ -155,6 +156,9 @@ SERENE_API int serene_ctx_create(serene_ctx **pctx, const serene_config *cfg)
     pthread_mutex_init(&ctx->start_mu, NULL);
     sr_quant_init(&ctx->qk, cfg->cpu_mask);
     ctx->token = random_token();
+    /* Nothing finished yet: low = high = first clock - 1. */
+    atomic_store(&ctx->sync.low, UINT32_MAX);
+    atomic_store(&ctx->sync.high, UINT32_MAX);
     ctx->max_ops = (unsigned)cfg->max_ops;
     ctx->ops = calloc(ctx->max_ops, sizeof *ctx->ops);
     ctx->ring = calloc(ctx->max_ops, sizeof *ctx->ring);
@@ -279,6 +283,134 @@ SERENE_API int serene_get_stats(const serene_ctx *ctx, serene_stats *out)
     LD(duplicates);
     LD(rejected);
     LD(ops_completed);
+    LD(clock_wait_ns);
+    LD(holds);
+    LD(releases);
 #undef LD
+    return 0;
+}
+
+/* ---- SSP store and barrier ------------------------------------------------ */
+
+SERENE_API size_t serene_store_capacity(const serene_ctx *ctx)
+{
+    return ctx ? atomic_load(&((serene_ctx *)ctx)->store_words) : 0;
+}
+
+/* Validate and queue a push (src or src_i32) or pull (dst or dst_i32). */
+static int store_start(serene_ctx *ctx, int kind, size_t offset, const float *src,
+                       const int32_t *src_i32, float *dst, int32_t *dst_i32, size_t count,
+                       unsigned flags, serene_op **op_out)
+{
+    if (!op_out)
+        return SERENE_ERR_INVAL;
+    *op_out = NULL;
+    if (!ctx || (count && !src && !src_i32 && !dst && !dst_i32) || (flags & ~SERENE_PULL_DELTA))
+        return SERENE_ERR_INVAL;
+    size_t cap = serene_store_capacity(ctx);
+    if (offset > cap || count > cap - offset) {
+        SR_ERR(&ctx->log, "%s of [%zu, %zu) is beyond the store's %zu words",
+               kind == SR_OPK_PUSH ? "push" : "pull", offset, offset + count, cap);
+        return SERENE_ERR_RANGE;
+    }
+    serene_op *o = op_alloc(ctx);
+    if (!o)
+        return SERENE_ERR_BUSY;
+    o->kind = kind;
+    o->offset = offset;
+    o->count = count;
+    o->src = src;
+    o->src_i32 = src_i32;
+    o->dst = dst;
+    o->dst_i32 = dst_i32;
+    o->flags = flags;
+    o->result = 0;
+    if (count == 0)
+        atomic_store_explicit(&o->state, SR_OPS_DONE, memory_order_release);
+    else
+        op_submit(ctx, o);
+    *op_out = o;
+    return 0;
+}
+
+SERENE_API int serene_push_start(serene_ctx *ctx, size_t offset, const float *values,
+                                 size_t count, serene_op **op_out)
+{
+    return store_start(ctx, SR_OPK_PUSH, offset, values, NULL, NULL, NULL, count, 0, op_out);
+}
+
+SERENE_API int serene_pull_start(serene_ctx *ctx, size_t offset, float *out, size_t count,
+                                 unsigned flags, serene_op **op_out)
+{
+    return store_start(ctx, SR_OPK_PULL, offset, NULL, NULL, out, NULL, count, flags, op_out);
+}
+
+
+SERENE_API int serene_push(serene_ctx *ctx, size_t offset, const float *values, size_t count)
+{
+    serene_op *o;
+    int rc = store_start(ctx, SR_OPK_PUSH, offset, values, NULL, NULL, NULL, count, 0, &o);
+    return rc ? rc : serene_op_wait(&o);
+}
+
+SERENE_API int serene_push_i32(serene_ctx *ctx, size_t offset, const int32_t *values,
+                               size_t count)
+{
+    serene_op *o;
+    int rc = store_start(ctx, SR_OPK_PUSH, offset, NULL, values, NULL, NULL, count, 0, &o);
+    return rc ? rc : serene_op_wait(&o);
+}
+
+SERENE_API int serene_pull(serene_ctx *ctx, size_t offset, float *out, size_t count,
+                           unsigned flags)
+{
+    serene_op *o;
+    int rc = store_start(ctx, SR_OPK_PULL, offset, NULL, NULL, out, NULL, count, flags, &o);
+    return rc ? rc : serene_op_wait(&o);
+}
+
+SERENE_API int serene_pull_i32(serene_ctx *ctx, size_t offset, int32_t *out, size_t count,
+                               unsigned flags)
+{
+    serene_op *o;
+    int rc = store_start(ctx, SR_OPK_PULL, offset, NULL, NULL, NULL, out, count, flags, &o);
+    return rc ? rc : serene_op_wait(&o);
+}
+
+SERENE_API int serene_clock_start(serene_ctx *ctx, serene_op **op_out)
+{
+    if (!op_out)
+        return SERENE_ERR_INVAL;
+    *op_out = NULL;
+    if (!ctx)
+        return SERENE_ERR_INVAL;
+    serene_op *o = op_alloc(ctx);
+    if (!o)
+        return SERENE_ERR_BUSY;
+    o->kind = SR_OPK_CLOCK;
+    o->result = 0;
+    op_submit(ctx, o);
+    *op_out = o;
+    return 0;
+}
+
+SERENE_API int serene_clock(serene_ctx *ctx)
+{
+    serene_op *o;
+    int rc = serene_clock_start(ctx, &o);
+    return rc ? rc : serene_op_wait(&o);
+}
+
+SERENE_API int serene_get_clock_info(const serene_ctx *ctx, serene_clock_info *out)
+{
+    if (!ctx || !out)
+        return SERENE_ERR_INVAL;
+    serene_ctx *c = (serene_ctx *)ctx;
+    memset(out, 0, sizeof *out);
+    out->clock = atomic_load(&c->sync.clock);
+    out->low = atomic_load(&c->sync.low);
+    out->high = atomic_load(&c->sync.high);
+    out->mode = (serene_sync_mode)atomic_load(&c->sync.mode);
+    out->staleness = atomic_load(&c->sync.staleness);
     return 0;
 }

@@ -24,7 +24,7 @@
 #include "transport/transport.h"
 
 enum sr_op_state { SR_OPS_FREE = 0, SR_OPS_QUEUED = 1, SR_OPS_DONE = 2 };
-enum sr_op_kind { SR_OPK_JOIN = 1, SR_OPK_ALLREDUCE = 2 };
+enum sr_op_kind { SR_OPK_JOIN = 1, SR_OPK_ALLREDUCE = 2, SR_OPK_PUSH = 3, SR_OPK_PULL = 4, SR_OPK_CLOCK = 5 };
 
 struct serene_op {
     serene_ctx *ctx;
@@ -36,6 +36,12 @@ struct serene_op {
     size_t count;
     serene_reduce_op redop;
     uint64_t deadline_ns;
+    uint64_t start_ns;
+    /* push / pull */
+    size_t offset;
+    const int32_t *src_i32;
+    int32_t *dst_i32;
+    unsigned flags;
 };
 
 /* Worker-side state of one switch slot (one packet in flight at most). */
@@ -46,6 +52,7 @@ typedef struct sr_slot {
     uint16_t count;   /* elements of the round in flight (0: exponent-hint round) */
     uint32_t offset;  /* element offset of the round in flight */
     uint32_t next_chunk; /* chunk this slot sends after the answer */
+    uint32_t req_seq;    /* push / pull number of the request in flight */
     uint32_t len;     /* bytes of msg */
     uint8_t *msg;     /* the packet, kept for retransmission */
 } sr_slot;
@@ -53,8 +60,13 @@ typedef struct sr_slot {
 /* Counters: written by the engine thread only, read by anyone. */
 typedef struct sr_ctx_stats {
     _Atomic uint64_t pkts_sent, pkts_recv, bytes_sent, bytes_recv, retransmissions, timeouts,
-        saturations, duplicates, rejected, ops_completed;
+        saturations, duplicates, rejected, ops_completed, clock_wait_ns, holds, releases;
 } sr_ctx_stats;
+
+/* The worker's view of the barrier: written by the engine, read by anyone. */
+typedef struct sr_sync_view {
+    _Atomic uint32_t clock, low, high, mode, staleness;
+} sr_sync_view;
 
 #define SR_STAT_ADD(ctx, f, n)                                                                     \
     atomic_store_explicit(&(ctx)->stats.f,                                                         \
@@ -84,6 +96,8 @@ struct serene_ctx {
 
     uint32_t token;     /* this context's identity in JOIN */
     sr_ctx_stats stats;
+    sr_sync_view sync;
+    _Atomic uint32_t store_words; /* from JOIN_ACK */
 
     /* --- engine only ------------------------------------------------------ */
     sr_join_params params; /* from JOIN_ACK */
@@ -92,7 +106,7 @@ struct serene_ctx {
     sr_rel rel;
     sr_slot *slots;
     uint8_t *slot_mem;
-    uint8_t ctl_msg[SR_WIRE_HDR_LEN]; /* JOIN */
+    uint8_t ctl_msg[SR_WIRE_HDR_LEN]; /* JOIN, CLOCK */
     uint32_t ctl_len;
     int8_t *exps; /* per-chunk local exponents of the current allreduce */
     size_t exps_cap;
@@ -100,6 +114,13 @@ struct serene_ctx {
     serene_op *cur;
     uint32_t n_chunks, chunks_done, w_eff;
     int nonfinite; /* the current op met a NaN/Inf chunk (own or reduced) */
+    /* SSP (lib/ssp/ssp.c) */
+    uint32_t push_seq;  /* last push number used; the switch dedups on it */
+    uint32_t pull_seq;  /* last pull request number */
+    uint32_t req_base, n_req, req_done; /* requests of the current push/pull */
+    uint32_t *pulled;   /* per store word: value at this worker's last pull */
+    int held;           /* the current CLOCK was answered HOLD */
+    uint32_t held_s;
     struct iovec txq[SR_TP_BURST];
     unsigned ntx;
     uint8_t *rxbuf[SR_TP_BURST];
@@ -112,5 +133,17 @@ uint64_t sr_now_ns(void);
 void *sr_engine_main(void *arg);
 /* Mark op finished with result rc and wake its waiter (engine.c). */
 void sr_op_finish(serene_ctx *ctx, serene_op *op, int rc);
+/* Queue a message for the next burst; flushed by the engine loop. */
+void sr_tx_queue(serene_ctx *ctx, uint8_t *msg, uint32_t len);
+/* A header with version, op, job and worker filled in. */
+void sr_hdr_base(const serene_ctx *ctx, sr_hdr *h, uint8_t op);
+/* The switch's status code as a serene error code. */
+int sr_map_status(unsigned st);
+
+/* SSP operations (lib/ssp/ssp.c), called by the engine thread. */
+void sr_ssp_begin(serene_ctx *ctx, uint64_t now);
+void sr_ssp_on_message(serene_ctx *ctx, const sr_hdr *h, const uint8_t *payload, uint64_t now);
+/* Set up the store view after JOIN; 0 or SERENE_ERR_NOMEM. */
+int sr_ssp_setup(serene_ctx *ctx);
 
 #endif /* SERENE_CORE_CTX_H */

@@ -52,7 +52,7 @@ static void tx_flush(serene_ctx *ctx)
     ctx->ntx = 0;
 }
 
-static void tx_queue(serene_ctx *ctx, uint8_t *msg, uint32_t len)
+void sr_tx_queue(serene_ctx *ctx, uint8_t *msg, uint32_t len)
 {
     if (ctx->ntx == SR_TP_BURST)
         tx_flush(ctx);
@@ -61,7 +61,7 @@ static void tx_queue(serene_ctx *ctx, uint8_t *msg, uint32_t len)
     ctx->ntx++;
 }
 
-static void hdr_base(const serene_ctx *ctx, sr_hdr *h, uint8_t op)
+void sr_hdr_base(const serene_ctx *ctx, sr_hdr *h, uint8_t op)
 {
     memset(h, 0, sizeof *h);
     h->version = SR_WIRE_VERSION;
@@ -101,13 +101,13 @@ static void fail_broken(serene_ctx *ctx, int rc)
 static void join_begin(serene_ctx *ctx, uint64_t now)
 {
     sr_hdr h;
-    hdr_base(ctx, &h, SR_OP_JOIN);
+    sr_hdr_base(ctx, &h, SR_OP_JOIN);
     h.seq = ctx->token;
     h.aux = ctx->cfg.job_nonce;
     sr_hdr_pack(ctx->ctl_msg, &h);
     ctx->ctl_len = SR_WIRE_HDR_LEN;
     sr_rel_set_deadline(&ctx->rel, ctx->cur->deadline_ns);
-    tx_queue(ctx, ctx->ctl_msg, ctx->ctl_len);
+    sr_tx_queue(ctx, ctx->ctl_msg, ctx->ctl_len);
     sr_rel_arm(&ctx->rel, 0, now);
 }
 
@@ -142,6 +142,8 @@ static int join_setup(serene_ctx *ctx, const sr_join_params *p)
         ctx->slots[i].msg = ctx->slot_mem + msg_cap * i;
     ctx->params = *p;
     ctx->window = w;
+    if (sr_ssp_setup(ctx))
+        return SERENE_ERR_NOMEM;
     ctx->bits = sr_quant_bits(p->n_workers);
     SR_INFO(log, "joined job %d as worker %d/%u: %u elements per packet, pool %u, window %u",
             ctx->cfg.job_id, ctx->cfg.rank, p->n_workers, p->elems_per_pkt, p->pool_slots, w);
@@ -182,7 +184,7 @@ static void send_round(serene_ctx *ctx, uint32_t s, uint32_t chunk, int data, in
     uint32_t epp = ctx->params.elems_per_pkt;
     uint32_t hint_chunk = data ? chunk + ctx->w_eff : chunk;
     sr_hdr h;
-    hdr_base(ctx, &h, SR_OP_AR_DATA);
+    sr_hdr_base(ctx, &h, SR_OP_AR_DATA);
     h.seq = ctx->call_seq;
     h.slot = (uint16_t)s;
     h.shadow = sl->next_ver;
@@ -209,7 +211,7 @@ static void send_round(serene_ctx *ctx, uint32_t s, uint32_t chunk, int data, in
     sl->offset = h.offset;
     sl->next_chunk = data ? chunk + ctx->w_eff : chunk;
     sl->len = SR_WIRE_HDR_LEN + 4u * h.count;
-    tx_queue(ctx, sl->msg, sl->len);
+    sr_tx_queue(ctx, sl->msg, sl->len);
     sr_rel_arm(&ctx->rel, s, now);
 }
 
@@ -276,7 +278,7 @@ static void on_ar_result(serene_ctx *ctx, const sr_hdr *h, const uint8_t *payloa
 
 /* ---- receive ------------------------------------------------------------- */
 
-static int map_status(unsigned st)
+int sr_map_status(unsigned st)
 {
     switch (st) {
     case SR_ST_UNKNOWN_JOB:
@@ -289,6 +291,8 @@ static int map_status(unsigned st)
         return SERENE_ERR_MISMATCH;
     case SR_ST_UNSUPPORTED:
         return SERENE_ERR_UNSUPPORTED;
+    case SR_ST_RANGE:
+        return SERENE_ERR_RANGE;
     default:
         return SERENE_ERR_PROTO;
     }
@@ -299,11 +303,17 @@ static void on_error(serene_ctx *ctx, const sr_hdr *h)
     serene_op *op = ctx->cur;
     int for_join = h->aux == SR_OP_JOIN && h->seq == ctx->token;
     int for_ar = h->aux == SR_OP_AR_DATA && h->seq == ctx->call_seq;
-    if (!op || !((op->kind == SR_OPK_JOIN && for_join) || (op->kind == SR_OPK_ALLREDUCE && for_ar))) {
+    int for_req = (h->aux == SR_OP_PUSH || h->aux == SR_OP_PULL) &&
+                  h->seq - ctx->req_base < ctx->n_req;
+    int for_clock = h->aux == SR_OP_CLOCK && h->seq == atomic_load(&ctx->sync.clock);
+    if (!op || !((op->kind == SR_OPK_JOIN && for_join) || (op->kind == SR_OPK_ALLREDUCE && for_ar) ||
+                 ((op->kind == SR_OPK_PUSH || op->kind == SR_OPK_PULL) && for_req &&
+                  h->aux == (op->kind == SR_OPK_PUSH ? SR_OP_PUSH : SR_OP_PULL)) ||
+                 (op->kind == SR_OPK_CLOCK && for_clock))) {
         SR_STAT_ADD(ctx, duplicates, 1);
         return;
     }
-    int rc = map_status(h->status);
+    int rc = sr_map_status(h->status);
     SR_ERR(&ctx->log, "switch refused %s of job %d worker %d (slot %u): %s", sr_op_name(h->aux),
            ctx->cfg.job_id, ctx->cfg.rank, h->slot, sr_status_name(h->status));
     fail_broken(ctx, rc);
@@ -329,6 +339,13 @@ static void on_message(serene_ctx *ctx, const uint8_t *buf, uint32_t len, uint64
         break;
     case SR_OP_ERROR:
         on_error(ctx, &h);
+        break;
+    case SR_OP_PUSH_ACK:
+    case SR_OP_PULL_RESP:
+    case SR_OP_PROCEED:
+    case SR_OP_HOLD:
+    case SR_OP_RELEASE:
+        sr_ssp_on_message(ctx, &h, payload, now);
         break;
     default:
         SR_STAT_ADD(ctx, rejected, 1);
@@ -358,10 +375,11 @@ static void on_timers(serene_ctx *ctx, uint64_t now)
     do {
         st = sr_rel_poll(&ctx->rel, now, idx, SR_TP_BURST, &n);
         for (uint32_t i = 0; i < n; i++) {
-            uint8_t *msg = ctx->cur->kind == SR_OPK_JOIN ? ctx->ctl_msg : ctx->slots[idx[i]].msg;
-            uint32_t len = ctx->cur->kind == SR_OPK_JOIN ? ctx->ctl_len : ctx->slots[idx[i]].len;
+            int ctl = ctx->cur->kind == SR_OPK_JOIN || ctx->cur->kind == SR_OPK_CLOCK;
+            uint8_t *msg = ctl ? ctx->ctl_msg : ctx->slots[idx[i]].msg;
+            uint32_t len = ctl ? ctx->ctl_len : ctx->slots[idx[i]].len;
             msg[SR_WIRE_OFF_FLAGS] |= SR_FLAG_RETRANSMIT;
-            tx_queue(ctx, msg, len);
+            sr_tx_queue(ctx, msg, len);
         }
         SR_STAT_ADD(ctx, retransmissions, n);
     } while (st == SR_REL_OK && n == SR_TP_BURST);
@@ -372,6 +390,12 @@ static void on_timers(serene_ctx *ctx, uint64_t now)
         SR_ERR(&ctx->log, "no answer from the switch at %s to JOIN of job %d within %d ms%s",
                ctx->cfg.switch_addr, ctx->cfg.job_id, ctx->cfg.timeout_ms,
                st == SR_REL_RETRY_LIMIT ? " (retry limit)" : "");
+    else if (ctx->cur->kind != SR_OPK_ALLREDUCE)
+        SR_ERR(&ctx->log, "%s timed out (%s) after %d ms%s",
+               ctx->cur->kind == SR_OPK_CLOCK ? "clock" :
+               ctx->cur->kind == SR_OPK_PUSH ? "push" : "pull",
+               st == SR_REL_RETRY_LIMIT ? "retry limit" : "deadline", ctx->cfg.timeout_ms,
+               ctx->cur->kind == SR_OPK_CLOCK && ctx->held ? ", held by the barrier" : "");
     else
         SR_ERR(&ctx->log,
                "allreduce of %zu values timed out (%s): %u of %u chunks done; "
@@ -392,6 +416,10 @@ static void op_begin(serene_ctx *ctx, serene_op *op, uint64_t now)
     }
     if (op->kind == SR_OPK_JOIN) {
         join_begin(ctx, now);
+        return;
+    }
+    if (op->kind != SR_OPK_ALLREDUCE) {
+        sr_ssp_begin(ctx, now);
         return;
     }
     if (atomic_load(&ctx->broken)) {
