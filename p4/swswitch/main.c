@@ -2,9 +2,11 @@
 /*
  * main.c - serene-switch: the software aggregator over UDP.
  *
- * Parses the command line, creates the jobs, binds the socket, then runs
- * one loop: wait for datagrams (or the next timer), feed each through the
- * fault injector and the pipeline, send what the pipeline asks for.
+ * Parses the command line, creates the jobs, binds the socket (and the
+ * control socket, with --control), then runs one loop: wait for datagrams,
+ * control connections or the next timer; feed each datagram through the
+ * fault injector and the pipeline, send what the pipeline asks for; serve
+ * the control connections (bounded, non-blocking: ctl_sock.h).
  *
  * - One thread. The only global is the signal flag; everything else lives
  *   in struct sw (the switch) and struct sw_opts (the command line).
@@ -14,7 +16,8 @@
  *   neither be lost between the flag check and the wait nor interrupt a
  *   send half-way; the loop then ends, counters are printed, exit 0.
  * - Exit status: 0 after a signal or --help; 1 on a setup failure (bind,
- *   port file, a job the pipeline refuses); 2 on a malformed command line.
+ *   port file, control socket, out of memory); 2 on a malformed command
+ *   line, a job spec out of its limits included.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -33,6 +36,7 @@
 #include <unistd.h>
 
 #include "chaos.h"
+#include "ctl_sock.h"
 #include "pipeline.h"
 #include "udp_io.h"
 
@@ -51,7 +55,7 @@ static const char *const log_names[] = {"error", "warn", "info", "debug"};
 
 typedef struct sw_job_opt {
     uint16_t id;
-    unsigned n, elems, slots;
+    sr_pipe_job_params params;
     const char *arg; /* as given, for messages */
 } sw_job_opt;
 
@@ -62,6 +66,7 @@ typedef struct sw_opts {
     sw_job_opt *jobs;   /* argc entries: there cannot be more --job options */
     unsigned n_jobs;
     const char *port_file;
+    const char *control; /* control socket path, or NULL */
     double loss, dup, reorder;
     uint64_t seed;
     double stats_interval; /* seconds; 0: off */
@@ -74,6 +79,7 @@ typedef struct sw {
     sr_pipe_out *out;
     sr_udp *udp;
     sr_chaos chaos;
+    sr_ctls ctl; /* inactive without --control */
 } sw;
 
 /* ---- messages ----------------------------------------------------------- */
@@ -81,19 +87,32 @@ typedef struct sw {
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: " PROG " [--listen ADDR:PORT] --job ID:N[:ELEMS[:SLOTS]]... [options]\n"
+            "usage: " PROG " [--listen ADDR:PORT] --job SPEC... [options]\n"
             "\n"
             "Software switch for Serene: aggregates workers' packets like the P4 program.\n"
             "\n"
             "  --listen ADDR:PORT     IPv4 address and UDP port to bind (default " DEFAULT_LISTEN
             ";\n"
             "                         port 0 picks a free one)\n"
-            "  --job ID:N[:ELEMS[:SLOTS]]\n"
+            "  --job ID:N[:ELEMS[:SLOTS]][,store=WORDS][,ring=R][,policy=MODE]\n"
             "                         add job ID (0..65535) of N workers (1..%u), ELEMS\n"
-            "                         elements per packet (1..%u, default %u) and SLOTS slots\n"
-            "                         (1..%u, default %u); repeatable, at least one\n"
+            "                         elements per packet (1..%u, default %u; also the SSP\n"
+            "                         store's row length) and SLOTS slots (1..%u, default\n"
+            "                         %u); repeatable, at least one. Options:\n"
+            "                           store=WORDS  SSP store words, 0..%u\n"
+            "                                        (default %u)\n"
+            "                           ring=R       barrier ring, a power of 2 in 2..%u\n"
+            "                                        (default %u)\n"
+            "                           policy=MODE  bsp (default), asp or ssp:S with\n"
+            "                                        S <= R - 2: the policy from clock 0\n"
             "  --port-file PATH       once bound, write the port and a newline to PATH\n"
             "                         (written to a temporary file, then renamed)\n"
+            "  --control PATH         serve a Unix stream socket at PATH (a stale one is\n"
+            "                         replaced; removed at exit): one command line per\n"
+            "                         connection, one reply line:\n"
+            "                           jobs\n"
+            "                           status JOB\n"
+            "                           policy JOB bsp|asp|ssp [S] [from CLOCK]\n"
             "  --loss P               drop each received datagram and each sent copy with\n"
             "                         probability P (0..1; for tests)\n"
             "  --dup P                send each copy twice with probability P\n"
@@ -108,7 +127,8 @@ static void usage(FILE *f)
             "SIGINT or SIGTERM stops the switch; it prints one line of counters per job to\n"
             "stderr and exits 0. Exit status 1: setup failure; 2: bad command line.\n",
             SR_WIRE_MAX_WORKERS, SR_WIRE_MAX_ELEMS, SR_WIRE_DEF_ELEMS, SR_WIRE_MAX_SLOTS,
-            SR_WIRE_DEF_SLOTS, (unsigned)(SR_CHAOS_HOLD_NS / 1000000u));
+            SR_WIRE_DEF_SLOTS, SR_PIPE_STORE_MAX, SR_PIPE_STORE_DEFAULT, SR_BARRIER_RING_MAX,
+            SR_BARRIER_RING_DEFAULT, (unsigned)(SR_CHAOS_HOLD_NS / 1000000u));
 }
 
 __attribute__((format(printf, 1, 2), noreturn)) static void usage_error(const char *fmt, ...)
@@ -193,19 +213,83 @@ static void parse_listen(sw_opts *o, const char *s)
     o->listen = s;
 }
 
-/* ID:N[:ELEMS[:SLOTS]], each field within its wire.h limits. */
+/* One "key=value" option of a --job spec (opt, of len bytes, inside s). */
+static void parse_job_option(sw_job_opt *j, const char *s, const char *opt, size_t len,
+                             unsigned *seen)
+{
+    static const char *const keys[] = {"store", "ring", "policy"};
+    sr_pipe_job_params *jp = &j->params;
+    char buf[48], *val;
+    unsigned k;
+    uint64_t v;
+
+    if (len == 0)
+        usage_error("--job: empty option in '%s'", s);
+    if (len >= sizeof buf || !memchr(opt, '=', len))
+        usage_error("--job: '%.*s' in '%s' is not store=WORDS, ring=R or policy=MODE", (int)len,
+                    opt, s);
+    memcpy(buf, opt, len);
+    buf[len] = '\0';
+    val = strchr(buf, '=');
+    *val++ = '\0';
+    for (k = 0; k < 3 && strcmp(buf, keys[k]); k++)
+        ;
+    if (k == 3)
+        usage_error("--job: unknown option '%s' in '%s' (store=, ring= or policy=)", buf, s);
+    if (*seen & 1u << k)
+        usage_error("--job: '%s' given twice in '%s'", buf, s);
+    *seen |= 1u << k;
+    if (k == 0) {
+        if (parse_u64(val, SR_PIPE_STORE_MAX, 0, &v))
+            usage_error("--job: store '%s' in '%s' is not a number of words in 0..%u", val, s,
+                        SR_PIPE_STORE_MAX);
+        jp->store_words = (uint32_t)v;
+    } else if (k == 1) {
+        if (parse_u64(val, SR_BARRIER_RING_MAX, 0, &v) || v < 2 || (v & (v - 1)))
+            usage_error("--job: ring '%s' in '%s' is not a power of 2 in 2..%u", val, s,
+                        SR_BARRIER_RING_MAX);
+        jp->ring = (uint32_t)v;
+    } else {
+        char *colon = strchr(val, ':');
+
+        if (colon)
+            *colon++ = '\0';
+        if (!strcmp(val, "bsp"))
+            jp->mode = SR_SYNC_BSP;
+        else if (!strcmp(val, "asp"))
+            jp->mode = SR_SYNC_ASP;
+        else if (!strcmp(val, "ssp") && colon)
+            jp->mode = SR_SYNC_SSP;
+        else
+            usage_error("--job: policy '%.*s' in '%s' is not bsp, asp or ssp:S", (int)len - 7,
+                        opt + 7, s);
+        jp->s = 0;
+        if (jp->mode == SR_SYNC_SSP) {
+            if (parse_u64(colon, SR_BARRIER_RING_MAX - 2, 0, &v))
+                usage_error("--job: s '%s' of policy ssp in '%s' is not a number in 0..%u",
+                            colon, s, SR_BARRIER_RING_MAX - 2);
+            jp->s = (uint32_t)v;
+        } else if (colon) {
+            usage_error("--job: policy %s in '%s' takes no :S (only ssp does)", val, s);
+        }
+    }
+}
+
+/* ID:N[:ELEMS[:SLOTS]][,store=WORDS][,ring=R][,policy=bsp|asp|ssp:S], each
+ * field within its limits (wire.h, pipeline.h, barrier.h). */
 static void parse_job(sw_opts *o, const char *s)
 {
     static const char *const names[] = {"ID", "N", "ELEMS", "SLOTS"};
     const uint64_t lo[] = {0, 1, 1, 1};
     const uint64_t hi[] = {65535, SR_WIRE_MAX_WORKERS, SR_WIRE_MAX_ELEMS, SR_WIRE_MAX_SLOTS};
     uint64_t v[4] = {0, 0, SR_WIRE_DEF_ELEMS, SR_WIRE_DEF_SLOTS};
-    const char *p = s;
-    unsigned k = 0;
+    sw_job_opt *j = &o->jobs[o->n_jobs];
+    const char *end = s + strcspn(s, ","), *p = s, *why;
+    unsigned k = 0, seen = 0;
 
     for (;;) {
-        const char *colon = strchr(p, ':');
-        size_t len = colon ? (size_t)(colon - p) : strlen(p);
+        const char *colon = memchr(p, ':', (size_t)(end - p));
+        size_t len = colon ? (size_t)(colon - p) : (size_t)(end - p);
         char field[24];
 
         if (k == 4)
@@ -221,12 +305,25 @@ static void parse_job(sw_opts *o, const char *s)
         p = colon + 1;
     }
     if (k < 2)
-        usage_error("--job: '%s' is not ID:N[:ELEMS[:SLOTS]]", s);
-    o->jobs[o->n_jobs].id = (uint16_t)v[0];
-    o->jobs[o->n_jobs].n = (unsigned)v[1];
-    o->jobs[o->n_jobs].elems = (unsigned)v[2];
-    o->jobs[o->n_jobs].slots = (unsigned)v[3];
-    o->jobs[o->n_jobs].arg = s;
+        usage_error("--job: '%s' is not ID:N[:ELEMS[:SLOTS]][,OPTION=VALUE...]", s);
+    sr_pipe_job_params_init(&j->params);
+    j->id = (uint16_t)v[0];
+    j->params.n_workers = (uint32_t)v[1];
+    j->params.elems_per_pkt = (uint32_t)v[2];
+    j->params.pool_slots = (uint32_t)v[3];
+    j->arg = s;
+    for (p = end; *p == ',';) {
+        const char *q = p + 1, *next = q + strcspn(q, ",");
+
+        parse_job_option(j, s, q, (size_t)(next - q), &seen);
+        p = next;
+    }
+    if (j->params.mode == SR_SYNC_SSP && j->params.s > j->params.ring - 2)
+        usage_error("--job: policy ssp:%" PRIu32 " in '%s' needs ring >= %" PRIu32
+                    " (s + 2; ring is %" PRIu32 ")",
+                    j->params.s, s, j->params.s + 2, j->params.ring);
+    if (sr_pipe_job_params_check(&j->params, &why))
+        usage_error("--job: '%s': %s", s, why);
     o->n_jobs++;
 }
 
@@ -240,11 +337,23 @@ static int parse_level(const char *s)
 
 static void parse_args(sw_opts *o, int argc, char **argv)
 {
-    enum { O_LISTEN = 256, O_JOB, O_PORT_FILE, O_LOSS, O_DUP, O_REORDER, O_SEED, O_STATS, O_LOG };
+    enum {
+        O_LISTEN = 256,
+        O_JOB,
+        O_PORT_FILE,
+        O_CONTROL,
+        O_LOSS,
+        O_DUP,
+        O_REORDER,
+        O_SEED,
+        O_STATS,
+        O_LOG
+    };
     static const struct option longopts[] = {
         {"listen", required_argument, NULL, O_LISTEN},
         {"job", required_argument, NULL, O_JOB},
         {"port-file", required_argument, NULL, O_PORT_FILE},
+        {"control", required_argument, NULL, O_CONTROL},
         {"loss", required_argument, NULL, O_LOSS},
         {"dup", required_argument, NULL, O_DUP},
         {"reorder", required_argument, NULL, O_REORDER},
@@ -273,6 +382,14 @@ static void parse_args(sw_opts *o, int argc, char **argv)
             if (!*optarg)
                 usage_error("--port-file: empty path");
             o->port_file = optarg;
+            break;
+        case O_CONTROL:
+            if (!*optarg)
+                usage_error("--control: empty path");
+            if (strlen(optarg) > SR_CTLS_PATH_MAX)
+                usage_error("--control: '%s' is longer than %u bytes (a Unix socket path)",
+                            optarg, SR_CTLS_PATH_MAX);
+            o->control = optarg;
             break;
         case O_LOSS: o->loss = parse_real("--loss", optarg, 1.0, "a probability in [0,1]"); break;
         case O_DUP: o->dup = parse_real("--dup", optarg, 1.0, "a probability in [0,1]"); break;
@@ -308,7 +425,7 @@ static void parse_args(sw_opts *o, int argc, char **argv)
     if (optind < argc)
         usage_error("unexpected argument '%s'", argv[optind]);
     if (o->n_jobs == 0)
-        usage_error("at least one --job ID:N[:ELEMS[:SLOTS]] is required");
+        usage_error("at least one --job ID:N[:ELEMS[:SLOTS]][,...] is required");
 }
 
 /* ---- setup ---------------------------------------------------------------- */
@@ -366,8 +483,8 @@ static int setup_signals(sigset_t *wait_mask)
 /* ---- counters ------------------------------------------------------------- */
 
 /* One line per job, "key=value" pairs in a fixed order:
- *   serene-switch: job=ID workers=N elems=E slots=S nonce=X rx=... (see
- *   SR_PIPE_JOB_COUNTERS for the rest, in order). */
+ *   serene-switch: job=ID workers=N elems=E slots=S store=W ring=R nonce=X
+ *   low=L high=H rx=... (see SR_PIPE_JOB_COUNTERS for the rest, in order). */
 static void print_job_lines(const sw *s)
 {
     unsigned n = sr_pipe_job_list(s->pipe, NULL, 0);
@@ -379,15 +496,19 @@ static void print_job_lines(const sw *s)
     for (unsigned i = 0; i < n; i++) {
         sr_pipe_job_counters c;
         sr_pipe_job_info info;
+        sr_pipe_sync_state st;
         char line[1024];
 
         if (sr_pipe_job_counters_get(s->pipe, ids[i], &c) ||
-            sr_pipe_job_info_get(s->pipe, ids[i], &info))
+            sr_pipe_job_info_get(s->pipe, ids[i], &info) || sr_pipe_sync_get(s->pipe, ids[i], &st))
             continue;
         sr_pipe_job_counters_format(line, sizeof line, &c);
-        fprintf(stderr, PROG ": job=%u workers=%" PRIu32 " elems=%" PRIu32 " slots=%" PRIu32
-                             " nonce=%" PRIu32 " %s\n",
-                info.job, info.n_workers, info.elems_per_pkt, info.pool_slots, info.nonce, line);
+        fprintf(stderr,
+                PROG ": job=%u workers=%" PRIu32 " elems=%" PRIu32 " slots=%" PRIu32
+                     " store=%" PRIu32 " ring=%" PRIu32 " nonce=%" PRIu32 " low=%" PRIu32
+                     " high=%" PRIu32 " %s\n",
+                info.job, info.n_workers, info.elems_per_pkt, info.pool_slots, info.store_words,
+                info.ring, info.nonce, st.low, st.high, line);
     }
     free(ids);
 }
@@ -456,15 +577,18 @@ static void log_packet(const sw *s, const sr_peer *src, const uint8_t *msg, size
     for (unsigned i = 0; i < s->out->n; i++) {
         const sr_pipe_action *a = &s->out->act[i];
 
-        sw_log(s->o, LOG_DEBUG, "from %s:%u: %s job %u worker %u slot %u/%u -> %s%s%s to %u %s",
-               addr, src->port, sr_op_name(h.op), h.job, h.worker, h.slot, h.shadow,
+        sw_log(s->o, LOG_DEBUG,
+               "from %s:%u: %s job %u worker %u seq %u slot %u/%u offset %u -> %s%s%s to %u %s",
+               addr, src->port, sr_op_name(h.op), h.job, h.worker, h.seq, h.slot, h.shadow,
+               h.offset,
                sr_op_name(a->hdr.op), a->hdr.op == SR_OP_ERROR ? " " : "",
                a->hdr.op == SR_OP_ERROR ? sr_status_name(a->hdr.status) : "", a->n_dests,
                a->multicast ? "workers" : "peer");
     }
     if (s->out->n == 0)
-        sw_log(s->o, LOG_DEBUG, "from %s:%u: %s job %u worker %u slot %u/%u -> nothing", addr,
-               src->port, sr_op_name(h.op), h.job, h.worker, h.slot, h.shadow);
+        sw_log(s->o, LOG_DEBUG,
+               "from %s:%u: %s job %u worker %u seq %u slot %u/%u offset %u -> nothing", addr,
+               src->port, sr_op_name(h.op), h.job, h.worker, h.seq, h.slot, h.shadow, h.offset);
 }
 
 /* Process one received datagram and send the replicas it asks for. */
@@ -493,27 +617,36 @@ static int run(sw *s, const sigset_t *wait_mask)
     const sw_opts *o = s->o;
     uint64_t stats_ns = (uint64_t)(o->stats_interval * 1e9);
     uint64_t next_stats = stats_ns ? now_ns() + stats_ns : UINT64_MAX;
-    struct pollfd pfd = {.fd = sr_udp_fd(s->udp), .events = POLLIN};
+    /* [0]: the UDP socket; then the control socket's (fd -1 when unused). */
+    struct pollfd pfd[1 + SR_CTLS_NFDS];
 
     while (!stop_signal) {
         uint64_t now = now_ns(), wake = now + IDLE_WAIT_NS, due = sr_chaos_next_due(&s->chaos);
+        uint64_t ctl_due = sr_ctls_next_due(&s->ctl);
         struct timespec ts;
         int r;
 
         if (due < wake)
             wake = due;
+        if (ctl_due < wake)
+            wake = ctl_due;
         if (next_stats < wake)
             wake = next_stats;
         wake = wake > now ? wake - now : 0;
         ts.tv_sec = (time_t)(wake / 1000000000ull);
         ts.tv_nsec = (long)(wake % 1000000000ull);
-        r = ppoll(&pfd, 1, &ts, wait_mask);
+        pfd[0] = (struct pollfd){.fd = sr_udp_fd(s->udp), .events = POLLIN};
+        sr_ctls_pollfds(&s->ctl, pfd + 1);
+        r = ppoll(pfd, 1 + SR_CTLS_NFDS, &ts, wait_mask);
         if (r < 0 && errno != EINTR) {
             sw_log(o, LOG_ERROR, "ppoll: %s", strerror(errno));
             return -1;
         }
+        if (r <= 0)
+            for (unsigned i = 0; i < 1 + SR_CTLS_NFDS; i++)
+                pfd[i].revents = 0;
         now = now_ns();
-        if (r > 0 && (pfd.revents & POLLIN)) {
+        if (pfd[0].revents & POLLIN) {
             for (int b = 0; b < BURSTS_PER_WAKEUP && !stop_signal; b++) {
                 int n = sr_udp_recv(s->udp);
 
@@ -532,6 +665,8 @@ static int run(sw *s, const sigset_t *wait_mask)
         }
         sr_chaos_release(&s->chaos, now, 0);
         sr_udp_flush(s->udp);
+        /* Between bursts, so a policy change lands between two packets. */
+        sr_ctls_service(&s->ctl, pfd + 1, now, s->pipe);
         if (now >= next_stats) {
             print_switch_line(s, "stats");
             next_stats = now + stats_ns;
@@ -570,14 +705,19 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < o.n_jobs; i++) {
         const sw_job_opt *j = &o.jobs[i];
 
-        err = sr_pipe_job_add(s.pipe, j->id, j->n, j->elems, j->slots);
+        const sr_pipe_job_params *jp = &j->params;
+
+        err = sr_pipe_job_add(s.pipe, j->id, jp);
         if (err) {
             sw_log(&o, LOG_ERROR, "--job %s: %s", j->arg,
                    err == -EEXIST ? "job id given twice" : strerror(-err));
             goto out;
         }
-        sw_log(&o, LOG_INFO, "job %u: %u workers, %u elements per packet, %u slots", j->id,
-               j->n, j->elems, j->slots);
+        sw_log(&o, LOG_INFO,
+               "job %u: %" PRIu32 " workers, %" PRIu32 " elements per packet, %" PRIu32
+               " slots, store of %" PRIu32 " words, ring %" PRIu32 ", policy %s s=%" PRIu32,
+               j->id, jp->n_workers, jp->elems_per_pkt, jp->pool_slots, jp->store_words,
+               jp->ring, sr_sync_mode_name(jp->mode), jp->s);
     }
     err = sr_udp_open(&s.udp, o.ip, o.port);
     if (err) {
@@ -603,6 +743,17 @@ int main(int argc, char **argv)
         sw_log(&o, LOG_ERROR, "--port-file %s: %s", o.port_file, strerror(-err));
         goto out;
     }
+    if (o.control) {
+        err = sr_ctls_open(&s.ctl, o.control);
+        if (err) {
+            sw_log(&o, LOG_ERROR, "--control %s: %s", o.control,
+                   err == -EADDRINUSE ? "in use by a running process"
+                   : err == -EEXIST   ? "exists and is not a socket"
+                                      : strerror(-err));
+            goto out;
+        }
+        sw_log(&o, LOG_INFO, "control socket %s", o.control);
+    }
     fprintf(stderr, PROG ": listening on udp %s:%u\n", addr, (unsigned)port);
 
     if (run(&s, &wait_mask) == 0) {
@@ -612,6 +763,7 @@ int main(int argc, char **argv)
     print_job_lines(&s);
     print_switch_line(&s, "switch");
 out:
+    sr_ctls_close(&s.ctl);
     sr_chaos_fini(&s.chaos);
     sr_udp_close(&s.udp);
     sr_pipe_destroy(&s.pipe);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * pipeline.c - job table, JOIN binding and SwitchML-style streaming
- * allreduce with a shadow copy (see pipeline.h for the contract).
+ * pipeline.c - job table, JOIN binding, SwitchML-style streaming allreduce
+ * with a shadow copy, and the dispatch of every op (see pipeline.h for the
+ * contract; the SSP store and barrier ops are in ssp.c).
  *
  * State is laid out the way the P4 program will hold it in registers:
  * - job table: exact match on the 16-bit job id;
@@ -13,7 +14,9 @@
  * of one slot, and every decision is a compare on those values. The seen
  * bitmaps and counts of a slot's two versions are read together (see
  * do_ar_data), so a target with one access per register per packet keeps
- * each pair in one register entry, as SwitchML does with its bitmaps.
+ * each pair in one register entry, as SwitchML does with its bitmaps. The
+ * SSP store and barrier state, and what a PUSH, PULL or CLOCK touches, is
+ * described in ssp.c.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,39 +25,7 @@
 #include <string.h>
 
 #include "pipeline.h"
-
-#define SR_PIPE_NJOBS 65536u /* the job id is 16 bits: a direct-indexed table */
-
-typedef struct sr_pipe_job {
-    uint16_t id;
-    uint32_t n;     /* workers */
-    uint32_t elems; /* accumulators per cell */
-    uint32_t slots;
-    uint32_t nonce; /* incarnation */
-
-    /* Worker bindings. */
-    uint64_t bound; /* bit w: worker w is bound */
-    sr_peer peer[SR_WIRE_MAX_WORKERS];
-    uint32_t token[SR_WIRE_MAX_WORKERS];
-
-    /* Slot pool: arrays of 2 * slots cells, values of 2 * slots * elems. */
-    uint64_t *seen;    /* workers that contributed to the cell's round */
-    uint8_t *cnt;      /* contributors so far, mod n (0: idle or complete) */
-    uint32_t *m_seq;   /* round metadata, set by the first contributor */
-    uint32_t *m_off;
-    uint16_t *m_count;
-    int8_t *m_exp;
-    int8_t *nexp;      /* max of the contributors' next_exp */
-    uint32_t *values;  /* sums mod 2^32 (int32 on the wire) */
-
-    sr_pipe_job_counters c;
-} sr_pipe_job;
-
-struct sr_pipe {
-    sr_pipe_job *jobs[SR_PIPE_NJOBS];
-    unsigned n_jobs;
-    sr_pipe_counters c;
-};
+#include "pipeline_int.h"
 
 _Static_assert(SR_WIRE_MAX_WORKERS <= 64, "one 64-bit seen/bound word per cell/job");
 _Static_assert(SR_WIRE_MAX_WORKERS <= 255, "cnt is a uint8_t holding 0..n-1");
@@ -74,14 +45,20 @@ static void job_free(sr_pipe_job *j)
     free(j->m_exp);
     free(j->nexp);
     free(j->values);
+    sr_pipei_ssp_free(j);
     free(j);
 }
 
-/* A new incarnation: every binding and every cell back to the state of a
- * freshly added job (the nonce is set by the caller). Counters survive. */
-static void job_reset(sr_pipe_job *j)
+/* A new incarnation: every binding, every cell, the store, the push table
+ * and the barrier back to the state of a freshly added job (the nonce is set
+ * by the caller). Counters survive. Returns 0, or -ENOMEM when the barrier
+ * could not be set up again; then nothing changed. */
+static int job_reset(sr_pipe_job *j)
 {
     size_t cells = 2u * (size_t)j->slots;
+
+    if (sr_pipei_ssp_reset(j) < 0)
+        return -ENOMEM;
 
     j->bound = 0;
     memset(j->peer, 0, sizeof j->peer);
@@ -94,6 +71,7 @@ static void job_reset(sr_pipe_job *j)
     memset(j->m_exp, 0, cells * sizeof *j->m_exp);
     memset(j->nexp, 0, cells * sizeof *j->nexp);
     memset(j->values, 0, cells * j->elems * sizeof *j->values);
+    return 0;
 }
 
 int sr_pipe_create(sr_pipe **out)
@@ -122,14 +100,58 @@ void sr_pipe_destroy(sr_pipe **pp)
     *pp = NULL;
 }
 
-int sr_pipe_job_add(sr_pipe *p, uint16_t job_id, unsigned n_workers, unsigned elems_per_pkt,
-                    unsigned pool_slots)
+void sr_pipe_job_params_init(sr_pipe_job_params *jp)
+{
+    if (!jp)
+        return;
+    memset(jp, 0, sizeof *jp);
+    jp->elems_per_pkt = SR_WIRE_DEF_ELEMS;
+    jp->pool_slots = SR_WIRE_DEF_SLOTS;
+    jp->store_words = SR_PIPE_STORE_DEFAULT;
+    jp->ring = SR_BARRIER_RING_DEFAULT;
+    jp->mode = SR_SYNC_BSP;
+}
+
+int sr_pipe_job_params_check(const sr_pipe_job_params *jp, const char **why)
+{
+    const char *msg = NULL;
+
+    _Static_assert(SR_WIRE_MAX_WORKERS == 64 && SR_WIRE_MAX_ELEMS == 2048 &&
+                       SR_WIRE_MAX_SLOTS == 32768 && SR_PIPE_STORE_MAX == 268435456 &&
+                       SR_BARRIER_RING_MAX == 4096 && SR_PIPE_PUSH_TABLE_MAX == 268435456,
+                   "the messages below spell out these limits");
+    if (!jp)
+        msg = "no parameters given";
+    else if (jp->n_workers < 1 || jp->n_workers > SR_WIRE_MAX_WORKERS)
+        msg = "workers must be in 1..64";
+    else if (jp->elems_per_pkt < 1 || jp->elems_per_pkt > SR_WIRE_MAX_ELEMS)
+        msg = "elements per packet must be in 1..2048";
+    else if (jp->pool_slots < 1 || jp->pool_slots > SR_WIRE_MAX_SLOTS)
+        msg = "slots must be in 1..32768";
+    else if (jp->store_words > SR_PIPE_STORE_MAX)
+        msg = "store words must be in 0..268435456 (2^28)";
+    else if (jp->ring < 2 || jp->ring > SR_BARRIER_RING_MAX || (jp->ring & (jp->ring - 1)))
+        msg = "ring must be a power of 2 in 2..4096";
+    else if (jp->mode != SR_SYNC_BSP && jp->mode != SR_SYNC_SSP && jp->mode != SR_SYNC_ASP)
+        msg = "policy must be bsp, ssp or asp";
+    else if (jp->mode == SR_SYNC_SSP && jp->s > jp->ring - 2)
+        msg = "ssp's s must be at most ring - 2";
+    else if (((uint64_t)jp->store_words + jp->elems_per_pkt - 1) / jp->elems_per_pkt *
+                 jp->n_workers >
+             SR_PIPE_PUSH_TABLE_MAX)
+        msg = "store rows (store words / elements per packet) times workers must be at most "
+              "268435456 (2^28): use more elements per packet or a smaller store";
+    if (why)
+        *why = msg;
+    return msg ? -EINVAL : 0;
+}
+
+int sr_pipe_job_add(sr_pipe *p, uint16_t job_id, const sr_pipe_job_params *jp)
 {
     sr_pipe_job *j;
     size_t cells;
 
-    if (!p || n_workers < 1 || n_workers > SR_WIRE_MAX_WORKERS || elems_per_pkt < 1 ||
-        elems_per_pkt > SR_WIRE_MAX_ELEMS || pool_slots < 1 || pool_slots > SR_WIRE_MAX_SLOTS)
+    if (!p || sr_pipe_job_params_check(jp, NULL))
         return -EINVAL;
     if (p->jobs[job_id])
         return -EEXIST;
@@ -138,11 +160,12 @@ int sr_pipe_job_add(sr_pipe *p, uint16_t job_id, unsigned n_workers, unsigned el
     if (!j)
         return -ENOMEM;
     j->id = job_id;
-    j->n = n_workers;
-    j->elems = elems_per_pkt;
-    j->slots = pool_slots;
+    j->n = jp->n_workers;
+    j->elems = jp->elems_per_pkt;
+    j->slots = jp->pool_slots;
+    j->params = *jp;
     /* At the limits: 2 * 32768 * 2048 * 4 bytes = 512 MiB; no size_t overflow. */
-    cells = 2u * (size_t)pool_slots;
+    cells = 2u * (size_t)j->slots;
     j->seen = calloc(cells, sizeof *j->seen);
     j->cnt = calloc(cells, sizeof *j->cnt);
     j->m_seq = calloc(cells, sizeof *j->m_seq);
@@ -150,9 +173,9 @@ int sr_pipe_job_add(sr_pipe *p, uint16_t job_id, unsigned n_workers, unsigned el
     j->m_count = calloc(cells, sizeof *j->m_count);
     j->m_exp = calloc(cells, sizeof *j->m_exp);
     j->nexp = calloc(cells, sizeof *j->nexp);
-    j->values = calloc(cells * elems_per_pkt, sizeof *j->values);
+    j->values = calloc(cells * j->elems, sizeof *j->values);
     if (!j->seen || !j->cnt || !j->m_seq || !j->m_off || !j->m_count || !j->m_exp || !j->nexp ||
-        !j->values) {
+        !j->values || sr_pipei_ssp_alloc(j) < 0) {
         job_free(j);
         return -ENOMEM;
     }
@@ -194,6 +217,10 @@ int sr_pipe_job_info_get(const sr_pipe *p, uint16_t job_id, sr_pipe_job_info *in
     info->n_workers = j->n;
     info->elems_per_pkt = j->elems;
     info->pool_slots = j->slots;
+    info->store_words = j->store_words;
+    info->ring = j->params.ring;
+    info->mode = j->params.mode;
+    info->s = j->params.s;
     info->nonce = j->nonce;
     info->n_bound = (uint32_t)__builtin_popcountll(j->bound);
     return 0;
@@ -242,14 +269,22 @@ int sr_pipe_job_counters_format(char *buf, size_t cap, const sr_pipe_job_counter
 
 /* ---- output actions --------------------------------------------------------- */
 
-static int peer_eq(const sr_peer *a, const sr_peer *b)
+int sr_pipei_peer_eq(const sr_peer *a, const sr_peer *b)
 {
     return a->ip == b->ip && a->port == b->port;
 }
 
+/* Isolation: a request counts only from a worker id bound in this
+ * incarnation and from the address it joined from, so another tenant or a
+ * spoofer can neither touch the job's state nor learn anything from it. */
+int sr_pipei_worker_ok(const sr_pipe_job *j, uint16_t w, const sr_peer *src)
+{
+    return w < j->n && (j->bound & (UINT64_C(1) << w)) && sr_pipei_peer_eq(&j->peer[w], src);
+}
+
 /* A new action with an empty header template; NULL if out is full (cannot
- * happen with the ops below: each emits at most one action). */
-static sr_pipe_action *action_new(sr_pipe_out *out)
+ * happen: no op emits more than SR_PIPE_MAX_ACTIONS). */
+sr_pipe_action *sr_pipei_action_new(sr_pipe_out *out)
 {
     sr_pipe_action *a;
 
@@ -264,7 +299,7 @@ static sr_pipe_action *action_new(sr_pipe_out *out)
     return a;
 }
 
-static void action_unicast(sr_pipe_action *a, const sr_peer *src, uint16_t worker)
+void sr_pipei_action_unicast(sr_pipe_action *a, const sr_peer *src, uint16_t worker)
 {
     a->multicast = 0;
     a->n_dests = 1;
@@ -272,8 +307,22 @@ static void action_unicast(sr_pipe_action *a, const sr_peer *src, uint16_t worke
     a->dests[0].worker = worker;
 }
 
+/* Every bound worker of j, each replica with its own worker id. */
+void sr_pipei_action_multicast(sr_pipe_action *a, const sr_pipe_job *j)
+{
+    a->multicast = 1;
+    a->n_dests = 0;
+    for (uint32_t i = 0; i < j->n; i++) {
+        if (!(j->bound & (UINT64_C(1) << i)))
+            continue;
+        a->dests[a->n_dests].peer = j->peer[i];
+        a->dests[a->n_dests].worker = (uint16_t)i;
+        a->n_dests++;
+    }
+}
+
 /* Count the copies an action will send. */
-static void count_tx(sr_pipe *p, sr_pipe_job *j, const sr_pipe_action *a)
+void sr_pipei_count_tx(sr_pipe *p, sr_pipe_job *j, const sr_pipe_action *a)
 {
     p->c.tx_total += a->n_dests;
     if (j)
@@ -282,10 +331,10 @@ static void count_tx(sr_pipe *p, sr_pipe_job *j, const sr_pipe_action *a)
 
 /* ERROR for a refused request: the request's header echoed, with op ERROR,
  * status = the reason, aux = the refused op and no payload. */
-static void reply_error(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *req,
-                        unsigned status, sr_pipe_out *out)
+void sr_pipei_reply_error(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *req,
+                          unsigned status, sr_pipe_out *out)
 {
-    sr_pipe_action *a = action_new(out);
+    sr_pipe_action *a = sr_pipei_action_new(out);
 
     if (!a)
         return;
@@ -295,8 +344,8 @@ static void reply_error(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr
     a->hdr.status = (uint8_t)status;
     a->hdr.aux = req->op;
     a->hdr.count = 0;
-    action_unicast(a, src, req->worker);
-    count_tx(p, j, a);
+    sr_pipei_action_unicast(a, src, req->worker);
+    sr_pipei_count_tx(p, j, a);
     if (j)
         j->c.errors_sent++;
 }
@@ -313,13 +362,16 @@ static void do_join(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr
 
     /* Checked before the nonce so that a bad worker id cannot reset a job. */
     if (w >= j->n) {
-        reply_error(p, j, src, h, SR_ST_NOT_MEMBER, out);
+        sr_pipei_reply_error(p, j, src, h, SR_ST_NOT_MEMBER, out);
         return;
     }
     /* Another nonce means the job was restarted: whatever the old
      * incarnation left in the slots or bindings is meaningless now. */
     if (h->aux != j->nonce) {
-        job_reset(j);
+        /* Out of memory for the new barrier: drop the JOIN, the worker
+         * retransmits it, and the old incarnation stays whole meanwhile. */
+        if (job_reset(j) < 0)
+            return;
         j->nonce = h->aux;
         j->c.resets++;
     }
@@ -332,16 +384,16 @@ static void do_join(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr
         /* The worker's context was re-created within this incarnation: its
          * view of the slots (versions, rounds in flight) is lost, so letting
          * it in would corrupt the others' rounds. */
-        reply_error(p, j, src, h, SR_ST_STALE, out);
+        sr_pipei_reply_error(p, j, src, h, SR_ST_STALE, out);
         return;
-    } else if (!peer_eq(&j->peer[w], src)) {
+    } else if (!sr_pipei_peer_eq(&j->peer[w], src)) {
         /* Same token from another address: a spoof or a NAT rebinding.
          * Bindings never move; the worker must rejoin under a new nonce. */
-        reply_error(p, j, src, h, SR_ST_NOT_MEMBER, out);
+        sr_pipei_reply_error(p, j, src, h, SR_ST_NOT_MEMBER, out);
         return;
     }
     /* New binding, or the same JOIN retransmitted (its ACK was lost). */
-    a = action_new(out);
+    a = sr_pipei_action_new(out);
     if (!a)
         return;
     a->hdr.op = SR_OP_JOIN_ACK;
@@ -353,11 +405,11 @@ static void do_join(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr
     jp.n_workers = j->n;
     jp.elems_per_pkt = j->elems;
     jp.pool_slots = j->slots;
-    jp.store_capacity = 0;
+    jp.store_capacity = j->store_words;
     sr_join_params_pack(a->payload, &jp);
     a->payload_len = SR_JOIN_PARAMS_WORDS * 4u;
-    action_unicast(a, src, w);
-    count_tx(p, j, a);
+    sr_pipei_action_unicast(a, src, w);
+    sr_pipei_count_tx(p, j, a);
     j->c.joins++;
 }
 
@@ -445,16 +497,16 @@ static void do_ar_data(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_
 
     /* Isolation: no answer at all to a worker id that is not bound to this
      * address, so another tenant or a spoofer learns nothing. */
-    if (w >= j->n || !(j->bound & (UINT64_C(1) << w)) || !peer_eq(&j->peer[w], src)) {
+    if (!sr_pipei_worker_ok(j, w, src)) {
         j->c.dropped_unbound++;
         return;
     }
     if (h->slot >= j->slots) {
-        reply_error(p, j, src, h, SR_ST_BAD_SLOT, out);
+        sr_pipei_reply_error(p, j, src, h, SR_ST_BAD_SLOT, out);
         return;
     }
     if (h->count > j->elems) {
-        reply_error(p, j, src, h, SR_ST_BAD_COUNT, out);
+        sr_pipei_reply_error(p, j, src, h, SR_ST_BAD_COUNT, out);
         return;
     }
 
@@ -465,12 +517,12 @@ static void do_ar_data(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_
     if (j->seen[cell] & bit) {
         if (j->cnt[cell] == 0) {
             /* Complete: the worker lost its result; resend the shadow copy. */
-            a = action_new(out);
+            a = sr_pipei_action_new(out);
             if (!a)
                 return;
             result_fill(a, j, cell, w);
-            action_unicast(a, src, w);
-            count_tx(p, j, a);
+            sr_pipei_action_unicast(a, src, w);
+            sr_pipei_count_tx(p, j, a);
             j->c.shadow_replies++;
         } else {
             /* Still waiting for others: the first copy already counted. */
@@ -491,7 +543,7 @@ static void do_ar_data(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_
      * changes, so a mismatching packet leaves the cell as it was. */
     if (j->cnt[cell] != 0 && !meta_eq(j, cell, h)) {
         j->c.mismatches++;
-        reply_error(p, j, src, h, SR_ST_MISMATCH, out);
+        sr_pipei_reply_error(p, j, src, h, SR_ST_MISMATCH, out);
         return;
     }
 
@@ -519,20 +571,12 @@ static void do_ar_data(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_
     /* Round complete: the sums go to every worker. All n are bound: each
      * contributed, which needs a binding, and only a reset (which also
      * clears this cell) removes bindings. */
-    a = action_new(out);
+    a = sr_pipei_action_new(out);
     if (!a)
         return;
     result_fill(a, j, cell, w);
-    a->multicast = 1;
-    a->n_dests = 0;
-    for (uint32_t i = 0; i < j->n; i++) {
-        if (!(j->bound & (UINT64_C(1) << i)))
-            continue;
-        a->dests[a->n_dests].peer = j->peer[i];
-        a->dests[a->n_dests].worker = (uint16_t)i;
-        a->n_dests++;
-    }
-    count_tx(p, j, a);
+    sr_pipei_action_multicast(a, j);
+    sr_pipei_count_tx(p, j, a);
     j->c.results++;
 }
 
@@ -558,17 +602,10 @@ void sr_pipe_process(sr_pipe *p, const sr_peer *src, const uint8_t *msg, size_t 
     switch (h.op) {
     case SR_OP_JOIN:
     case SR_OP_AR_DATA:
-        break;
     case SR_OP_PUSH:
     case SR_OP_PULL:
     case SR_OP_CLOCK:
-        /* The SSP store is not in this switch yet: say so rather than
-         * letting the worker time out. */
-        j = p->jobs[h.job];
-        if (j)
-            j->c.rx++;
-        reply_error(p, j, src, &h, SR_ST_UNSUPPORTED, out);
-        return;
+        break;
     default:
         /* Answers (JOIN_ACK, ERROR, AR_RESULT, ...) only flow switch to
          * worker; one arriving here is a loop or a confused peer, and
@@ -580,14 +617,17 @@ void sr_pipe_process(sr_pipe *p, const sr_peer *src, const uint8_t *msg, size_t 
     j = p->jobs[h.job];
     if (!j) {
         p->c.unknown_job++;
-        reply_error(p, NULL, src, &h, SR_ST_UNKNOWN_JOB, out);
+        sr_pipei_reply_error(p, NULL, src, &h, SR_ST_UNKNOWN_JOB, out);
         return;
     }
     j->c.rx++;
-    if (h.op == SR_OP_JOIN)
-        do_join(p, j, src, &h, out);
-    else
-        do_ar_data(p, j, src, &h, payload, out);
+    switch (h.op) {
+    case SR_OP_JOIN: do_join(p, j, src, &h, out); break;
+    case SR_OP_AR_DATA: do_ar_data(p, j, src, &h, payload, out); break;
+    case SR_OP_PUSH: sr_pipei_do_push(p, j, src, &h, payload, out); break;
+    case SR_OP_PULL: sr_pipei_do_pull(p, j, src, &h, out); break;
+    default: sr_pipei_do_clock(p, j, src, &h, out); break;
+    }
 }
 
 void sr_pipe_replica_hdr(const sr_pipe_action *a, unsigned k, uint8_t *out)

@@ -8,13 +8,21 @@
  * each sent either back to the source or to every worker of the job, with
  * the header's worker field rewritten per replica.
  *
+ * Ops: JOIN, streaming allreduce (AR_DATA, pipeline.c) and the SSP
+ * parameter store and barrier (PUSH, PULL, CLOCK, ssp.c). Each job has a
+ * store of store_words uint32 accumulators (int32 on the wire, sums modulo
+ * 2^32) in rows of elems_per_pkt words, the last push number applied per
+ * (row, worker), and a barrier (barrier.h) with its clock-indexed policy
+ * rules. A JOIN with a new nonce resets all of it, with the slots.
+ *
  * Invariants:
  * - Pure: no I/O, no clock, no globals, no randomness. The same sequence of
  *   (source, message) pairs always gives the same actions and counters.
  * - No allocation per packet: a job's state is allocated when the job is
  *   added and freed when it is removed. Callers own the output struct.
- * - Every piece of state is a fixed-size array indexed by worker or by
- *   (slot, version), so the P4 program can hold it in registers.
+ * - Every piece of state is a fixed-size array indexed by worker, by
+ *   (slot, version), by store word, by (store row, worker) or by barrier
+ *   ring entry, so the P4 program can hold it in registers.
  * - Not thread-safe: one thread owns a pipeline.
  */
 #ifndef SERENE_SWSWITCH_PIPELINE_H
@@ -23,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "barrier.h"
 #include "proto/wire.h"
 
 /* A source or destination address. Opaque to the pipeline (it only compares
@@ -34,8 +43,8 @@ typedef struct sr_peer {
 
 /* ---- Output actions ----------------------------------------------------- */
 
-/* Current ops need one action per packet; two leave room for the SSP clock,
- * whose answer to the sender can come with a RELEASE to the held workers. */
+/* Every op emits at most one action, except CLOCK: its answer to the sender
+ * can come with a RELEASE multicast to the job's workers. */
 #define SR_PIPE_MAX_ACTIONS 2
 
 /* One destination of an action: the worker id written into that replica's
@@ -75,8 +84,18 @@ typedef struct sr_pipe_out {
     X(dup_dropped)     /* duplicate contributions to a round still in progress */                \
     X(mismatches)      /* contributions whose seq/offset/count/exp disagree with the slot */     \
     X(stale_dropped)   /* late copies from a worker that already moved on in the slot */         \
-    X(dropped_unbound) /* AR_DATA from an unbound worker id or from another address */           \
-    X(errors_sent)     /* ERROR replies */
+    X(dropped_unbound) /* AR_DATA, PUSH, PULL or CLOCK from an unbound worker id or from       \
+                          another address */                                                     \
+    X(errors_sent)     /* ERROR replies */                                                       \
+    X(pushes)          /* PUSHes applied to the store (PUSH_ACK aux = 1) */                      \
+    X(push_dups)       /* PUSHes already applied, acked with aux = 0 and not added again */      \
+    X(pulls)           /* PULLs answered (PULL_RESP) */                                          \
+    X(clocks)          /* CLOCKs from bound workers, refused ones included */                    \
+    X(holds)           /* HOLD answers */                                                        \
+    X(proceeds)        /* PROCEED answers */                                                     \
+    X(releases)        /* RELEASE multicasts: one per CLOCK that advanced low */                 \
+    X(range_errors)    /* PUSHes and PULLs refused with RANGE (beyond the store or a row) */     \
+    X(clock_ahead)     /* CLOCKs beyond the barrier ring, refused with CLOCK_AHEAD */
 
 typedef struct sr_pipe_job_counters {
 #define SR_PIPE_X_FIELD(name) uint64_t name;
@@ -93,15 +112,56 @@ typedef struct sr_pipe_counters {
     uint64_t answers_dropped;              /* switch-to-worker ops received by the switch */
 } sr_pipe_counters;
 
+/* ---- Job setup ---------------------------------------------------------- */
+
+#define SR_PIPE_STORE_DEFAULT (1u << 20) /* 4 MiB of accumulators per job */
+/* Largest store: 1 GiB of accumulators per job. Also keeps every store
+ * word offset far below 2^32, so offset + count never wraps. */
+#define SR_PIPE_STORE_MAX (1u << 28)
+/* Largest push-dedup table (store rows x workers, one uint32_t each):
+ * 1 GiB. Only a tiny ELEMS with a large store and many workers hits it. */
+#define SR_PIPE_PUSH_TABLE_MAX (1u << 28)
+
+/* A job's parameters. sr_pipe_job_params_init fills in the defaults. */
+typedef struct sr_pipe_job_params {
+    uint32_t n_workers;     /* 1..SR_WIRE_MAX_WORKERS; no default (0 is refused) */
+    uint32_t elems_per_pkt; /* 1..SR_WIRE_MAX_ELEMS, also the store's row length;
+                               default SR_WIRE_DEF_ELEMS */
+    uint32_t pool_slots;    /* 1..SR_WIRE_MAX_SLOTS; default SR_WIRE_DEF_SLOTS */
+    uint32_t store_words;   /* 0..SR_PIPE_STORE_MAX (0: no store, every access is
+                               out of range); default SR_PIPE_STORE_DEFAULT */
+    uint32_t ring;          /* barrier ring R: a power of 2 in [2, SR_BARRIER_RING_MAX];
+                               default SR_BARRIER_RING_DEFAULT */
+    enum sr_sync_mode mode; /* policy from clock 0 on; default SR_SYNC_BSP */
+    uint32_t s;             /* SSP's s, at most ring - 2; ignored for BSP and ASP;
+                               default 0 */
+} sr_pipe_job_params;
+
 /* Setup of a job, as given to sr_pipe_job_add, plus its current nonce. */
 typedef struct sr_pipe_job_info {
     uint16_t job;
     uint32_t n_workers;
     uint32_t elems_per_pkt;
     uint32_t pool_slots;
+    uint32_t store_words;
+    uint32_t ring;
+    enum sr_sync_mode mode; /* the initial policy, restored by each new incarnation */
+    uint32_t s;             /* as given (for SSP) */
     uint32_t nonce;    /* incarnation; 0 until a JOIN brings another */
     uint32_t n_bound;  /* workers bound in this incarnation */
 } sr_pipe_job_info;
+
+/* A job's barrier as of now (this incarnation). */
+typedef struct sr_pipe_sync_state {
+    uint32_t low, high;     /* serial clocks; both 2^32 - 1 (clock -1) until a
+                               worker reports clock 0 */
+    enum sr_sync_mode mode; /* the policy for the next clock not yet reported, */
+    uint32_t s;             /* high + 1, with its s as applied (ASP: R - 2) */
+    uint32_t ring;          /* R */
+    unsigned n_rules;       /* rules[0 .. n_rules), oldest (in force at low) first */
+    sr_barrier_range rules[SR_BARRIER_MAX_RULES];
+    sr_barrier_counters cnt; /* since the current incarnation began */
+} sr_pipe_sync_state;
 
 /* ---- API ---------------------------------------------------------------- */
 
@@ -115,13 +175,22 @@ int sr_pipe_create(sr_pipe **out);
  * to NULL. */
 void sr_pipe_destroy(sr_pipe **p);
 
-/* Add a job with 1 <= n_workers <= SR_WIRE_MAX_WORKERS,
- * 1 <= elems_per_pkt <= SR_WIRE_MAX_ELEMS, 1 <= pool_slots <= SR_WIRE_MAX_SLOTS.
- * Its nonce starts at 0 and no worker is bound. Allocates the job's slot
- * pool (2 * pool_slots * elems_per_pkt accumulators).
- * Returns 0, -EINVAL (a limit), -EEXIST (job id taken) or -ENOMEM. */
-int sr_pipe_job_add(sr_pipe *p, uint16_t job_id, unsigned n_workers, unsigned elems_per_pkt,
-                    unsigned pool_slots);
+/* Fill jp with the defaults above; the caller then sets n_workers. */
+void sr_pipe_job_params_init(sr_pipe_job_params *jp);
+
+/* Check jp against the limits above and the store's push table
+ * (ceil(store_words / elems_per_pkt) * n_workers <= SR_PIPE_PUSH_TABLE_MAX).
+ * Returns 0 or -EINVAL, and then points *why (if not NULL) at a static,
+ * human-readable sentence naming the field and its bounds. */
+int sr_pipe_job_params_check(const sr_pipe_job_params *jp, const char **why);
+
+/* Add a job with the parameters jp (only read during the call; checked as
+ * sr_pipe_job_params_check does). Its nonce starts at 0 and no worker is
+ * bound. Allocates the job's slot pool (2 * pool_slots * elems_per_pkt
+ * accumulators), its store (store_words), its push table and its barrier
+ * ring. Returns 0, -EINVAL (jp NULL or a limit), -EEXIST (job id taken) or
+ * -ENOMEM. */
+int sr_pipe_job_add(sr_pipe *p, uint16_t job_id, const sr_pipe_job_params *jp);
 
 /* Remove a job and free its state; its counters are gone too. Later
  * messages for it get SR_ST_UNKNOWN_JOB. Returns 0 or -ENOENT. */
@@ -133,6 +202,20 @@ unsigned sr_pipe_job_list(const sr_pipe *p, uint16_t *ids, unsigned cap);
 
 /* Setup and nonce of a job. Returns 0 or -ENOENT. */
 int sr_pipe_job_info_get(const sr_pipe *p, uint16_t job_id, sr_pipe_job_info *info);
+
+/* Change a job's policy while it runs (sr_barrier_set_policy): (mode, s)
+ * is in force from E = max(want_from, high + 1) (serial) on, and E is
+ * written to *effective (may be NULL). Lasts until the job's next
+ * incarnation, which starts again from the job's initial policy.
+ * Returns 0, -ENOENT (no such job) or what sr_barrier_set_policy returns:
+ * -EINVAL (unknown mode), -ERANGE (SSP with s > R - 2, or want_from more
+ * than SR_BARRIER_MAX_AHEAD past low), -ENOSPC (too many pending rules). */
+int sr_pipe_set_policy(sr_pipe *p, uint16_t job_id, enum sr_sync_mode mode, uint32_t s,
+                       uint32_t want_from, uint32_t *effective);
+
+/* Copy a job's barrier state to *st (owned by the caller). Returns 0,
+ * -EINVAL (st NULL) or -ENOENT (no such job). */
+int sr_pipe_sync_get(const sr_pipe *p, uint16_t job_id, sr_pipe_sync_state *st);
 
 /* Copy a job's counters. Returns 0 or -ENOENT. */
 int sr_pipe_job_counters_get(const sr_pipe *p, uint16_t job_id, sr_pipe_job_counters *c);

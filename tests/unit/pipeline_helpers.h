@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * pipeline_helpers.h - the fixture and packet helpers that test_pipeline.c
- * and test_pipeline_sim.c share: a pipeline per test, worker addresses,
- * header builders, JOIN, and per-job counters. Header-only (static inline),
- * so each test binary stays a single source file.
+ * pipeline_helpers.h - the fixture and packet helpers that test_pipeline.c,
+ * test_pipeline_sim.c and test_pipeline_ssp.c share: a pipeline per test,
+ * worker addresses, header builders, job setup, JOIN, per-job counters and
+ * the checks of answers as wire bytes. Header-only (static inline), so each
+ * test binary stays a single source file.
  */
 #ifndef SERENE_TESTS_PIPELINE_HELPERS_H
 #define SERENE_TESTS_PIPELINE_HELPERS_H
@@ -13,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -108,9 +110,25 @@ static inline void join(fx *f, uint16_t job, uint16_t w, uint32_t token, uint32_
     assert_int_equal(f->out->act[0].hdr.op, SR_OP_JOIN_ACK);
 }
 
+/* Add a job with the default parameters but these, and a small store
+ * (SR_TEST_STORE words) so that tests stay light. Returns what
+ * sr_pipe_job_add returns. */
+#define SR_TEST_STORE 4096u
+static inline int job_add(sr_pipe *p, uint16_t job, unsigned n, unsigned elems, unsigned slots)
+{
+    sr_pipe_job_params jp;
+
+    sr_pipe_job_params_init(&jp);
+    jp.n_workers = n;
+    jp.elems_per_pkt = elems;
+    jp.pool_slots = slots;
+    jp.store_words = SR_TEST_STORE;
+    return sr_pipe_job_add(p, job, &jp);
+}
+
 static inline void add_joined(fx *f, uint16_t job, unsigned n, unsigned elems, unsigned slots)
 {
-    assert_int_equal(sr_pipe_job_add(f->p, job, n, elems, slots), 0);
+    assert_int_equal(job_add(f->p, job, n, elems, slots), 0);
     for (unsigned w = 0; w < n; w++)
         join(f, job, (uint16_t)w, 1000u + w, 0);
 }
@@ -127,6 +145,98 @@ static inline sr_pipe_job_counters jc(fx *f, uint16_t job)
 
     assert_int_equal(sr_pipe_job_counters_get(f->p, job, &c), 0);
     return c;
+}
+
+/* ---- answers ----------------------------------------------------------------- */
+
+/* Send h as worker w, from w's address. */
+static inline void ar(fx *f, sr_hdr *h, unsigned w, const int32_t *vals)
+{
+    sr_peer src = peer_of(h->job, w);
+
+    h->worker = (uint16_t)w;
+    feed(f, &src, h, vals);
+}
+
+/* Replica k of action a as bytes, parsed back: checks the wire round trip. */
+static inline sr_hdr replica(fx *f, const sr_pipe_action *a, unsigned k, const uint8_t **payload)
+{
+    sr_hdr h;
+
+    assert_true(k < a->n_dests);
+    assert_int_equal(a->payload_len, 4u * a->hdr.count);
+    sr_pipe_replica_hdr(a, k, f->rep);
+    memcpy(f->rep + SR_WIRE_HDR_LEN, a->payload, a->payload_len);
+    assert_int_equal(sr_msg_parse(f->rep, SR_WIRE_HDR_LEN + a->payload_len, &h, payload),
+                     SR_PARSE_OK);
+    assert_int_equal(h.worker, a->dests[k].worker);
+    return h;
+}
+
+static inline void expect_nothing(fx *f)
+{
+    assert_int_equal(f->out->n, 0);
+}
+
+/* Every field of a parsed header. */
+static inline void expect_hdr(const sr_hdr *got, const sr_hdr *want)
+{
+    assert_int_equal(got->version, SR_WIRE_VERSION);
+    assert_int_equal(got->op, want->op);
+    assert_int_equal(got->job, want->job);
+    assert_int_equal(got->worker, want->worker);
+    assert_int_equal(got->seq, want->seq);
+    assert_int_equal(got->slot, want->slot);
+    assert_int_equal(got->shadow, want->shadow);
+    assert_int_equal(got->count, want->count);
+    assert_int_equal(got->exp, want->exp);
+    assert_int_equal(got->next_exp, want->next_exp);
+    assert_int_equal(got->flags, want->flags);
+    assert_int_equal(got->status, want->status);
+    assert_int_equal(got->offset, want->offset);
+    assert_int_equal(got->aux, want->aux);
+}
+
+/* One unicast ERROR back to src: req echoed, with status and aux = op. */
+static inline void expect_error(fx *f, const sr_peer *src, const sr_hdr *req, unsigned status)
+{
+    const sr_pipe_action *a = &f->out->act[0];
+    sr_hdr want = *req, got;
+
+    assert_int_equal(f->out->n, 1);
+    assert_int_equal(a->multicast, 0);
+    assert_int_equal(a->n_dests, 1);
+    expect_peer(&a->dests[0].peer, src);
+    want.op = SR_OP_ERROR;
+    want.status = (uint8_t)status;
+    want.aux = req->op;
+    want.count = 0;
+    got = replica(f, a, 0, NULL);
+    expect_hdr(&got, &want);
+}
+
+/* The ERROR to worker w's own address. */
+static inline void expect_error_w(fx *f, const sr_hdr *req, unsigned status)
+{
+    sr_peer src = peer_of(req->job, req->worker);
+
+    expect_error(f, &src, req, status);
+}
+
+static inline sr_pipe_counters sc(fx *f)
+{
+    sr_pipe_counters c;
+
+    sr_pipe_counters_get(f->p, &c);
+    return c;
+}
+
+static inline sr_pipe_job_info info_of(fx *f, uint16_t job)
+{
+    sr_pipe_job_info info;
+
+    assert_int_equal(sr_pipe_job_info_get(f->p, job, &info), 0);
+    return info;
 }
 
 #endif /* SERENE_TESTS_PIPELINE_HELPERS_H */

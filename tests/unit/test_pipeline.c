@@ -26,81 +26,7 @@
 
 #define V(...) ((const int32_t[]){__VA_ARGS__})
 
-/* ---- helpers ---------------------------------------------------------------- */
-
-/* Send h as worker w, from w's address. */
-static void ar(fx *f, sr_hdr *h, unsigned w, const int32_t *vals)
-{
-    sr_peer src = peer_of(h->job, w);
-
-    h->worker = (uint16_t)w;
-    feed(f, &src, h, vals);
-}
-
-/* Replica k of action a as bytes, parsed back: checks the wire round trip. */
-static sr_hdr replica(fx *f, const sr_pipe_action *a, unsigned k, const uint8_t **payload)
-{
-    sr_hdr h;
-
-    assert_true(k < a->n_dests);
-    assert_int_equal(a->payload_len, 4u * a->hdr.count);
-    sr_pipe_replica_hdr(a, k, f->rep);
-    memcpy(f->rep + SR_WIRE_HDR_LEN, a->payload, a->payload_len);
-    assert_int_equal(sr_msg_parse(f->rep, SR_WIRE_HDR_LEN + a->payload_len, &h, payload),
-                     SR_PARSE_OK);
-    assert_int_equal(h.worker, a->dests[k].worker);
-    return h;
-}
-
-static void expect_nothing(fx *f)
-{
-    assert_int_equal(f->out->n, 0);
-}
-
-/* Every field of a parsed header. */
-static void expect_hdr(const sr_hdr *got, const sr_hdr *want)
-{
-    assert_int_equal(got->version, SR_WIRE_VERSION);
-    assert_int_equal(got->op, want->op);
-    assert_int_equal(got->job, want->job);
-    assert_int_equal(got->worker, want->worker);
-    assert_int_equal(got->seq, want->seq);
-    assert_int_equal(got->slot, want->slot);
-    assert_int_equal(got->shadow, want->shadow);
-    assert_int_equal(got->count, want->count);
-    assert_int_equal(got->exp, want->exp);
-    assert_int_equal(got->next_exp, want->next_exp);
-    assert_int_equal(got->flags, want->flags);
-    assert_int_equal(got->status, want->status);
-    assert_int_equal(got->offset, want->offset);
-    assert_int_equal(got->aux, want->aux);
-}
-
-/* One unicast ERROR back to src: req echoed, with status and aux = op. */
-static void expect_error(fx *f, const sr_peer *src, const sr_hdr *req, unsigned status)
-{
-    const sr_pipe_action *a = &f->out->act[0];
-    sr_hdr want = *req, got;
-
-    assert_int_equal(f->out->n, 1);
-    assert_int_equal(a->multicast, 0);
-    assert_int_equal(a->n_dests, 1);
-    expect_peer(&a->dests[0].peer, src);
-    want.op = SR_OP_ERROR;
-    want.status = (uint8_t)status;
-    want.aux = req->op;
-    want.count = 0;
-    got = replica(f, a, 0, NULL);
-    expect_hdr(&got, &want);
-}
-
-/* The ERROR to worker w's own address. */
-static void expect_error_w(fx *f, const sr_hdr *req, unsigned status)
-{
-    sr_peer src = peer_of(req->job, req->worker);
-
-    expect_error(f, &src, req, status);
-}
+/* ---- helpers (the shared ones are in pipeline_helpers.h) ---------------------- */
 
 /* One AR_RESULT action: metadata from meta, the sums, and destinations:
  * workers 0..n_or_to-1 of the job if multicast, else worker n_or_to. */
@@ -132,22 +58,6 @@ static void expect_result(fx *f, int multicast, unsigned n_or_to, const sr_hdr *
     }
 }
 
-static sr_pipe_counters sc(fx *f)
-{
-    sr_pipe_counters c;
-
-    sr_pipe_counters_get(f->p, &c);
-    return c;
-}
-
-static sr_pipe_job_info info_of(fx *f, uint16_t job)
-{
-    sr_pipe_job_info info;
-
-    assert_int_equal(sr_pipe_job_info_get(f->p, job, &info), 0);
-    return info;
-}
-
 /* ---- job table ---------------------------------------------------------------- */
 
 static void test_job_table(void **state)
@@ -158,18 +68,19 @@ static void test_job_table(void **state)
     sr_pipe_job_counters c;
     sr_pipe *none = NULL;
 
-    assert_int_equal(sr_pipe_job_add(f->p, 1, 0, 8, 8), -EINVAL);
-    assert_int_equal(sr_pipe_job_add(f->p, 1, SR_WIRE_MAX_WORKERS + 1, 8, 8), -EINVAL);
-    assert_int_equal(sr_pipe_job_add(f->p, 1, 2, 0, 8), -EINVAL);
-    assert_int_equal(sr_pipe_job_add(f->p, 1, 2, SR_WIRE_MAX_ELEMS + 1, 8), -EINVAL);
-    assert_int_equal(sr_pipe_job_add(f->p, 1, 2, 8, 0), -EINVAL);
-    assert_int_equal(sr_pipe_job_add(f->p, 1, 2, 8, SR_WIRE_MAX_SLOTS + 1), -EINVAL);
+    assert_int_equal(job_add(f->p, 1, 0, 8, 8), -EINVAL);
+    assert_int_equal(job_add(f->p, 1, SR_WIRE_MAX_WORKERS + 1, 8, 8), -EINVAL);
+    assert_int_equal(job_add(f->p, 1, 2, 0, 8), -EINVAL);
+    assert_int_equal(job_add(f->p, 1, 2, SR_WIRE_MAX_ELEMS + 1, 8), -EINVAL);
+    assert_int_equal(job_add(f->p, 1, 2, 8, 0), -EINVAL);
+    assert_int_equal(job_add(f->p, 1, 2, 8, SR_WIRE_MAX_SLOTS + 1), -EINVAL);
+    assert_int_equal(sr_pipe_job_add(f->p, 1, NULL), -EINVAL);
     assert_int_equal(sr_pipe_job_list(f->p, ids, 4), 0);
 
-    assert_int_equal(sr_pipe_job_add(f->p, 65535, SR_WIRE_MAX_WORKERS, 1, 1), 0);
-    assert_int_equal(sr_pipe_job_add(f->p, 9, 3, 16, 4), 0);
-    assert_int_equal(sr_pipe_job_add(f->p, 0, 1, SR_WIRE_MAX_ELEMS, 2), 0);
-    assert_int_equal(sr_pipe_job_add(f->p, 9, 2, 8, 8), -EEXIST);
+    assert_int_equal(job_add(f->p, 65535, SR_WIRE_MAX_WORKERS, 1, 1), 0);
+    assert_int_equal(job_add(f->p, 9, 3, 16, 4), 0);
+    assert_int_equal(job_add(f->p, 0, 1, SR_WIRE_MAX_ELEMS, 2), 0);
+    assert_int_equal(job_add(f->p, 9, 2, 8, 8), -EEXIST);
     assert_int_equal(sr_pipe_job_list(f->p, ids, 2), 3); /* truncated, ascending */
     assert_int_equal(ids[0], 0);
     assert_int_equal(ids[1], 9);
@@ -181,6 +92,10 @@ static void test_job_table(void **state)
     assert_int_equal(info.n_workers, 3);
     assert_int_equal(info.elems_per_pkt, 16);
     assert_int_equal(info.pool_slots, 4);
+    assert_int_equal(info.store_words, SR_TEST_STORE);
+    assert_int_equal(info.ring, SR_BARRIER_RING_DEFAULT);
+    assert_int_equal(info.mode, SR_SYNC_BSP);
+    assert_int_equal(info.s, 0);
     assert_int_equal(info.nonce, 0);
     assert_int_equal(info.n_bound, 0);
 
@@ -190,15 +105,95 @@ static void test_job_table(void **state)
     assert_int_equal(sr_pipe_job_counters_get(f->p, 9, &c), -ENOENT);
     assert_int_equal(sr_pipe_job_list(f->p, ids, 4), 2);
     assert_int_equal(ids[1], 65535);
-    assert_int_equal(sr_pipe_job_add(f->p, 9, 2, 8, 8), 0); /* a removed id is free again */
+    assert_int_equal(job_add(f->p, 9, 2, 8, 8), 0); /* a removed id is free again */
     sr_pipe_destroy(&none);
     sr_pipe_destroy(NULL);
+}
+
+/* Defaults, and every limit of the SSP parameters with its message. */
+static void test_job_params(void **state)
+{
+    fx *f = *state;
+    sr_pipe_job_params jp, bad;
+    sr_pipe_job_info info;
+    const char *why = "x";
+
+    sr_pipe_job_params_init(NULL);
+    sr_pipe_job_params_init(&jp);
+    assert_int_equal(jp.n_workers, 0);
+    assert_int_equal(jp.elems_per_pkt, SR_WIRE_DEF_ELEMS);
+    assert_int_equal(jp.pool_slots, SR_WIRE_DEF_SLOTS);
+    assert_int_equal(jp.store_words, 1u << 20);
+    assert_int_equal(jp.ring, 64);
+    assert_int_equal(jp.mode, SR_SYNC_BSP);
+    assert_int_equal(jp.s, 0);
+    assert_int_equal(sr_pipe_job_params_check(&jp, &why), -EINVAL); /* no workers */
+    assert_non_null(strstr(why, "workers"));
+    jp.n_workers = 4;
+    assert_int_equal(sr_pipe_job_params_check(&jp, &why), 0);
+    assert_null(why);
+    assert_int_equal(sr_pipe_job_params_check(NULL, &why), -EINVAL);
+
+    /* One field out of range at a time, each refused with its reason. */
+#define BAD(field, value, word)                                                                   \
+    do {                                                                                          \
+        bad = jp;                                                                                 \
+        bad.field = (value);                                                                      \
+        assert_int_equal(sr_pipe_job_params_check(&bad, &why), -EINVAL);                          \
+        assert_non_null(strstr(why, word));                                                       \
+        assert_int_equal(sr_pipe_job_add(f->p, 1, &bad), -EINVAL);                                \
+    } while (0)
+    BAD(store_words, (1u << 28) + 1, "store");
+    BAD(ring, 0, "ring");
+    BAD(ring, 1, "ring");
+    BAD(ring, 48, "ring");
+    BAD(ring, 8192, "ring");
+    BAD(mode, (enum sr_sync_mode)7, "policy");
+    bad = jp;
+    bad.mode = SR_SYNC_SSP;
+    bad.ring = 8;
+    bad.s = 7;
+    assert_int_equal(sr_pipe_job_params_check(&bad, &why), -EINVAL);
+    assert_non_null(strstr(why, "ring - 2"));
+    bad.s = 6; /* s = R - 2 is the largest */
+    assert_int_equal(sr_pipe_job_params_check(&bad, &why), 0);
+    bad.mode = SR_SYNC_ASP; /* s is ignored outside SSP */
+    bad.s = 1000;
+    assert_int_equal(sr_pipe_job_params_check(&bad, &why), 0);
+    /* The push table: rows x workers <= 2^28. */
+    bad = jp;
+    bad.n_workers = 64;
+    bad.elems_per_pkt = 1;
+    bad.store_words = 1u << 22;
+    assert_int_equal(sr_pipe_job_params_check(&bad, &why), 0);
+    bad.store_words++;
+    assert_int_equal(sr_pipe_job_params_check(&bad, &why), -EINVAL);
+    assert_non_null(strstr(why, "rows"));
+#undef BAD
+
+    /* Limits that pass; the setup shows in the info and the JOIN_ACK. */
+    jp.store_words = 0;
+    jp.ring = 2;
+    assert_int_equal(sr_pipe_job_add(f->p, 1, &jp), 0);
+    jp.store_words = 1000; /* not a whole number of rows */
+    jp.elems_per_pkt = 7;
+    jp.ring = 4096;
+    jp.mode = SR_SYNC_SSP;
+    jp.s = 4094;
+    assert_int_equal(sr_pipe_job_add(f->p, 2, &jp), 0);
+    assert_int_equal(sr_pipe_job_info_get(f->p, 2, &info), 0);
+    assert_int_equal(info.store_words, 1000);
+    assert_int_equal(info.elems_per_pkt, 7);
+    assert_int_equal(info.ring, 4096);
+    assert_int_equal(info.mode, SR_SYNC_SSP);
+    assert_int_equal(info.s, 4094);
+    assert_int_equal(sr_pipe_job_add(f->p, 2, &jp), -EEXIST);
 }
 
 static void test_counters_format(void **state)
 {
     sr_pipe_job_counters c;
-    char buf[512], small[8];
+    char buf[1024], small[8];
     int r;
 
     (void)state;
@@ -206,10 +201,13 @@ static void test_counters_format(void **state)
     c.rx = 12;
     c.tx = 34;
     c.errors_sent = UINT64_MAX;
+    c.clock_ahead = 5;
     r = sr_pipe_job_counters_format(buf, sizeof buf, &c);
     assert_string_equal(buf, "rx=12 tx=34 joins=0 resets=0 results=0 shadow_replies=0 "
                              "dup_dropped=0 mismatches=0 stale_dropped=0 dropped_unbound=0 "
-                             "errors_sent=18446744073709551615");
+                             "errors_sent=18446744073709551615 pushes=0 push_dups=0 pulls=0 "
+                             "clocks=0 holds=0 proceeds=0 releases=0 range_errors=0 "
+                             "clock_ahead=5");
     assert_int_equal(r, (int)strlen(buf));
     assert_int_equal(sr_pipe_job_counters_format(small, sizeof small, &c), r);
     assert_string_equal(small, "rx=12 t");
@@ -227,7 +225,7 @@ static void test_join_ack(void **state)
     sr_join_params jp;
     sr_hdr r, got;
 
-    assert_int_equal(sr_pipe_job_add(f->p, 7, 3, 64, 16), 0);
+    assert_int_equal(job_add(f->p, 7, 3, 64, 16), 0);
     feed(f, &src, &h, NULL);
     assert_int_equal(f->out->n, 1);
     assert_int_equal(a->multicast, 0);
@@ -241,7 +239,7 @@ static void test_join_ack(void **state)
     assert_int_equal(jp.n_workers, 3);
     assert_int_equal(jp.elems_per_pkt, 64);
     assert_int_equal(jp.pool_slots, 16);
-    assert_int_equal(jp.store_capacity, 0);
+    assert_int_equal(jp.store_capacity, SR_TEST_STORE);
     assert_int_equal(info_of(f, 7).n_bound, 1);
     assert_int_equal(jc(f, 7).joins, 1);
     assert_int_equal(jc(f, 7).rx, 1);
@@ -252,7 +250,7 @@ static void test_join_idempotent(void **state)
 {
     fx *f = *state;
 
-    assert_int_equal(sr_pipe_job_add(f->p, 7, 2, 8, 4), 0);
+    assert_int_equal(job_add(f->p, 7, 2, 8, 4), 0);
     for (int i = 0; i < 3; i++) {
         join(f, 7, 0, 42, 0);
         assert_int_equal(f->out->act[0].hdr.seq, 42);
@@ -306,7 +304,7 @@ static void test_join_unknown_job(void **state)
     fx *f = *state;
     sr_hdr h = mk(SR_OP_JOIN, 3, 0, 1, 0);
 
-    assert_int_equal(sr_pipe_job_add(f->p, 4, 1, 4, 2), 0);
+    assert_int_equal(job_add(f->p, 4, 1, 4, 2), 0);
     ar(f, &h, 0, NULL);
     expect_error_w(f, &h, SR_ST_UNKNOWN_JOB);
     assert_int_equal(sc(f).unknown_job, 1);
@@ -588,7 +586,7 @@ static void test_unbound_data_dropped(void **state)
     sr_hdr h = ar_hdr(5, 0, 0, 1, 0, 1);
     uint32_t sum[1] = {3};
 
-    assert_int_equal(sr_pipe_job_add(f->p, 5, 2, 4, 2), 0);
+    assert_int_equal(job_add(f->p, 5, 2, 4, 2), 0);
     join(f, 5, 0, 1, 0);
     ar(f, &h, 1, V(50)); /* worker 1 never joined */
     expect_nothing(f);
@@ -720,20 +718,27 @@ static void test_two_jobs_isolated(void **state)
     assert_int_equal(jc(f, 2).rx, 2 + 3);
 }
 
+/* Answers arriving at the switch are dropped, never answered; the SSP
+ * requests are served (test_pipeline_ssp.c), also for an unknown job. */
 static void test_other_ops(void **state)
 {
     fx *f = *state;
     static const uint8_t reqs[] = {SR_OP_PUSH, SR_OP_PULL, SR_OP_CLOCK};
-    static const uint8_t answers[] = {SR_OP_JOIN_ACK, SR_OP_ERROR,   SR_OP_AR_RESULT,
-                                      SR_OP_PUSH_ACK, SR_OP_PULL_RESP, SR_OP_PROCEED,
-                                      SR_OP_RELEASE};
+    static const uint8_t answers[] = {SR_OP_JOIN_ACK,  SR_OP_ERROR,   SR_OP_AR_RESULT,
+                                      SR_OP_PUSH_ACK,  SR_OP_PULL_RESP, SR_OP_PROCEED,
+                                      SR_OP_RELEASE,   SR_OP_HOLD};
 
     add_joined(f, 5, 1, 4, 2);
     for (unsigned i = 0; i < sizeof reqs; i++) {
-        sr_hdr h = mk(reqs[i], 5, 0, 1, 0);
+        sr_hdr h = mk(reqs[i], 6, 0, 1, 1);
 
+        h.count = 1; /* a PUSH's word; ignored by PULL and CLOCK */
         ar(f, &h, 0, NULL);
-        expect_error_w(f, &h, SR_ST_UNSUPPORTED);
+        expect_error_w(f, &h, SR_ST_UNKNOWN_JOB);
+        h.job = 5;
+        ar(f, &h, 0, NULL);
+        assert_true(f->out->n >= 1); /* CLOCK: PROCEED, then RELEASE */
+        assert_int_not_equal(f->out->act[0].hdr.op, SR_OP_ERROR);
     }
     for (unsigned i = 0; i < sizeof answers; i++) {
         sr_hdr h = mk(answers[i], 5, 0, 1, 0);
@@ -742,7 +747,8 @@ static void test_other_ops(void **state)
         expect_nothing(f);
     }
     assert_int_equal(sc(f).answers_dropped, sizeof answers);
-    assert_int_equal(jc(f, 5).errors_sent, sizeof reqs);
+    assert_int_equal(sc(f).unknown_job, sizeof reqs);
+    assert_int_equal(jc(f, 5).errors_sent, 0);
 }
 
 /* Interleaved slots each keep their own round. */
@@ -772,6 +778,7 @@ int main(void)
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_job_table),
+        T(test_job_params),
         T(test_counters_format),
         T(test_join_ack),
         T(test_join_idempotent),

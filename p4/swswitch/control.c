@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * control.c - the control socket's commands (see control.h for the
+ * protocol). Pure: parses one line, calls the pipeline's control API,
+ * formats one reply line. No I/O, no globals, no allocation.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "control.h"
+
+#define MAX_WORDS 8
+
+/* The reply under construction: appends never overrun; len counts what
+ * would have been written, like snprintf. */
+typedef struct reply {
+    char *buf;
+    size_t cap, len;
+} reply;
+
+__attribute__((format(printf, 2, 3))) static void put(reply *r, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(r->len < r->cap ? r->buf + r->len : NULL, r->len < r->cap ? r->cap - r->len : 0,
+                  fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        r->len += (size_t)n;
+}
+
+static const char *mode_lc(enum sr_sync_mode m)
+{
+    switch (m) {
+    case SR_SYNC_BSP: return "bsp";
+    case SR_SYNC_SSP: return "ssp";
+    case SR_SYNC_ASP: return "asp";
+    }
+    return "?";
+}
+
+/* Strict unsigned decimal: digits only, at most max. */
+static int parse_u32(const char *s, uint32_t max, uint32_t *out)
+{
+    uint64_t v = 0;
+
+    if (!*s)
+        return -1;
+    for (; *s; s++) {
+        if (!isdigit((unsigned char)*s))
+            return -1;
+        v = v * 10 + (uint64_t)(*s - '0');
+        if (v > max)
+            return -1;
+    }
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* The job of word s: 0, or -1 after writing the error. */
+static int parse_job(reply *r, const sr_pipe *p, const char *s, uint16_t *job)
+{
+    uint32_t v;
+    sr_pipe_job_info info;
+
+    if (parse_u32(s, 65535, &v)) {
+        put(r, "error bad job id '%s' (0..65535)", s);
+        return -1;
+    }
+    if (sr_pipe_job_info_get(p, (uint16_t)v, &info)) {
+        put(r, "error unknown job %" PRIu32, v);
+        return -1;
+    }
+    *job = (uint16_t)v;
+    return 0;
+}
+
+/* Ascending: probe every id (65536 table lookups, well under a millisecond)
+ * rather than hold a list of them. */
+static void cmd_jobs(reply *r, const sr_pipe *p)
+{
+    put(r, "ok");
+    for (uint32_t id = 0; id <= 65535; id++) {
+        sr_pipe_job_info info;
+
+        if (!sr_pipe_job_info_get(p, (uint16_t)id, &info))
+            put(r, " %" PRIu32, id);
+    }
+}
+
+static void cmd_status(reply *r, const sr_pipe *p, uint16_t job)
+{
+    sr_pipe_job_info info;
+    sr_pipe_sync_state st;
+    sr_pipe_job_counters c;
+
+    if (sr_pipe_job_info_get(p, job, &info) || sr_pipe_sync_get(p, job, &st) ||
+        sr_pipe_job_counters_get(p, job, &c)) {
+        put(r, "error unknown job %u", job);
+        return;
+    }
+    put(r, "ok job=%u workers=%" PRIu32 " low=%" PRIu32 " high=%" PRIu32 " mode=%s s=%" PRIu32
+           " rules=",
+        job, info.n_workers, st.low, st.high, mode_lc(st.mode), st.s);
+    for (unsigned i = 0; i < st.n_rules; i++) {
+        const sr_barrier_range *g = &st.rules[i];
+
+        put(r, "%s%" PRIu32 "-", i ? "," : "", g->from);
+        if (g->open)
+            put(r, "inf");
+        else
+            put(r, "%" PRIu32, g->to);
+        put(r, ":%s:%" PRIu32, mode_lc(g->mode), g->s);
+    }
+    put(r,
+        " clocks=%" PRIu64 " holds=%" PRIu64 " proceeds=%" PRIu64 " advances=%" PRIu64
+        " pushes=%" PRIu64 " push_dups=%" PRIu64 " pulls=%" PRIu64 " bound=%" PRIu32
+        " nonce=%" PRIu32 " ring=%" PRIu32 " store=%" PRIu32 " clock_ahead=%" PRIu64
+        " range_errors=%" PRIu64,
+        c.clocks, c.holds, c.proceeds, c.releases, c.pushes, c.push_dups, c.pulls, info.n_bound,
+        info.nonce, st.ring, info.store_words, c.clock_ahead, c.range_errors);
+}
+
+/* policy JOB MODE [S] [from CLOCK] */
+static void cmd_policy(reply *r, sr_pipe *p, char **w, unsigned n)
+{
+    enum sr_sync_mode mode;
+    uint32_t s = 0, from = 0, e = 0;
+    int have_s = 0, have_from = 0, rc;
+    unsigned i = 3;
+    uint16_t job;
+    sr_pipe_sync_state st;
+
+    if (n < 3) {
+        put(r, "error usage: policy JOB bsp|asp|ssp [S] [from CLOCK]");
+        return;
+    }
+    if (parse_job(r, p, w[1], &job))
+        return;
+    if (!strcasecmp(w[2], "bsp"))
+        mode = SR_SYNC_BSP;
+    else if (!strcasecmp(w[2], "ssp"))
+        mode = SR_SYNC_SSP;
+    else if (!strcasecmp(w[2], "asp"))
+        mode = SR_SYNC_ASP;
+    else {
+        put(r, "error bad mode '%s' (bsp, asp or ssp)", w[2]);
+        return;
+    }
+    if (i < n && strcasecmp(w[i], "from")) {
+        if (parse_u32(w[i], UINT32_MAX, &s)) {
+            put(r, "error bad s '%s' (a number in 0..4294967295)", w[i]);
+            return;
+        }
+        have_s = 1;
+        i++;
+    }
+    if (i < n && !strcasecmp(w[i], "from")) {
+        if (i + 1 >= n || parse_u32(w[i + 1], UINT32_MAX, &from)) {
+            put(r, "error 'from' needs a clock (0..4294967295)");
+            return;
+        }
+        have_from = 1;
+        i += 2;
+    }
+    if (i < n) {
+        put(r, "error unexpected '%s' (usage: policy JOB bsp|asp|ssp [S] [from CLOCK])", w[i]);
+        return;
+    }
+    if (mode == SR_SYNC_SSP && !have_s) {
+        put(r, "error ssp needs S (policy JOB ssp S [from CLOCK])");
+        return;
+    }
+    if (mode != SR_SYNC_SSP)
+        s = 0;
+    sr_pipe_sync_get(p, job, &st);
+    if (!have_from)
+        from = st.low; /* at or before high + 1: as soon as possible */
+    rc = sr_pipe_set_policy(p, job, mode, s, from, &e);
+    if (rc == 0)
+        put(r, "ok job=%u effective=%" PRIu32, job, e);
+    else if (rc == -ERANGE && mode == SR_SYNC_SSP && s > st.ring - 2)
+        put(r, "error s %" PRIu32 " is above %" PRIu32 ", the most job %u's ring of %" PRIu32
+               " allows",
+            s, st.ring - 2, job, st.ring);
+    else if (rc == -ERANGE)
+        put(r, "error from %" PRIu32 " is more than 2^30 clocks past low %" PRIu32, from,
+            st.low);
+    else if (rc == -ENOSPC)
+        put(r, "error job %u has %u policy rules pending already; retry after low advances",
+            job, (unsigned)SR_BARRIER_MAX_RULES);
+    else
+        put(r, "error policy change refused: %s", strerror(-rc));
+}
+
+size_t sr_ctl_exec(sr_pipe *p, const char *line, char *out, size_t cap)
+{
+    char buf[SR_CTL_LINE_MAX + 1];
+    char *w[MAX_WORDS + 1];
+    unsigned n = 0;
+    size_t len = strlen(line);
+    reply r = {out, cap, 0};
+    uint16_t job;
+
+    if (cap)
+        out[0] = '\0';
+    while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        len--;
+    if (len > SR_CTL_LINE_MAX - 1) {
+        put(&r, "error command longer than %u bytes", SR_CTL_LINE_MAX - 1);
+        goto done;
+    }
+    memcpy(buf, line, len);
+    buf[len] = '\0';
+    for (char *s = buf; *s;) {
+        while (*s == ' ' || *s == '\t')
+            *s++ = '\0';
+        if (!*s)
+            break;
+        if (n == MAX_WORDS) {
+            put(&r, "error too many words");
+            goto done;
+        }
+        w[n++] = s;
+        while (*s && *s != ' ' && *s != '\t')
+            s++;
+    }
+    for (unsigned i = 0; i < n; i++)
+        for (const char *s = w[i]; *s; s++)
+            if (!isprint((unsigned char)*s)) {
+                put(&r, "error control characters in the command");
+                goto done;
+            }
+    if (n == 0)
+        put(&r, "error empty command (try 'help')");
+    else if (!strcasecmp(w[0], "jobs")) {
+        if (n != 1)
+            put(&r, "error usage: jobs");
+        else
+            cmd_jobs(&r, p);
+    } else if (!strcasecmp(w[0], "status")) {
+        if (n != 2)
+            put(&r, "error usage: status JOB");
+        else if (!parse_job(&r, p, w[1], &job))
+            cmd_status(&r, p, job);
+    } else if (!strcasecmp(w[0], "policy"))
+        cmd_policy(&r, p, w, n);
+    else if (!strcasecmp(w[0], "help"))
+        put(&r, "ok commands: jobs | status JOB | policy JOB bsp|asp|ssp [S] [from CLOCK]");
+    else
+        put(&r, "error unknown command '%.32s' (try 'help')", w[0]);
+done:
+    return r.len < cap ? r.len : (cap ? cap - 1 : 0);
+}
