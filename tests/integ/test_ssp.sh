@@ -1,0 +1,264 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# test_ssp.sh CASE SERENE_RUN SSP_WORKER SSP_CHECK - integration tests of the
+# SSP parameter store and barrier: a real serene-switch ($SERENE_SWITCH_BIN)
+# on 127.0.0.1 (port 0, --port-file, --control in a temporary directory)
+# and 4 real ssp_worker processes.
+#
+#   barrier     rank 3 slowed (25 ms per iteration, the others 5 ms), 40
+#               clocks under BSP, SSP(1), SSP(3) and ASP (one job each):
+#               ssp_check verifies from every rank's log that no clock()
+#               returned at clock c before every rank had called clock() for
+#               c - s; the fast ranks wait strictly less under SSP(3) than
+#               under BSP; under ASP no rank is ever held.
+#   store-loss  push / clock / delta pull / pull / clock for 20 iterations
+#               under 5% loss and 2% duplication: exact modular sums across
+#               accumulator wraps, range errors, floats, retransmissions.
+#   hot-swap    200 clocks with random sleeps while `ssp_check swap` asks,
+#               at random clocks, for SSP(3), ASP, then BSP: every rank saw
+#               the same policy at every clock, and the changes happened in
+#               order at the clocks the switch announced.
+#   switch-killed  the switch is SIGKILLed ~1 s into a push/clock/pull loop
+#               (SERENE_TIMEOUT_MS=2000; ranks 0-1 blocking calls, ranks 2-3
+#               the *_start forms): all 4 ranks, run without the launcher so
+#               none is stopped early, report SERENE_ERR_TIMEOUT within the
+#               deadline + 1 s of the kill and exit 3.
+#
+# Every wait is bounded; the switch is stopped by its PID; the temporary
+# directory is removed; a failure prints "FAIL: ..." and exits 1.
+# SSP_SEED repeats a hot-swap schedule (it is printed).
+set -uo pipefail
+
+if [ $# -ne 4 ]; then
+    echo "usage: $0 barrier|store-loss|hot-swap|switch-killed SERENE_RUN SSP_WORKER SSP_CHECK" >&2
+    exit 2
+fi
+CASE=$1 RUN=$2 WORKER=$3 CHECK=$4
+SWITCH=${SERENE_SWITCH_BIN:-$(dirname "$RUN")/../../p4/swswitch/serene-switch}
+[ -x "$SWITCH" ] || { echo "FAIL: $CASE: no serene-switch at '$SWITCH' (set SERENE_SWITCH_BIN)"; exit 1; }
+N=4
+# Deadline of every library call outside the killed case: a hang fails fast.
+export SERENE_TIMEOUT_MS=10000
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/serene-ssp.XXXXXX") || exit 1
+swpid=""
+bgpids=()
+
+cleanup() {
+    # Background jobs still running after a failure: SIGTERM, which
+    # `timeout` passes on to the program it runs.
+    for p in "${bgpids[@]+"${bgpids[@]}"}"; do
+        kill -TERM "$p" 2>/dev/null
+    done
+    [ -n "$swpid" ] && stop_switch >/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
+
+fail() {
+    echo "FAIL: $CASE: $*"
+    if [ -f "$work/switch.log" ]; then
+        echo "---- serene-switch log (tail):"
+        tail -n 20 "$work/switch.log"
+    fi
+    exit 1
+}
+
+# start_switch ARGS...: start serene-switch; sets swpid, port, ctl.
+start_switch() {
+    ctl=$work/ctl
+    rm -f "$work/port" "$ctl"
+    "$SWITCH" --listen 127.0.0.1:0 --port-file "$work/port" --control "$ctl" "$@" \
+        >"$work/switch.log" 2>&1 &
+    swpid=$!
+    for _ in $(seq 200); do
+        [ -s "$work/port" ] && [ -S "$ctl" ] && break
+        if ! kill -0 "$swpid" 2>/dev/null; then
+            wait "$swpid"
+            local rc=$?
+            swpid=""
+            fail "serene-switch $* exited with status $rc at startup"
+        fi
+        sleep 0.05
+    done
+    if ! [ -s "$work/port" ] || ! [ -S "$ctl" ]; then
+        fail "serene-switch wrote no port file or control socket in 10 s"
+    fi
+    port=$(cat "$work/port")
+    echo "serene-switch pid $swpid on 127.0.0.1:$port: $*"
+}
+
+# stop_switch: SIGTERM (it prints its counters), SIGKILL after 5 s; reaps it.
+stop_switch() {
+    kill -TERM "$swpid" 2>/dev/null
+    for _ in $(seq 100); do
+        kill -0 "$swpid" 2>/dev/null || break
+        sleep 0.05
+    done
+    if kill -0 "$swpid" 2>/dev/null; then
+        echo "serene-switch ignored SIGTERM for 5 s; SIGKILL"
+        kill -KILL "$swpid" 2>/dev/null
+    fi
+    wait "$swpid" 2>/dev/null
+    swpid=""
+}
+
+# ranks NAME LIMIT_S [serene-run options] -- WORKER ARGS...: run 4 ranks
+# under serene-run against our switch; sets rc, ms; output in $work/NAME.out.
+ranks() {
+    local name=$1 limit=$2 t0
+    shift 2
+    t0=$(date +%s%N)
+    timeout -k 5 "$limit" "$RUN" -n "$N" --switch "127.0.0.1:$port" "$@" >"$work/$name.out" 2>&1
+    rc=$?
+    ms=$(ms_since "$t0")
+    sed "s/^/    /" "$work/$name.out"
+    echo "$name: serene-run exit $rc after $ms ms"
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        fail "$name: hit its ${limit} s limit: something hangs"
+    fi
+    [ "$rc" -eq 0 ] || fail "$name: serene-run exited with $rc"
+}
+
+case_barrier() {
+    local pols=(bsp ssp:1 ssp:3 asp) j pol dir out
+    local -A wait_ns
+    local args=()
+    for j in 0 1 2 3; do
+        args+=(--job "$j:$N,store=64,policy=${pols[$j]}")
+    done
+    start_switch "${args[@]}"
+    for j in 0 1 2 3; do
+        pol=${pols[$j]}
+        dir=$work/${pol/:/}
+        mkdir "$dir"
+        ranks "barrier-${pol/:/}" 60 --job "$j" -- \
+            "$WORKER" clocks --clocks 40 --compute-ms 5 --slow-rank 3 --slow-ms 25 --out "$dir"
+        local extra=()
+        [ "$pol" = asp ] && extra=(--no-holds)
+        out=$(timeout 20 "$CHECK" clocks "$dir" "$N" 40 --expect "$pol" --fast 0,1,2 \
+            "${extra[@]+"${extra[@]}"}")
+        local crc=$?
+        # shellcheck disable=SC2001
+        sed "s/^/    /" <<<"$out"
+        [ "$crc" -eq 0 ] || fail "barrier under $pol: the logs break the barrier (see above)"
+        wait_ns[${pol/:/}]=$(sed -n 's/^fast_wait_ns=//p' <<<"$out")
+        [ -n "${wait_ns[${pol/:/}]}" ] || fail "no fast_wait_ns from ssp_check under $pol"
+    done
+    echo "fast ranks' total wait (ms): BSP $((wait_ns[bsp] / 1000000))" \
+        "SSP(1) $((wait_ns[ssp1] / 1000000)) SSP(3) $((wait_ns[ssp3] / 1000000))" \
+        "ASP $((wait_ns[asp] / 1000000))"
+    [ "${wait_ns[ssp3]}" -lt "${wait_ns[bsp]}" ] ||
+        fail "the fast ranks waited ${wait_ns[ssp3]} ns under SSP(3), not less than ${wait_ns[bsp]} ns under BSP"
+}
+
+case_store() {
+    start_switch --job "0:$N,store=2048,policy=bsp" --loss 0.05 --dup 0.02 --seed 7
+    # 1000 words at 100 span rows 0-4 of 256; floats go to 1110..1409.
+    ranks store 60 -- "$WORKER" store --iters 20 --offset 100 --count 1000 --capacity 2048 \
+        --seed 5 --expect-retrans
+    [ "$(grep -c 'store: 20 iterations' "$work/store.out")" -eq "$N" ] ||
+        fail "not every rank reported its 20 iterations"
+}
+
+case_hot_swap() {
+    local seed=${SSP_SEED:-$(($(date +%s) % 100000))} dir=$work/swap changes
+    echo "seed=$seed (SSP_SEED=$seed repeats the schedule)"
+    mkdir "$dir"
+    start_switch --job "0:$N,store=64,policy=bsp"
+    timeout 40 "$CHECK" swap "$ctl" 0 "$seed" >"$work/swap.out" 2>&1 &
+    local ctlpid=$!
+    bgpids+=("$ctlpid")
+    ranks hot-swap 60 -- "$WORKER" clocks --clocks 200 --jitter-us 4000 --seed "$seed" --out "$dir"
+    for _ in $(seq 100); do
+        kill -0 "$ctlpid" 2>/dev/null || break
+        sleep 0.05
+    done
+    kill -0 "$ctlpid" 2>/dev/null && { kill -KILL "$ctlpid"; echo "controller still running after the job: killed"; }
+    wait "$ctlpid"
+    local crc=$?
+    bgpids=()
+    sed "s/^/    /" "$work/swap.out"
+    [ "$crc" -eq 0 ] || fail "the controller did not get its 3 changes in (exit $crc; see above)"
+    changes=$(sed -n 's/^changes=//p' "$work/swap.out")
+    timeout 20 "$CHECK" clocks "$dir" "$N" 200 --seq bsp,ssp:3,asp,bsp --changes "$changes" |
+        sed "s/^/    /"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || fail "the decision logs disagree (see above)"
+}
+
+case_killed() {
+    local deadline=2000 r kill_ns
+    local pids=()
+    start_switch --job "0:$N,store=64,policy=bsp"
+    export SERENE_TIMEOUT_MS=$deadline SERENE_WORLD_SIZE=$N SERENE_JOB=0
+    export SERENE_SWITCH=127.0.0.1:$port SERENE_JOB_NONCE=$((RANDOM * 32768 + RANDOM + 1))
+    local t0
+    t0=$(date +%s%N)
+    for r in $(seq 0 $((N - 1))); do
+        local nb=()
+        [ "$r" -ge 2 ] && nb=(--nonblocking)
+        SERENE_RANK=$r timeout -k 2 20 "$WORKER" killed "${nb[@]+"${nb[@]}"}" >"$work/rank$r.out" 2>&1 &
+        pids+=($!)
+        bgpids+=($!)
+    done
+    # Killed on purpose: keep bash from reporting it (the switch is then
+    # reaped by bash, not by `wait`).
+    disown "$swpid"
+    "$CHECK" kill "$swpid" 1000 >"$work/kill.out" 2>&1 || { cat "$work/kill.out"; fail "could not kill the switch"; }
+    cat "$work/kill.out"
+    swpid=""
+    kill_ns=$(sed -n 's/^killed [0-9]* at \([0-9]*\) ns$/\1/p' "$work/kill.out")
+    [ -n "$kill_ns" ] || fail "no kill time"
+    local bad=0
+    for r in $(seq 0 $((N - 1))); do
+        wait "${pids[$r]}"
+        local rc=$?
+        sed "s/^/    [$r] /" "$work/rank$r.out"
+        if [ "$rc" -ne 3 ]; then
+            local why="its pending call did not end with SERENE_ERR_TIMEOUT by its deadline"
+            [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && why="it still hung 20 s after it started"
+            echo "FAIL: rank $r exited with $rc, want 3: $why"
+            bad=1
+            continue
+        fi
+        # Every op that was pending (one call, or three started ops) must
+        # have returned after the kill and within the deadline + 1 s of it.
+        local first_t last_t it
+        first_t=$(sed -n 's/.* returned [A-Z_]* at \([0-9]*\) ns after.*/\1/p' "$work/rank$r.out" | sort -n | head -1)
+        last_t=$(sed -n 's/.* returned [A-Z_]* at \([0-9]*\) ns after.*/\1/p' "$work/rank$r.out" | sort -n | tail -1)
+        it=$(sed -n 's/.*returned SERENE_ERR_TIMEOUT at .*, iteration \([0-9]*\)$/\1/p' "$work/rank$r.out" | head -1)
+        if [ -z "$first_t" ] || [ -z "$it" ]; then
+            echo "FAIL: rank $r exited 3 without reporting its timed-out call"
+            bad=1
+        elif [ "$first_t" -le "$kill_ns" ] || [ "$it" -lt 1 ]; then
+            echo "FAIL: rank $r: a call failed before the switch was killed, or it never ran"
+            bad=1
+        elif [ $(((last_t - kill_ns) / 1000000)) -gt $((deadline + 1000)) ]; then
+            echo "FAIL: rank $r: a pending call returned $(((last_t - kill_ns) / 1000000)) ms after the kill, past the ${deadline} ms deadline + 1 s"
+            bad=1
+        else
+            echo "rank $r: pending calls ended $(((first_t - kill_ns) / 1000000))..$(((last_t - kill_ns) / 1000000)) ms after the kill"
+        fi
+    done
+    bgpids=()
+    echo "all ranks done $(ms_since "$t0") ms after they started"
+    [ "$bad" -eq 0 ] || fail "not every rank's pending call ended with an error by its deadline"
+    [ "$(ms_since "$t0")" -lt 10000 ] || fail "the run took 10 s or more"
+}
+
+start=$(date +%s%N)
+case $CASE in
+    barrier) case_barrier ;;
+    store-loss) case_store ;;
+    hot-swap) case_hot_swap ;;
+    switch-killed) case_killed ;;
+    *) echo "unknown case $CASE" >&2; exit 2 ;;
+esac
+[ -n "$swpid" ] && stop_switch
+echo "---- serene-switch log (tail):"
+tail -n 8 "$work/switch.log"
+echo "PASS: ssp-$CASE in $(ms_since "$start") ms"
+exit 0
