@@ -81,6 +81,21 @@ int sr_pipei_ssp_reset(sr_pipe_job *j)
      * memory can fail here. */
     if (barrier_new(j, &fresh) < 0)
         return -ENOMEM;
+    /* The policy is the job's configuration, not the incarnation's state:
+     * a policy installed through the control socket (even before the first
+     * JOIN) survives. The new run's clocks restart at the first clock, so
+     * the rule in force until now covers them from there, and later rules
+     * keep their starts. Nobody has a clock in the new barrier yet, so
+     * every start is still in the future and the swap stays consistent. */
+    sr_barrier_range r[SR_BARRIER_MAX_RULES];
+    unsigned n = sr_barrier_rules(&j->bar, r, SR_BARRIER_MAX_RULES);
+    for (unsigned i = 0; i < n && i < SR_BARRIER_MAX_RULES; i++) {
+        uint32_t eff;
+        /* Cannot fail for rules the old barrier accepted; if it did, the
+         * job's initial policy stays in force, which is still consistent. */
+        (void)sr_barrier_set_policy(&fresh, r[i].mode, r[i].s, i == 0 ? 0u : r[i].from,
+                                    &eff);
+    }
     sr_barrier_fini(&j->bar);
     j->bar = fresh; /* the ring moves with the struct: ownership passes */
     if (j->store_words) {

@@ -472,8 +472,9 @@ static void test_policy_change(void **state)
 
 /* ---- incarnations and isolation -------------------------------------------------- */
 
-/* A new nonce: store, push numbers and barrier (with the job's initial
- * policy, not the one set since) all start over. */
+/* A new nonce: store, push numbers and barrier all start over; the policy
+ * rules are the job's configuration and carry over, the one in force at
+ * the reset now starting at clock 0. */
 static void test_new_nonce_resets(void **state)
 {
     fx *f = *state;
@@ -495,11 +496,14 @@ static void test_new_nonce_resets(void **state)
     st = sync_of(f, 3);
     assert_int_equal(st.low, LOW0);
     assert_int_equal(st.high, LOW0);
-    assert_int_equal(st.n_rules, 1);
+    assert_int_equal(st.n_rules, 2);
     assert_int_equal(st.rules[0].mode, SR_SYNC_SSP);
+    assert_int_equal(st.rules[0].from, 0);
+    assert_int_equal(st.rules[1].mode, SR_SYNC_BSP);
+    assert_int_equal(st.rules[1].from, e);
     assert_int_equal(st.cnt.clocks, 0);
     clk(f, 3, 2, 0, 0, PROCEED(LOW0, 0, SR_SYNC_SSP, 1, 0));
-    clk(f, 3, 2, 0, 1, HOLD(LOW0, 1, SR_SYNC_SSP, 1, 0));
+    clk(f, 3, 2, 0, 1, HOLD(LOW0, 1, SR_SYNC_BSP, 0, 0)); /* BSP from e = 1 on */
     /* The JOIN_ACK announces the store. */
     join(f, 3, 0, 9000, 42);
     assert_int_equal(sr_get_be32(f->out->act[0].payload + 12), 8);
@@ -507,6 +511,29 @@ static void test_new_nonce_resets(void **state)
 
 /* Requests from unbound ids, other addresses or out-of-range ids get no
  * answer and change nothing. */
+static void test_policy_before_first_join_kept(void **state)
+{
+    fx *f = *state;
+    uint32_t e;
+
+    /* Set through the control socket before any worker joined: the first
+     * JOIN's new nonce resets the job and must not drop it. */
+    sr_pipe_job_params jp;
+    sr_pipe_job_params_init(&jp);
+    jp.n_workers = 2;
+    jp.elems_per_pkt = 4;
+    jp.store_words = 8;
+    assert_int_equal(sr_pipe_job_add(f->p, 5, &jp), 0);
+    assert_int_equal(sr_pipe_set_policy(f->p, 5, SR_SYNC_SSP, 3, 0, &e), 0);
+    assert_int_equal(e, 0);
+    join(f, 5, 0, 9000, 77);
+    join(f, 5, 1, 9001, 77);
+    assert_int_equal(jc(f, 5).resets, 1);
+    clk(f, 5, 2, 0, 0, PROCEED(LOW0, 0, SR_SYNC_SSP, 3, 0));
+    clk(f, 5, 2, 0, 2, PROCEED(LOW0, 2, SR_SYNC_SSP, 3, 0)); /* 2 - (-1) <= 3 */
+    clk(f, 5, 2, 0, 3, HOLD(LOW0, 3, SR_SYNC_SSP, 3, 0));    /* 3 - (-1) > 3 */
+}
+
 static void test_unbound_dropped(void **state)
 {
     fx *f = *state;
@@ -682,6 +709,7 @@ int main(void)
         T(test_release_to_all),
         T(test_policy_change),
         T(test_new_nonce_resets),
+        T(test_policy_before_first_join_kept),
         T(test_unbound_dropped),
         T(test_jobs_isolated),
         T(test_control_commands),
