@@ -309,8 +309,8 @@ static int store_start(serene_ctx *ctx, int kind, size_t offset, const float *sr
         return SERENE_ERR_INVAL;
     size_t cap = serene_store_capacity(ctx);
     if (offset > cap || count > cap - offset) {
-        SR_ERR(&ctx->log, "%s of [%zu, %zu) is beyond the store's %zu words",
-               kind == SR_OPK_PUSH ? "push" : "pull", offset, offset + count, cap);
+        SR_ERR(&ctx->log, "%s of %zu words at offset %zu is beyond the store's %zu words",
+               kind == SR_OPK_PUSH ? "push" : "pull", count, offset, cap);
         return SERENE_ERR_RANGE;
     }
     serene_op *o = op_alloc(ctx);

@@ -181,7 +181,7 @@ typedef struct sr_join_params {
     uint32_t n_workers;
     uint32_t elems_per_pkt;
     uint32_t pool_slots;
-    uint32_t store_capacity; /* SSP store words; 0 until [ssp] */
+    uint32_t store_capacity; /* words of the job's SSP store (0: no store) */
 } sr_join_params;
 #define SR_JOIN_PARAMS_WORDS 4u
 
