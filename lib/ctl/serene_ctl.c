@@ -1,0 +1,498 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * serene_ctl.c - serene-ctl, the control-plane CLI over libserene-ctl:
+ *
+ *   serene-ctl compile --target sw|bmv2|tofino --job-file JOB.conf POLICY
+ *   serene-ctl check [--ring R] POLICY
+ *   serene-ctl status --control PATH --job J [--json]
+ *   serene-ctl run --control PATH --job J POLICY [--interval MS]
+ *                  [--duration S] [--log FILE] [--metrics FILE]
+ *
+ * POLICY is a file ('-': standard input). Output goes to stdout; messages
+ * to stderr start with "serene-ctl: ". Exit status: 0 ok; 1 a runtime
+ * failure (the switch unreachable or refusing a change); 2 bad usage or bad
+ * input (a policy or job file error, an unknown target, job or worker).
+ * run is a bounded loop: it ends at --duration (default 60 s), or when the
+ * job passes the policy's stop clock.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "serene/ctl.h"
+
+#define PROG "serene-ctl"
+#define FILE_MAX (1u << 20)
+#define CMD_TIMEOUT_MS 2000
+#define MAX_DECISIONS 80
+
+__attribute__((format(printf, 1, 2))) static void msg(const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, PROG ": ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+static int usage(void)
+{
+    fprintf(stderr,
+            "usage: " PROG " compile --target sw|bmv2|tofino --job-file JOB.conf POLICY\n"
+            "       " PROG " check [--ring R] POLICY\n"
+            "       " PROG " status --control PATH --job J [--json]\n"
+            "       " PROG " run --control PATH --job J POLICY [--interval MS] [--duration S]\n"
+            "                  [--log FILE] [--metrics FILE]\n");
+    return 2;
+}
+
+/* Read a whole file ('-': stdin) into a NUL-terminated buffer. */
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+    char *buf;
+    size_t n;
+
+    if (!f) {
+        msg("cannot read %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    buf = malloc(FILE_MAX + 1);
+    if (!buf) {
+        msg("out of memory");
+        if (f != stdin)
+            fclose(f);
+        return NULL;
+    }
+    n = fread(buf, 1, FILE_MAX + 1, f);
+    if (ferror(f) || n > FILE_MAX) {
+        msg("cannot read %s: %s", path, n > FILE_MAX ? "larger than 1 MiB" : "read error");
+        free(buf);
+        buf = NULL;
+    } else {
+        buf[n] = '\0';
+        *len = n;
+    }
+    if (f != stdin)
+        fclose(f);
+    return buf;
+}
+
+static int load_policy(const char *path, uint32_t ring, serene_ctl_policy **pol)
+{
+    char err[SERENE_CTL_ERR_MAX];
+    size_t len = 0;
+    char *text = slurp(path, &len);
+    int rc;
+
+    if (!text)
+        return 2;
+    rc = serene_ctl_policy_parse(text, len, ring, pol, err, sizeof err);
+    free(text);
+    if (rc == -EINVAL) {
+        msg("%s:%s", path, err);
+        return 2;
+    }
+    if (rc) {
+        msg("%s: %s", path, strerror(-rc));
+        return 1;
+    }
+    return 0;
+}
+
+static int parse_uint(const char *opt, const char *v, unsigned long max, unsigned long *out)
+{
+    char *end;
+
+    errno = 0;
+    if (!v || !*v || *v == '-') {
+        msg("%s needs a number", opt);
+        return -1;
+    }
+    *out = strtoul(v, &end, 10);
+    if (errno || *end || *out > max) {
+        msg("%s '%s' is not a number in 0..%lu", opt, v, max);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- compile and check --------------------------------------------------- */
+
+static int cmd_compile(int argc, char **argv)
+{
+    const char *target = NULL, *job_file = NULL, *policy = NULL;
+    serene_ctl_target t;
+    serene_ctl_job job;
+    serene_ctl_policy *pol = NULL;
+    char err[SERENE_CTL_ERR_MAX];
+    size_t len = 0;
+    char *text;
+    int rc;
+
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--target") && i + 1 < argc)
+            target = argv[++i];
+        else if (!strcmp(argv[i], "--job-file") && i + 1 < argc)
+            job_file = argv[++i];
+        else if (argv[i][0] == '-' && argv[i][1] && !policy) {
+            msg("compile: unknown option '%s'", argv[i]);
+            return usage();
+        } else if (!policy)
+            policy = argv[i];
+        else
+            return usage();
+    }
+    if (!target || !job_file || !policy)
+        return usage();
+    if (serene_ctl_target_parse(target, &t)) {
+        msg("unknown target '%s' (sw, bmv2 or tofino)", target);
+        return 2;
+    }
+    if (!(text = slurp(job_file, &len)))
+        return 2;
+    rc = serene_ctl_job_parse(text, len, job_file, &job, err, sizeof err);
+    free(text);
+    if (rc) {
+        msg("%s", err);
+        return 2;
+    }
+    if ((rc = load_policy(policy, job.ring, &pol)))
+        return rc;
+    rc = serene_ctl_emit(stdout, t, pol, &job, err, sizeof err);
+    serene_ctl_policy_free(&pol);
+    if (rc) {
+        msg("%s: %s", target, err);
+        return rc == -EINVAL ? 2 : 1;
+    }
+    return 0;
+}
+
+static int cmd_check(int argc, char **argv)
+{
+    const char *policy = NULL;
+    unsigned long ring = 0;
+    serene_ctl_policy *pol = NULL;
+    int rc;
+
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--ring") && i + 1 < argc) {
+            if (parse_uint("--ring", argv[++i], 4096, &ring))
+                return 2;
+        } else if (!policy)
+            policy = argv[i];
+        else
+            return usage();
+    }
+    if (!policy)
+        return usage();
+    if ((rc = load_policy(policy, (uint32_t)ring, &pol)))
+        return rc;
+    rc = serene_ctl_policy_print(pol, stdout);
+    serene_ctl_policy_free(&pol);
+    return rc ? 1 : 0;
+}
+
+/* ---- the switch ------------------------------------------------------------ */
+
+/* `status J`, parsed. Returns 0, 1 (switch failure) or 2 (unknown job). */
+static int get_status(const char *ctl, unsigned long job, serene_ctl_status *st)
+{
+    char line[64], reply[4096];
+    int rc;
+
+    snprintf(line, sizeof line, "status %lu", job);
+    rc = serene_ctl_sw_command(ctl, line, reply, sizeof reply, CMD_TIMEOUT_MS);
+    if (rc == -EPROTO && !strncmp(reply, "error unknown job", 17)) {
+        char jobs[512];
+        if (serene_ctl_sw_command(ctl, "jobs", jobs, sizeof jobs, CMD_TIMEOUT_MS) == 0)
+            msg("unknown job %lu: the switch at %s has jobs:%s", job, ctl,
+                jobs[2] ? jobs + 2 : " none");
+        else
+            msg("unknown job %lu at %s", job, ctl);
+        return 2;
+    }
+    if (rc == -EPROTO) {
+        msg("%s: %s", ctl, reply);
+        return 1;
+    }
+    if (rc) {
+        msg("cannot reach the switch's control socket %s: %s", ctl, strerror(-rc));
+        return 1;
+    }
+    if (serene_ctl_status_parse(reply, st)) {
+        msg("%s: cannot parse the status reply '%.80s'", ctl, reply);
+        return 1;
+    }
+    return 0;
+}
+
+static int switch_opts(int argc, char **argv, const char **ctl, unsigned long *job, int *have_job,
+                       int i)
+{
+    if (!strcmp(argv[i], "--control") && i + 1 < argc) {
+        *ctl = argv[i + 1];
+        return 1;
+    }
+    if (!strcmp(argv[i], "--job") && i + 1 < argc) {
+        if (parse_uint("--job", argv[i + 1], 65535, job))
+            return -1;
+        *have_job = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static int cmd_status(int argc, char **argv)
+{
+    const char *ctl = NULL;
+    unsigned long job = 0;
+    int have_job = 0, json = 0, rc;
+    serene_ctl_status st;
+
+    for (int i = 2; i < argc; i++) {
+        int k = switch_opts(argc, argv, &ctl, &job, &have_job, i);
+        if (k < 0)
+            return 2;
+        if (k > 0)
+            i++;
+        else if (!strcmp(argv[i], "--json"))
+            json = 1;
+        else
+            return usage();
+    }
+    if (!ctl || !have_job)
+        return usage();
+    if ((rc = get_status(ctl, job, &st)))
+        return rc;
+    if (json) {
+        serene_ctl_status_json(&st, stdout);
+        putchar('\n');
+    } else {
+        printf("job %" PRIu32 ": workers %" PRIu32 " low %" PRId32 " high %" PRId32
+               " mode %s s %" PRIu32 " clocks %" PRIu64 " holds %" PRIu64 " proceeds %" PRIu64
+               " advances %" PRIu64 " rules %u\n",
+               st.job, st.workers, (int32_t)st.low, (int32_t)st.high,
+               serene_ctl_mode_name(st.mode), st.s, st.clocks, st.holds, st.proceeds,
+               st.advances, st.n_rules);
+    }
+    return fflush(stdout) ? 1 : 0;
+}
+
+/* ---- run: the dynamic controller ----------------------------------------- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The metrics file: "CLOCK LOSS" lines. The loss is on a plateau when the
+ * newest loss is not 1% below the one before it. -1 without a file, 0 with
+ * fewer than two lines. */
+static int read_plateau(const char *path)
+{
+    FILE *f;
+    char line[128];
+    double prev = 0, last = 0;
+    int n = 0;
+
+    if (!path)
+        return -1;
+    if (!(f = fopen(path, "r")))
+        return 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long c;
+        double loss;
+        if (sscanf(line, "%lu %lf", &c, &loss) == 2) {
+            prev = last;
+            last = loss;
+            n++;
+        }
+    }
+    fclose(f);
+    return n >= 2 && last >= 0.99 * prev;
+}
+
+static void mode_str(char *b, size_t cap, serene_ctl_mode m, uint32_t s)
+{
+    if (m == SERENE_CTL_SSP)
+        snprintf(b, cap, "ssp:%" PRIu32, s);
+    else
+        snprintf(b, cap, "%s", serene_ctl_mode_name(m));
+}
+
+/* Install d; writes the effective clock. Returns 0 or 1. */
+static int install(const char *ctl, unsigned long job, const serene_ctl_decision *d,
+                   uint32_t *effective)
+{
+    char line[96], reply[512];
+    const char *e;
+    int rc;
+
+    if (d->new_mode == SERENE_CTL_SSP)
+        snprintf(line, sizeof line, "policy %lu ssp %" PRIu32 " from %" PRIu32, job, d->new_s,
+                 d->from);
+    else
+        snprintf(line, sizeof line, "policy %lu %s from %" PRIu32, job,
+                 serene_ctl_mode_name(d->new_mode), d->from);
+    rc = serene_ctl_sw_command(ctl, line, reply, sizeof reply, CMD_TIMEOUT_MS);
+    if (rc) {
+        msg("'%s' failed: %s", line, rc == -EPROTO ? reply : strerror(-rc));
+        return 1;
+    }
+    if (!(e = strstr(reply, "effective=")) || sscanf(e, "effective=%" SCNu32, effective) != 1) {
+        msg("'%s': unexpected reply '%.80s'", line, reply);
+        return 1;
+    }
+    return 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    const char *ctl = NULL, *policy = NULL, *log_path = NULL, *metrics = NULL;
+    unsigned long job = 0, interval = 20, duration = 60;
+    int have_job = 0, rc, tty = isatty(2), failures = 0;
+    serene_ctl_policy *pol = NULL;
+    serene_ctl_controller *c = NULL;
+    serene_ctl_status st;
+    FILE *log = NULL;
+    double t0, t_line = 0;
+    unsigned decisions = 0;
+
+    for (int i = 2; i < argc; i++) {
+        int k = switch_opts(argc, argv, &ctl, &job, &have_job, i);
+        if (k < 0)
+            return 2;
+        if (k > 0) {
+            i++;
+            continue;
+        }
+        if (!strcmp(argv[i], "--interval") && i + 1 < argc) {
+            if (parse_uint("--interval", argv[++i], 60000, &interval) || interval == 0)
+                return 2;
+        } else if (!strcmp(argv[i], "--duration") && i + 1 < argc) {
+            if (parse_uint("--duration", argv[++i], 86400 * 30, &duration))
+                return 2;
+        } else if (!strcmp(argv[i], "--log") && i + 1 < argc)
+            log_path = argv[++i];
+        else if (!strcmp(argv[i], "--metrics") && i + 1 < argc)
+            metrics = argv[++i];
+        else if (argv[i][0] == '-' && argv[i][1]) {
+            msg("run: unknown option '%s'", argv[i]);
+            return usage();
+        } else if (!policy)
+            policy = argv[i];
+        else
+            return usage();
+    }
+    if (!ctl || !have_job || !policy)
+        return usage();
+    if ((rc = get_status(ctl, job, &st)))
+        return rc;
+    if ((rc = load_policy(policy, st.ring, &pol)))
+        return rc;
+    if (serene_ctl_controller_create(&c, pol)) {
+        serene_ctl_policy_free(&pol);
+        msg("out of memory");
+        return 1;
+    }
+    if (log_path && !(log = fopen(log_path, "w"))) {
+        msg("cannot write %s: %s", log_path, strerror(errno));
+        rc = 2;
+        goto out;
+    }
+    t0 = now_s();
+    for (;;) {
+        serene_ctl_decision d[MAX_DECISIONS];
+        unsigned n = serene_ctl_controller_step(c, &st, read_plateau(metrics), d, MAX_DECISIONS);
+
+        for (unsigned i = 0; i < n; i++) {
+            char o[24], w[24];
+            uint32_t e = 0;
+
+            if (install(ctl, job, &d[i], &e)) {
+                rc = 1;
+                goto out;
+            }
+            serene_ctl_controller_applied(c, &d[i], e);
+            decisions++;
+            mode_str(o, sizeof o, d[i].old_mode, d[i].old_s);
+            mode_str(w, sizeof w, d[i].new_mode, d[i].new_s);
+            if (log) {
+                fprintf(log,
+                        "kind=%s clock=%" PRId32 " old=%s new=%s from=%" PRIu32
+                        " effective=%" PRIu32 " why=%s\n",
+                        d[i].reactive ? "reactive" : "schedule", (int32_t)d[i].clock, o, w,
+                        d[i].from, e, d[i].why);
+                fflush(log);
+            }
+            if (d[i].reactive)
+                fprintf(stderr, "%s" PROG ": clock %" PRId32 ": %s: %s -> %s from %" PRIu32 "\n",
+                        tty ? "\n" : "", (int32_t)d[i].clock, d[i].why, o, w, e);
+        }
+        if (serene_ctl_controller_done(c))
+            break;
+        if (now_s() - t0 >= (double)duration)
+            break;
+        if (tty || now_s() - t_line >= 1.0) {
+            char m[24];
+            mode_str(m, sizeof m, st.mode, st.s);
+            fprintf(stderr, "%sjob %lu: low %" PRId32 " high %" PRId32 " %s clocks %" PRIu64
+                            " holds %" PRIu64 " decisions %u%s",
+                    tty ? "\r" : "", job, (int32_t)st.low, (int32_t)st.high, m, st.clocks,
+                    st.holds, decisions, tty ? "   " : "\n");
+            t_line = now_s();
+        }
+        struct timespec ts = {(time_t)(interval / 1000), (long)(interval % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        if ((rc = get_status(ctl, job, &st))) {
+            /* The job may have ended and the switch gone: a few tries. */
+            if (++failures >= 3)
+                goto out;
+            continue;
+        }
+        failures = 0;
+    }
+    rc = 0;
+    if (tty)
+        fputc('\n', stderr);
+    printf("serene-ctl run: job %lu: %u decisions, high %" PRId32 ", %s\n", job, decisions,
+           (int32_t)st.high,
+           serene_ctl_controller_done(c) ? "passed the stop clock" : "duration over");
+out:
+    if (log && fclose(log))
+        rc = rc ? rc : 1;
+    serene_ctl_controller_destroy(&c);
+    serene_ctl_policy_free(&pol);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage();
+    if (!strcmp(argv[1], "compile"))
+        return cmd_compile(argc, argv);
+    if (!strcmp(argv[1], "check"))
+        return cmd_check(argc, argv);
+    if (!strcmp(argv[1], "status"))
+        return cmd_status(argc, argv);
+    if (!strcmp(argv[1], "run"))
+        return cmd_run(argc, argv);
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage();
+        return 0;
+    }
+    msg("unknown command '%s' (compile, check, status or run)", argv[1]);
+    return 2;
+}
