@@ -116,6 +116,7 @@ typedef void (*serene_log_fn)(void *cookie, serene_log_level level, const char *
 
 #define SERENE_ADDR_MAX 64
 #define SERENE_NAME_MAX 16
+#define SERENE_PATH_MAX 96
 
 typedef struct serene_config {
     /* This worker's rank, 0..world_size-1. Default 0. Env SERENE_RANK. */
@@ -172,8 +173,20 @@ typedef struct serene_config {
     /* Log sink; NULL = stderr. Default NULL. */
     serene_log_fn log_fn;
     void *log_cookie;
+    /* Packet trace: when not empty, every packet the context sends, and
+     * every one it receives, is appended to this pcap file (Ethernet frames,
+     * nanosecond timestamps; the IPv4 addresses and UDP ports are the
+     * socket's own, so the flows look real in Wireshark; read it with
+     * serene-dump). "%r" in the path is replaced by the rank (ranks started
+     * by serene-run share the environment), "%%" by "%". The file is
+     * created or truncated by serene_ctx_create, which fails with
+     * SERENE_ERR_CONFIG if it cannot be opened, or SERENE_ERR_UNSUPPORTED
+     * in a build without libpcap. Tracing costs a copy, two checksums and a
+     * write per packet: for debugging, not for speed. Default "" (off).
+     * Env SERENE_PCAP. */
+    char pcap_path[SERENE_PATH_MAX];
     /* Reserved for future fields; must stay zero. */
-    uint8_t reserved_[128];
+    uint8_t reserved_[32];
 } serene_config;
 
 /* Fill cfg with the documented defaults. */

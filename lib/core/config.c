@@ -16,6 +16,16 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "proto/wire.h"
+#include "trace/trace.h"
+
+/* The ABI: fields are added by taking bytes from reserved_, never by growing
+ * the struct (a program built against an older serene.h passes a buffer of
+ * this size to serene_config_init). Sizes for LP64 and ILP32. */
+_Static_assert(sizeof(serene_config) == (sizeof(void *) == 8 ? 344u : 332u),
+               "serene_config changed size: take the bytes from reserved_");
+_Static_assert(offsetof(serene_config, reserved_) + sizeof(((serene_config *)0)->reserved_) ==
+                   sizeof(serene_config),
+               "reserved_ must stay the last member");
 
 SERENE_API void serene_config_init(serene_config *cfg)
 {
@@ -141,6 +151,7 @@ SERENE_API int serene_config_from_env(serene_config *cfg)
         {"SERENE_SWITCH", cfg->switch_addr, sizeof cfg->switch_addr},
         {"SERENE_BIND", cfg->bind_addr, sizeof cfg->bind_addr},
         {"SERENE_TRANSPORT", cfg->transport, sizeof cfg->transport},
+        {"SERENE_PCAP", cfg->pcap_path, sizeof cfg->pcap_path},
     };
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
         if (!(v = getenv(strs[i].name)))
@@ -162,11 +173,13 @@ SERENE_API int serene_config_dump(const serene_config *cfg, char *buf, size_t le
                     "rank = %d\nworld_size = %d\njob_id = %d\njob_nonce = %u\n"
                     "switch_addr = %s\nbind_addr = %s\ntransport = %s\ntimeout_ms = %d\n"
                     "rto_us = %d\nrto_max_us = %d\nretry_limit = %d\nwindow = %d\n"
-                    "max_ops = %d\ncpu_mask = 0x%x\nstore_frac_bits = %d\nlog_level = %s\n",
+                    "max_ops = %d\ncpu_mask = 0x%x\nstore_frac_bits = %d\nlog_level = %s\n"
+                    "pcap_path = %s\n",
                     cfg->rank, cfg->world_size, cfg->job_id, cfg->job_nonce, cfg->switch_addr,
                     cfg->bind_addr, cfg->transport, cfg->timeout_ms, cfg->rto_us, cfg->rto_max_us,
                     cfg->retry_limit, cfg->window, cfg->max_ops, cfg->cpu_mask, cfg->store_frac_bits,
-                    names[(unsigned)cfg->log_level < 4 ? cfg->log_level : 3]);
+                    names[(unsigned)cfg->log_level < 4 ? cfg->log_level : 3],
+                    memchr(cfg->pcap_path, 0, sizeof cfg->pcap_path) ? cfg->pcap_path : "?");
 }
 
 int sr_config_validate(const serene_config *cfg, const sr_log *log)
@@ -200,6 +213,10 @@ int sr_config_validate(const serene_config *cfg, const sr_log *log)
           "switch_addr is empty or not NUL-terminated");
     CHECK(memchr(cfg->bind_addr, 0, sizeof cfg->bind_addr), "bind_addr is not NUL-terminated");
     CHECK(memchr(cfg->transport, 0, sizeof cfg->transport), "transport is not NUL-terminated");
+    CHECK(memchr(cfg->pcap_path, 0, sizeof cfg->pcap_path), "pcap_path is not NUL-terminated");
+    char path[SR_TRACE_PATH_MAX];
+    CHECK(!cfg->pcap_path[0] || sr_trace_path(path, sizeof path, cfg->pcap_path, cfg->rank) == 0,
+          "pcap_path \"%s\": '%%' must be followed by 'r' (the rank) or '%%'", cfg->pcap_path);
     for (size_t i = 0; i < sizeof cfg->reserved_; i++)
         CHECK(cfg->reserved_[i] == 0, "reserved bytes must be zero (use serene_config_init)");
 #undef CHECK

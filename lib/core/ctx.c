@@ -7,6 +7,7 @@
  * an op is a preallocated descriptor, so starting one allocates nothing.
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -106,6 +107,7 @@ SERENE_API void serene_ctx_destroy(serene_ctx **pctx)
         wake(ctx);
         pthread_join(ctx->thread, NULL);
     }
+    sr_trace_close(ctx->trace);
     if (ctx->tp)
         ctx->tp->close(ctx->tps);
     if (ctx->wake_fd >= 0)
@@ -124,6 +126,16 @@ SERENE_API void serene_ctx_destroy(serene_ctx **pctx)
         free(ctx->rxbuf[0]);
     free(ctx);
     *pctx = NULL;
+}
+
+/* The trace needs the transport's addresses, so it opens after the
+ * transport and before the engine thread that writes it. */
+static int trace_open(serene_ctx *ctx)
+{
+    struct sockaddr_in local, peer;
+    int have = ctx->tp->addrs && ctx->tp->addrs(ctx->tps, &local, &peer) == 0;
+    return sr_trace_open(&ctx->trace, ctx->cfg.pcap_path, ctx->cfg.rank, have ? &local : NULL,
+                         have ? &peer : NULL, &ctx->log);
 }
 
 SERENE_API int serene_ctx_create(serene_ctx **pctx, const serene_config *cfg)
@@ -188,6 +200,10 @@ SERENE_API int serene_ctx_create(serene_ctx **pctx, const serene_config *cfg)
         return rc;
     }
     ctx->tp = tp;
+    if (cfg->pcap_path[0] && (rc = trace_open(ctx))) {
+        serene_ctx_destroy(&ctx);
+        return rc;
+    }
     if ((rc = pthread_create(&ctx->thread, NULL, sr_engine_main, ctx))) {
         serene_ctx_destroy(&ctx);
         return -rc;

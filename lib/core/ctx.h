@@ -21,6 +21,7 @@
 #include "quant/quant.h"
 #include "reliab/reliab.h"
 #include "serene/serene.h"
+#include "trace/trace.h"
 #include "transport/transport.h"
 
 enum sr_op_state { SR_OPS_FREE = 0, SR_OPS_QUEUED = 1, SR_OPS_DONE = 2 };
@@ -79,6 +80,7 @@ struct serene_ctx {
     sr_quant_kernels qk;
     const sr_transport *tp;
     void *tps;
+    sr_trace *trace; /* SERENE_PCAP; NULL when off. Engine thread after creation */
 
     pthread_t thread;
     int thread_started;

@@ -44,8 +44,12 @@ static void tx_flush(serene_ctx *ctx)
                 SR_DEBUG(&ctx->log, "send: %s", serene_strerror(k));
             break;
         }
-        for (unsigned i = off; i < off + (unsigned)k; i++)
+        for (unsigned i = off; i < off + (unsigned)k; i++) {
             SR_STAT_ADD(ctx, bytes_sent, ctx->txq[i].iov_len);
+            if (ctx->trace)
+                sr_trace_packet(ctx->trace, SR_TRACE_TX, ctx->txq[i].iov_base,
+                                ctx->txq[i].iov_len);
+        }
         SR_STAT_ADD(ctx, pkts_sent, (uint64_t)k);
         off += (unsigned)k;
     }
@@ -361,8 +365,13 @@ static int rx_burst(serene_ctx *ctx, uint64_t now)
         SR_DEBUG(&ctx->log, "recv: %s", serene_strerror(k));
         return 0;
     }
-    for (int i = 0; i < k; i++)
+    for (int i = 0; i < k; i++) {
+        /* Traced before parsing: malformed packets are what a trace is for.
+         * A truncated one (length 0) left nothing to trace. */
+        if (ctx->trace && ctx->rxlen[i])
+            sr_trace_packet(ctx->trace, SR_TRACE_RX, ctx->rxbuf[i], ctx->rxlen[i]);
         on_message(ctx, ctx->rxbuf[i], ctx->rxlen[i], now);
+    }
     return k;
 }
 
@@ -459,6 +468,10 @@ void *sr_engine_main(void *arg)
             on_timers(ctx, sr_now_ns());
             tx_flush(ctx);
         }
+        /* Once per iteration, so a killed process leaves its trace up to
+         * here; a no-op when nothing was traced. */
+        if (ctx->trace)
+            sr_trace_flush(ctx->trace);
         if (got)
             continue;
         if (!ctx->cur && atomic_load_explicit(&ctx->ring_head, memory_order_relaxed) !=

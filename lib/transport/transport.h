@@ -19,6 +19,8 @@
 
 #define SR_TP_BURST 32 /* messages per send/recv call at most */
 
+struct sockaddr_in;
+
 typedef struct sr_transport {
     const char *name;
     /* Open toward cfg->switch_addr. Blocks only on local setup (name
@@ -45,6 +47,12 @@ typedef struct sr_transport {
      * timeout_ns passes (< 0: no timeout). Spurious returns are allowed.
      * Returns 0 or a negative error code. */
     int (*wait)(void *state, int64_t timeout_ns, int wake_fd);
+    /* Optional (NULL: the transport has no IPv4 endpoint of its own). The
+     * local and peer address and port of the open transport, for the
+     * packet trace (lib/trace), which rebuilds frames around the messages.
+     * Called by the creating thread after open; does not block. Returns 0
+     * or a negative error code. */
+    int (*addrs)(void *state, struct sockaddr_in *local, struct sockaddr_in *peer);
 } sr_transport;
 
 extern const sr_transport sr_transport_udp;
@@ -55,7 +63,6 @@ const sr_transport *sr_transport_find(const char *name);
 /* Parse "host:port" (host: IPv4 literal or a name resolved to IPv4) into a
  * sockaddr_in. default_port applies when ":port" is missing and is >= 0.
  * Returns 0 or SERENE_ERR_CONFIG after logging why. */
-struct sockaddr_in;
 int sr_parse_hostport(const char *s, int default_port, struct sockaddr_in *out, const sr_log *log);
 
 #endif /* SERENE_TRANSPORT_TRANSPORT_H */

@@ -150,6 +150,18 @@ static int udp_wait(void *state, int64_t timeout_ns, int wake_fd)
     return 0;
 }
 
+/* After connect() the kernel has chosen the source address even for a
+ * socket bound to INADDR_ANY, so these are the addresses on the wire. */
+static int udp_addrs(void *state, struct sockaddr_in *local, struct sockaddr_in *peer)
+{
+    udp_state *u = state;
+    socklen_t ll = sizeof *local, pl = sizeof *peer;
+    if (getsockname(u->fd, (struct sockaddr *)local, &ll) ||
+        getpeername(u->fd, (struct sockaddr *)peer, &pl))
+        return -errno;
+    return 0;
+}
+
 const sr_transport sr_transport_udp = {
     .name = "udp",
     .open = udp_open,
@@ -157,4 +169,5 @@ const sr_transport sr_transport_udp = {
     .send = udp_send,
     .recv = udp_recv,
     .wait = udp_wait,
+    .addrs = udp_addrs,
 };
