@@ -5,12 +5,13 @@
 #                      embedded software switch)
 #   ./serene.sh test   build and run the whole test suite: gcc -Werror (unit, ABI,
 #                      integration), clang -Werror (unit, ABI), gcc with ASan+UBSan
-#                      (unit, integration)
+#                      (unit, integration), clang libFuzzer targets (bounded time)
 # Each installs the Debian packages it needs when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")"
 
-PKGS_BUILD=(build-essential pkg-config meson ninja-build libcmocka-dev clang binutils iproute2)
+PKGS_BUILD=(build-essential pkg-config meson ninja-build libcmocka-dev libpcap-dev clang binutils iproute2)
+PKGS_TEST=(libclang-rt-14-dev valgrind tcpdump)
 
 need_pkgs() {
     local missing=()
@@ -64,7 +65,7 @@ demo)
         ./build/lib/launch/serene-run -n 4 -- ./build/examples/allreduce_hello
     ;;
 test)
-    need_pkgs "${PKGS_BUILD[@]}"
+    need_pkgs "${PKGS_BUILD[@]}" "${PKGS_TEST[@]}"
     status=0
     echo "=== gcc, -Werror: unit, abi and integration suites"
     CC=gcc setup_build build-ci-gcc -Dwerror=true || status=1
@@ -79,6 +80,13 @@ test)
     if CC=gcc setup_build build-ci-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false; then
         ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
             run_suites build-ci-asan --suite unit --suite integ || status=1
+    else
+        status=1
+    fi
+    echo "=== clang libFuzzer + ASan + UBSan: each fuzz target for ${FUZZ_TIME:-20} s"
+    if CC=clang setup_build build-ci-fuzz -Dfuzz=enabled -Db_sanitize=address,undefined \
+        -Db_lundef=false -Dc_args=-fsanitize=fuzzer-no-link -Dwerror=true; then
+        run_suites build-ci-fuzz --suite fuzz || status=1
     else
         status=1
     fi
