@@ -70,6 +70,13 @@ test)
     echo "=== gcc, -Werror: unit, abi and integration suites"
     CC=gcc setup_build build-ci-gcc -Dwerror=true || status=1
     [ $status -eq 0 ] && { run_suites build-ci-gcc || status=1; }
+    echo "=== valgrind memcheck: core unit tests, test_api and isolation (gcc build)"
+    if tests/valgrind/run_valgrind.sh build-ci-gcc; then
+        PASSED=$((PASSED + 1))
+    else
+        FAILED=$((FAILED + 1))
+        status=1
+    fi
     echo "=== clang, -Werror: unit and abi suites"
     if CC=clang setup_build build-ci-clang -Dwerror=true; then
         run_suites build-ci-clang --suite unit --suite abi || status=1

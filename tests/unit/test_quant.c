@@ -296,11 +296,19 @@ static void test_cpu_and_init(void **state)
     assert_int_equal(feat & ~(SR_CPU_AVX2 | SR_CPU_AVX512), 0);
 #if defined(__x86_64__)
     int avx2 = cpuinfo_has("avx2");
-    if (avx2 >= 0) { /* the probe agrees with the kernel's view of the CPU */
-        assert_int_equal(!!(feat & SR_CPU_AVX2), avx2);
+    if (avx2 >= 0) {
         int avx512 = cpuinfo_has("avx512f") == 1 && cpuinfo_has("avx512bw") == 1 &&
                      cpuinfo_has("avx512vl") == 1;
-        assert_int_equal(!!(feat & SR_CPU_AVX512), avx512);
+        /* Never claims what the kernel says the CPU lacks ... */
+        assert_true(!(feat & SR_CPU_AVX2) || avx2);
+        assert_true(!(feat & SR_CPU_AVX512) || avx512);
+        /* ... and finds everything it has, unless an emulator (valgrind,
+         * whose CPUID hides AVX-512) stands between the probe and the CPU. */
+        const char *pre = getenv("LD_PRELOAD");
+        if (!(pre && strstr(pre, "vgpreload"))) {
+            assert_int_equal(!!(feat & SR_CPU_AVX2), avx2);
+            assert_int_equal(!!(feat & SR_CPU_AVX512), avx512);
+        }
     }
 #endif
     sr_quant_kernels k;

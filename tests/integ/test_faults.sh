@@ -1,0 +1,462 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# test_faults.sh CASE FAULT_WORKER SERENE_RUN SSP_CHECK - fault tests of
+# issue 10 against a real serene-switch ($SERENE_SWITCH_BIN) and real
+# fault_worker processes (fault_worker.c says what each mode checks).
+# SSP_CHECK provides `kill PID MS` (a SIGKILL stamped with CLOCK_MONOTONIC,
+# the clock the workers stamp their errors with) and `ctl SOCKET CMD`.
+#
+#   worker-killed-allreduce
+#       3 ranks allreduce 20000 values in a loop (SERENE_TIMEOUT_MS=2000);
+#       rank 2 is SIGKILLed mid-run. Ranks 0 and 1 must get
+#       SERENE_ERR_TIMEOUT from their pending call after the kill and within
+#       the deadline + 1 s of it, and SERENE_ERR_BROKEN from the next call.
+#   worker-killed-asp
+#       A job under ASP with ring 8: 3 ranks push and clock 5 times, rank 2
+#       is SIGKILLed, then ranks 0 and 1 go on: 6 clocks (ring - 2) without
+#       a hold, with exact pulls showing the dead rank's word stuck, then
+#       the clock at the ring bound is held until its deadline
+#       (SERENE_ERR_TIMEOUT) and they end cleanly (exit 0). The switch's
+#       control socket shows low stuck at 4 and high at 11.
+#   switch-restart
+#       2 ranks run allreduce / push / clock / pull rounds (rank 1 with every
+#       op of a round started at once); the switch is SIGKILLed and a new
+#       one started on the same port at once. Every pending op must return
+#       an error after the kill and within the deadline + 1 s of it (the
+#       old incarnation's packets reach the new switch and are dropped, not
+#       answered); then both ranks join the restarted switch with a new
+#       SERENE_JOB_NONCE and run exact rounds.
+#   netem
+#       Needs root, `ip netns` and sch_netem: two network namespaces joined
+#       by a veth pair (10.x addresses inside them only), netem with 10%
+#       loss, 10% duplication, 25% reordering and 2 ms +- 1 ms delay on both
+#       ends; serene-switch in one namespace, serene-run with 3 fault_worker
+#       ranks (mode exact: every allreduce and every pull exact, no call past
+#       its deadline) in the other. Without root, `ip netns` or netem it
+#       prints "SKIP: ..." and exits 77. FAULTS_NETEM_DRYRUN=1 runs the case
+#       without the qdisc (to check the namespace plumbing where netem is
+#       missing); that run proves nothing about faults.
+#
+# Every wait is bounded; processes are stopped by PID; namespaces, veths
+# and the temporary directory are removed on every exit. A failure prints
+# "FAIL: ..." and exits 1.
+set -uo pipefail
+
+if [ $# -ne 4 ]; then
+    echo "usage: $0 worker-killed-allreduce|worker-killed-asp|switch-restart|netem" \
+        "FAULT_WORKER SERENE_RUN SSP_CHECK" >&2
+    exit 2
+fi
+CASE=$1 WORKER=$2 RUN=$3 CHECK=$4
+SWITCH=${SERENE_SWITCH_BIN:-$(dirname "$RUN")/../../p4/swswitch/serene-switch}
+[ -x "$SWITCH" ] || { echo "FAIL: $CASE: no serene-switch at '$SWITCH' (set SERENE_SWITCH_BIN)"; exit 1; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/serene-faults.XXXXXX") || exit 1
+swpid=""
+pids=()
+netns=()
+veth=""
+NSX=() # command prefix that runs the switch inside a namespace (netem case)
+
+# shellcheck disable=SC2317 # run by the EXIT trap
+cleanup() {
+    local p
+    # A signal now must not cut the cleanup short.
+    trap '' INT TERM
+    # SIGTERM first: `timeout` passes it on to serene-run, which stops its
+    # ranks; SIGKILL whatever is left after 2 s.
+    for p in "${pids[@]+"${pids[@]}"}"; do
+        kill -TERM "$p" 2>/dev/null
+    done
+    for _ in $(seq 40); do
+        local alive=0
+        for p in "${pids[@]+"${pids[@]}"}"; do
+            kill -0 "$p" 2>/dev/null && alive=1
+        done
+        [ "$alive" -eq 1 ] || break
+        sleep 0.05
+    done
+    for p in "${pids[@]+"${pids[@]}"}"; do
+        kill -KILL "$p" 2>/dev/null
+    done
+    if [ -n "$swpid" ]; then
+        kill -KILL "$swpid" 2>/dev/null
+        wait "$swpid" 2>/dev/null
+    fi
+    for p in "${pids[@]+"${pids[@]}"}"; do
+        wait "$p" 2>/dev/null
+    done
+    for p in "${netns[@]+"${netns[@]}"}"; do
+        ip netns del "$p" 2>/dev/null
+    done
+    [ -n "$veth" ] && ip link del "$veth" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'echo "FAIL: $CASE: interrupted"; exit 1' INT TERM
+
+ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
+start=$(date +%s%N)
+
+fail() {
+    echo "FAIL: $CASE: $*"
+    if [ -f "$work/switch.log" ]; then
+        echo "---- serene-switch log (tail):"
+        tail -n 12 "$work/switch.log"
+    fi
+    exit 1
+}
+
+skip() {
+    echo "SKIP: $*"
+    exit 77
+}
+
+# start_switch LISTEN ARGS...: serene-switch with a port file and a control
+# socket in $work; sets swpid, port, ctl. Fails the test if it does not come
+# up within 10 s.
+start_switch() {
+    local listen=$1
+    shift
+    ctl=$work/ctl
+    rm -f "$work/port"
+    "${NSX[@]+"${NSX[@]}"}" "$SWITCH" --listen "$listen" --port-file "$work/port" --control "$ctl" "$@" \
+        >>"$work/switch.log" 2>&1 &
+    swpid=$!
+    for _ in $(seq 200); do
+        [ -s "$work/port" ] && [ -S "$ctl" ] && break
+        if ! kill -0 "$swpid" 2>/dev/null; then
+            wait "$swpid"
+            local rc=$?
+            swpid=""
+            return "$((rc == 0 ? 1 : rc))"
+        fi
+        sleep 0.05
+    done
+    if ! [ -s "$work/port" ] || ! [ -S "$ctl" ]; then
+        fail "serene-switch wrote no port file or control socket in 10 s"
+    fi
+    port=$(cat "$work/port")
+    echo "serene-switch pid $swpid on ${listen%:*}:$port: $*"
+}
+
+# stop_switch: SIGTERM (it prints its counters), SIGKILL after 5 s; reaps it.
+stop_switch() {
+    [ -n "$swpid" ] || return 0
+    kill -TERM "$swpid" 2>/dev/null
+    for _ in $(seq 100); do
+        kill -0 "$swpid" 2>/dev/null || break
+        sleep 0.05
+    done
+    if kill -0 "$swpid" 2>/dev/null; then
+        echo "serene-switch ignored SIGTERM for 5 s; SIGKILL"
+        kill -KILL "$swpid" 2>/dev/null
+    fi
+    wait "$swpid" 2>/dev/null
+    swpid=""
+}
+
+# wait_grep FILE REGEX LIMIT_S: until FILE has a line matching REGEX.
+wait_grep() {
+    for _ in $(seq $(($3 * 20))); do
+        grep -Eq -- "$2" "$1" 2>/dev/null && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+# wait_pid PID LIMIT_S: reap PID (a child of this shell); rc = its status,
+# or 124 after SIGKILL when it still ran after LIMIT_S seconds.
+wait_pid() {
+    for _ in $(seq $(($2 * 20))); do
+        kill -0 "$1" 2>/dev/null || break
+        sleep 0.05
+    done
+    if kill -0 "$1" 2>/dev/null; then
+        kill -KILL "$1" 2>/dev/null
+        wait "$1" 2>/dev/null
+        rc=124
+        return
+    fi
+    wait "$1"
+    rc=$?
+}
+
+# kill_by_pid PID: SIGKILL (stamped: sets kill_ns), then wait until PID is
+# gone. PID is disowned first, so bash neither reports the kill nor keeps
+# it for `wait`; its SIGCHLD handler still reaps it.
+kill_by_pid() {
+    disown "$1" 2>/dev/null
+    "$CHECK" kill "$1" 0 >"$work/kill.out" 2>&1 || { cat "$work/kill.out"; fail "could not kill $1"; }
+    cat "$work/kill.out"
+    kill_ns=$(sed -n 's/^killed [0-9]* at \([0-9]*\) ns$/\1/p' "$work/kill.out")
+    [ -n "$kill_ns" ] || fail "no kill time from ssp_check"
+    for _ in $(seq 100); do
+        kill -0 "$1" 2>/dev/null || return 0
+        sleep 0.05
+    done
+    fail "pid $1 still there 5 s after SIGKILL"
+}
+
+# ctl_field CMD KEY: the value of KEY= in the control socket's answer.
+ctl_field() {
+    local ans
+    ans=$("$CHECK" ctl "$ctl" "$1") || fail "control '$1': $ans"
+    sed -n "s/.* $2=\\([^ ]*\\).*/\\1/p" <<<"$ans"
+}
+
+nonce() { echo $(((RANDOM << 15 | RANDOM) + 1)); }
+
+# check_after_kill FILE RANK DEADLINE_MS: every "returned NAME at T ns" of
+# FILE came after the kill and within DEADLINE_MS + 1 s of it, none OK.
+check_after_kill() {
+    local f=$1 r=$2 deadline=$3 t bad=0 first="" last=""
+    while read -r t; do
+        [ -z "$first" ] && first=$t
+        last=$t
+        if [ "$t" -le "$kill_ns" ]; then
+            echo "FAIL: rank $r: a call failed $(((kill_ns - t) / 1000000)) ms before the kill"
+            bad=1
+        elif [ $(((t - kill_ns) / 1000000)) -gt $((deadline + 1000)) ]; then
+            echo "FAIL: rank $r: a pending call returned $(((t - kill_ns) / 1000000)) ms after the kill, past the ${deadline} ms deadline + 1 s"
+            bad=1
+        fi
+    done < <(sed -n 's/.* returned [A-Z_]* at \([0-9]*\) ns after.*/\1/p' "$f")
+    if [ -z "$first" ]; then
+        echo "FAIL: rank $r reported no failed call"
+        return 1
+    fi
+    if grep -q ' returned SERENE_OK at ' "$f"; then
+        echo "FAIL: rank $r: an op succeeded after the kill"
+        bad=1
+    fi
+    [ "$bad" -eq 0 ] && echo "rank $r: pending calls ended $(((first - kill_ns) / 1000000))..$(((last - kill_ns) / 1000000)) ms after the kill (deadline $deadline ms)"
+    return "$bad"
+}
+
+show() { sed "s/^/    [$2] /" "$1"; }
+
+# ---- worker-killed-allreduce ------------------------------------------------
+
+case_worker_killed_allreduce() {
+    local n=3 victim=2 deadline=2000 r bad=0
+    start_switch 127.0.0.1:0 --job 0:$n || fail "serene-switch did not start"
+    export SERENE_TIMEOUT_MS=$deadline SERENE_WORLD_SIZE=$n SERENE_JOB=0
+    export SERENE_SWITCH=127.0.0.1:$port SERENE_JOB_NONCE
+    SERENE_JOB_NONCE=$(nonce)
+    for r in $(seq 0 $((n - 1))); do
+        SERENE_RANK=$r "$WORKER" ar-loop --count 20000 >"$work/rank$r.out" 2>&1 &
+        pids[r]=$!
+    done
+    for r in $(seq 0 $((n - 1))); do
+        wait_grep "$work/rank$r.out" "^rank $r: call 3 ok" 20 || {
+            show "$work/rank$r.out" "$r"
+            fail "rank $r did not complete 3 allreduces in 20 s"
+        }
+    done
+    kill_by_pid "${pids[victim]}"
+    echo "rank $victim (pid ${pids[victim]}) killed mid-run"
+    for r in 0 1; do
+        wait_pid "${pids[r]}" $((deadline / 1000 + 10))
+        show "$work/rank$r.out" "$r"
+        if [ "$rc" -ne 3 ]; then
+            echo "FAIL: rank $r exited with $rc, want 3 (SERENE_ERR_TIMEOUT within its deadline, then SERENE_ERR_BROKEN)"
+            bad=1
+        elif ! grep -q "returned SERENE_ERR_TIMEOUT at" "$work/rank$r.out" ||
+            ! grep -q "the next call returned SERENE_ERR_BROKEN" "$work/rank$r.out"; then
+            echo "FAIL: rank $r: no TIMEOUT then BROKEN in its output"
+            bad=1
+        else
+            check_after_kill "$work/rank$r.out" "$r" "$deadline" || bad=1
+        fi
+    done
+    pids=()
+    [ "$bad" -eq 0 ] || fail "the survivors of a killed rank did not fail as documented"
+}
+
+# ---- worker-killed-asp --------------------------------------------------------
+
+case_worker_killed_asp() {
+    local n=3 victim=2 k=5 ring=8 deadline=2000 r bad=0 low high
+    start_switch 127.0.0.1:0 --job "0:$n,store=64,ring=$ring,policy=asp" || fail "serene-switch did not start"
+    export SERENE_TIMEOUT_MS=$deadline SERENE_WORLD_SIZE=$n SERENE_JOB=0
+    export SERENE_SWITCH=127.0.0.1:$port SERENE_JOB_NONCE
+    SERENE_JOB_NONCE=$(nonce)
+    for r in $(seq 0 $((n - 1))); do
+        SERENE_RANK=$r "$WORKER" asp --before $k --ring $ring --go-file "$work/go" \
+            --victim $victim >"$work/rank$r.out" 2>&1 &
+        pids[r]=$!
+    done
+    for r in $(seq 0 $((n - 1))); do
+        wait_grep "$work/rank$r.out" "^rank $r: $k clocks done" 20 || {
+            show "$work/rank$r.out" "$r"
+            fail "rank $r did not finish $k clocks in 20 s"
+        }
+    done
+    kill_by_pid "${pids[victim]}"
+    low=$(ctl_field "status 0" low)
+    high=$(ctl_field "status 0" high)
+    echo "rank $victim killed after $k clocks; the switch: low=$low high=$high"
+    if [ "$low" != $((k - 1)) ] || [ "$high" != $((k - 1)) ]; then
+        fail "before the survivors go on: low=$low high=$high, want $((k - 1)) and $((k - 1))"
+    fi
+    touch "$work/go"
+    for r in 0 1; do
+        wait_pid "${pids[r]}" $((deadline / 1000 + 15))
+        show "$work/rank$r.out" "$r"
+        if [ "$rc" -ne 0 ]; then
+            echo "FAIL: rank $r exited with $rc, want 0"
+            bad=1
+        fi
+    done
+    pids=()
+    [ "$bad" -eq 0 ] || fail "the survivors under ASP did not go on as documented"
+    low=$(ctl_field "status 0" low)
+    high=$(ctl_field "status 0" high)
+    echo "after: low=$low (the dead rank's last clock) high=$high (the clock held at the ring bound)"
+    if [ "$low" != $((k - 1)) ] || [ "$high" != $((k + ring - 2)) ]; then
+        fail "after: low=$low high=$high, want $((k - 1)) and $((k + ring - 2))"
+    fi
+}
+
+# ---- switch-restart ---------------------------------------------------------------
+
+case_switch_restart() {
+    local n=2 deadline=2000 r bad=0 n1 n2
+    start_switch 127.0.0.1:0 --job "0:$n,store=1024" || fail "serene-switch did not start"
+    n1=$(nonce)
+    n2=$(((n1 + 7919) % 4294967295 + 1))
+    export SERENE_TIMEOUT_MS=$deadline SERENE_WORLD_SIZE=$n SERENE_JOB=0
+    export SERENE_SWITCH=127.0.0.1:$port SERENE_JOB_NONCE=$n1
+    for r in 0 1; do
+        local nb=()
+        [ "$r" -eq 1 ] && nb=(--nonblocking)
+        SERENE_RANK=$r "$WORKER" restart --go-file "$work/go" --new-nonce "$n2" --sizes 20000 \
+            --words 300 "${nb[@]+"${nb[@]}"}" >"$work/rank$r.out" 2>&1 &
+        pids[r]=$!
+    done
+    for r in 0 1; do
+        wait_grep "$work/rank$r.out" "^rank $r: round 3 ok" 20 || {
+            show "$work/rank$r.out" "$r"
+            fail "rank $r did not complete 3 rounds in 20 s"
+        }
+    done
+    kill_t0=$(date +%s%N)
+    kill_by_pid "$swpid"
+    swpid=""
+    # At once on the same port: the ranks' retransmissions reach the new
+    # switch, which does not know them. The port may take a moment to free.
+    for _ in $(seq 20); do
+        start_switch "127.0.0.1:$port" --job "0:$n,store=1024" && break
+        sleep 0.1
+    done
+    [ -n "$swpid" ] || fail "could not start serene-switch again on port $port"
+    echo "restarted $(ms_since "$kill_t0") ms after the kill"
+    for r in 0 1; do
+        wait_grep "$work/rank$r.out" "^rank $r: phase 1 ended" $((deadline / 1000 + 10)) || {
+            show "$work/rank$r.out" "$r"
+            fail "rank $r: its pending calls did not end within the deadline + 10 s of the kill"
+        }
+    done
+    touch "$work/go"
+    for r in 0 1; do
+        wait_pid "${pids[r]}" 30
+        show "$work/rank$r.out" "$r"
+        if [ "$rc" -ne 0 ]; then
+            echo "FAIL: rank $r exited with $rc, want 0"
+            bad=1
+        fi
+        check_after_kill "$work/rank$r.out" "$r" "$deadline" || bad=1
+    done
+    pids=()
+    [ "$bad" -eq 0 ] || fail "the pending calls or the new incarnation failed"
+    if [ "$(ctl_field "status 0" nonce)" != "$n2" ] || [ "$(ctl_field "status 0" bound)" != 2 ]; then
+        fail "the restarted switch does not show the new incarnation: $("$CHECK" ctl "$ctl" status 0)"
+    fi
+    stop_switch
+    grep -E "^serene-switch: job=0 " "$work/switch.log" | sed 's/^/    /'
+    grep -Eq "^serene-switch: job=0 .* nonce=$n2 .* resets=1 " "$work/switch.log" ||
+        fail "the restarted switch's counters do not show one new incarnation"
+    # The old incarnation's retransmissions reached the new switch, which
+    # dropped them unanswered: that is why the pending calls timed out.
+    grep -Eq "^serene-switch: job=0 .* nonce=$n2 .* dropped_unbound=[1-9]" "$work/switch.log" ||
+        fail "the restarted switch dropped nothing from the old incarnation: did its packets reach it?"
+}
+
+# ---- netem --------------------------------------------------------------------------
+
+case_netem() {
+    local sfx ns_sw ns_wk if_sw if_wk net ip_sw ip_wk qd rc_run out
+    local spec="loss 10% duplicate 10% reorder 25% 50% delay 2ms 1ms"
+    [ "$(id -u)" -eq 0 ] || skip "netem case: needs root (network namespaces, tc)"
+    if ! command -v ip >/dev/null || ! command -v tc >/dev/null; then
+        skip "netem case: no ip or tc (Debian: iproute2)"
+    fi
+    sfx=$$
+    ns_sw=srf-sw-$sfx
+    ns_wk=srf-wk-$sfx
+    if_sw=srfs$sfx
+    if_wk=srfw$sfx
+    net=10.213.$((sfx % 250))
+    ip_sw=$net.1
+    ip_wk=$net.2
+    ip netns add "$ns_sw" 2>"$work/ip.err" || skip "netem case: ip netns add: $(cat "$work/ip.err")"
+    netns+=("$ns_sw")
+    ip netns add "$ns_wk" 2>"$work/ip.err" || skip "netem case: ip netns add: $(cat "$work/ip.err")"
+    netns+=("$ns_wk")
+    ip link add "$if_sw" type veth peer name "$if_wk" 2>"$work/ip.err" || skip "netem case: veth: $(cat "$work/ip.err")"
+    veth=$if_sw
+    ip link set "$if_sw" netns "$ns_sw" || fail "cannot move $if_sw into $ns_sw"
+    veth=$if_wk # the end still in this namespace, if the next move fails
+    ip link set "$if_wk" netns "$ns_wk" || fail "cannot move $if_wk into $ns_wk"
+    veth=""
+    { ip -n "$ns_sw" addr add "$ip_sw/30" dev "$if_sw" && ip -n "$ns_wk" addr add "$ip_wk/30" dev "$if_wk" &&
+        ip -n "$ns_sw" link set "$if_sw" up && ip -n "$ns_wk" link set "$if_wk" up &&
+        ip -n "$ns_sw" link set lo up && ip -n "$ns_wk" link set lo up; } || fail "cannot set up the veth pair"
+    if [ "${FAULTS_NETEM_DRYRUN:-0}" = 1 ]; then
+        echo "DRY RUN (FAULTS_NETEM_DRYRUN=1): no qdisc; this run checks the plumbing only"
+    else
+        for qd in "$ns_sw $if_sw" "$ns_wk $if_wk"; do
+            # shellcheck disable=SC2086
+            if ! ip netns exec ${qd% *} tc qdisc add dev ${qd#* } root netem $spec 2>"$work/tc.err"; then
+                skip "netem unavailable (tc qdisc add dev ${qd#* } root netem: $(tr '\n' ' ' <"$work/tc.err"))"
+            fi
+        done
+        echo "netem on both ends: $spec"
+        ip netns exec "$ns_sw" tc qdisc show dev "$if_sw" | sed 's/^/    /'
+    fi
+    NSX=(ip netns exec "$ns_sw")
+    start_switch "$ip_sw:0" --job "0:3,store=4096" || fail "serene-switch did not start in $ns_sw"
+    echo "switch in $ns_sw at $ip_sw:$port; workers in $ns_wk at $ip_wk"
+    out=$work/run.out
+    # serene-run uses our switch (--switch) and stops its ranks on its own
+    # --timeout; `timeout` bounds serene-run itself.
+    # In the background, so that a signal to this script is handled at once.
+    ip netns exec "$ns_wk" env SERENE_TIMEOUT_MS=20000 \
+        timeout -k 5 200 "$RUN" -n 3 --switch "$ip_sw:$port" --timeout 180 -- \
+        "$WORKER" exact --rounds 4 --sizes 1,255,257,20000 --words 600 >"$out" 2>&1 &
+    pids=($!)
+    wait "${pids[0]}"
+    rc_run=$?
+    pids=()
+    sed 's/^/    /' "$out"
+    [ "$rc_run" -eq 0 ] || fail "serene-run exited with $rc_run (124: it hung)"
+    [ "$(grep -c 'every allreduce and pull exact' "$out")" -eq 3 ] || fail "not every rank reported exact results"
+    if [ "${FAULTS_NETEM_DRYRUN:-0}" != 1 ] && ! grep -Eq 'retrans [1-9]' "$out"; then
+        fail "no retransmissions under 10% loss: was netem in the path?"
+    fi
+    stop_switch
+    grep -E '^serene-switch: (job=0|switch) ' "$work/switch.log" | sed 's/^/    /'
+}
+
+case $CASE in
+    worker-killed-allreduce) case_worker_killed_allreduce ;;
+    worker-killed-asp) case_worker_killed_asp ;;
+    switch-restart) case_switch_restart ;;
+    netem) case_netem ;;
+    *) echo "unknown case $CASE" >&2; exit 2 ;;
+esac
+stop_switch
+echo "PASS: faults-$CASE in $(ms_since "$start") ms"
+exit 0
