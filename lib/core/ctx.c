@@ -107,6 +107,18 @@ SERENE_API void serene_ctx_destroy(serene_ctx **pctx)
         wake(ctx);
         pthread_join(ctx->thread, NULL);
     }
+    if (ctx->tp && atomic_load(&ctx->joined)) {
+        /* Tell the switch this worker is gone, so the job can be started
+         * again. Best effort, twice against a loss; the engine thread is
+         * stopped, so this thread owns the transport now. */
+        uint8_t msg[SR_WIRE_HDR_LEN];
+        sr_hdr h;
+        sr_hdr_base(ctx, &h, SR_OP_LEAVE);
+        h.seq = ctx->token;
+        sr_hdr_pack(msg, &h);
+        struct iovec iov[2] = {{msg, sizeof msg}, {msg, sizeof msg}};
+        (void)ctx->tp->send(ctx->tps, iov, 2);
+    }
     sr_trace_close(ctx->trace);
     if (ctx->tp)
         ctx->tp->close(ctx->tps);

@@ -97,6 +97,7 @@ struct serene_ctx {
     _Atomic unsigned ring_head, ring_tail;
 
     uint32_t token;     /* this context's identity in JOIN */
+    _Atomic int joined; /* the switch bound this worker: LEAVE at destroy */
     sr_ctx_stats stats;
     sr_sync_view sync;
     _Atomic uint32_t store_words; /* from JOIN_ACK */

@@ -164,6 +164,7 @@ static void on_join_ack(serene_ctx *ctx, const sr_hdr *h, const uint8_t *payload
     }
     sr_join_params p;
     sr_join_params_unpack(payload, &p);
+    atomic_store(&ctx->joined, 1);
     sr_op_finish(ctx, op, join_setup(ctx, &p));
 }
 
@@ -297,6 +298,8 @@ int sr_map_status(unsigned st)
         return SERENE_ERR_UNSUPPORTED;
     case SR_ST_RANGE:
         return SERENE_ERR_RANGE;
+    case SR_ST_JOB_IN_USE:
+        return SERENE_ERR_JOB_IN_USE;
     default:
         return SERENE_ERR_PROTO;
     }

@@ -95,6 +95,7 @@ static const struct constant constants[] = {
     SEC("Ops (serene_h.op): requests worker -> switch, answers switch -> worker"),
     CONST(SR_OP_JOIN, 8, 0, "join a job: seq = context token, aux = job nonce"),
     CONST(SR_OP_JOIN_ACK, 8, 0, "seq = token echoed; payload = join parameters (4 words)"),
+    CONST(SR_OP_LEAVE, 8, 0, "a worker's context ends: seq = token; the switch unbinds it"),
     CONST(SR_OP_ERROR, 8, 0, "status = SR_ST_*, aux = the refused op"),
     CONST(SR_OP_AR_DATA, 8, 0, "allreduce contribution for (slot, shadow bit)"),
     CONST(SR_OP_AR_RESULT, 8, 0, "the slot's sum, sent to every worker of the job"),
@@ -118,6 +119,7 @@ static const struct constant constants[] = {
     CONST(SR_ST_UNSUPPORTED, 8, 0, "op not implemented by this switch"),
     CONST(SR_ST_RANGE, 8, 0, "store access beyond the job's capacity, or across a row"),
     CONST(SR_ST_CLOCK_AHEAD, 8, 0, "CLOCK beyond the barrier ring: the worker ignored a HOLD"),
+    CONST(SR_ST_JOB_IN_USE, 8, 0, "new nonce while the current incarnation has bound workers"),
 
     SEC("Synchronization modes (payload word 0 of PROCEED/HOLD; the policy table's action)"),
     CONST(SR_SYNC_BSP, 32, 0, "bulk synchronous: s = 0"),

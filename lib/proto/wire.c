@@ -36,6 +36,7 @@ static const char *op_name_or_null(unsigned op)
     case SR_OP_JOIN: return "JOIN";
     case SR_OP_JOIN_ACK: return "JOIN_ACK";
     case SR_OP_ERROR: return "ERROR";
+    case SR_OP_LEAVE: return "LEAVE";
     case SR_OP_AR_DATA: return "AR_DATA";
     case SR_OP_AR_RESULT: return "AR_RESULT";
     case SR_OP_PUSH: return "PUSH";
@@ -69,6 +70,7 @@ const char *sr_status_name(unsigned status)
     case SR_ST_UNSUPPORTED: return "UNSUPPORTED";
     case SR_ST_RANGE: return "RANGE";
     case SR_ST_CLOCK_AHEAD: return "CLOCK_AHEAD";
+    case SR_ST_JOB_IN_USE: return "JOB_IN_USE";
     default: return "status?";
     }
 }

@@ -91,6 +91,8 @@
 enum sr_wire_op {
     SR_OP_JOIN = 1,      /* seq = context token, aux = job nonce */
     SR_OP_JOIN_ACK = 2,  /* seq = token echoed; payload = struct sr_join_params */
+    SR_OP_LEAVE = 4,     /* the worker's context ends: seq = its token. The
+                            switch unbinds it (no answer; best effort) */
     SR_OP_ERROR = 3,     /* status = enum sr_wire_status, aux = the refused op;
                             other fields echo the refused request, but
                             count = 0 and there is no payload */
@@ -133,6 +135,8 @@ enum sr_wire_status {
     SR_ST_UNSUPPORTED = 7,  /* op not implemented by this switch */
     SR_ST_RANGE = 8,        /* store access beyond the job's capacity, or across a row */
     SR_ST_CLOCK_AHEAD = 9,  /* CLOCK beyond the barrier ring: the worker ignored a HOLD */
+    SR_ST_JOB_IN_USE = 10,  /* JOIN with a new nonce while workers of the current
+                               incarnation are still bound: reset it first */
 };
 
 /* Payload of PROCEED and HOLD: the policy in force at the answered clock,

@@ -29,6 +29,8 @@ const bit<16> SR_WIRE_UDP_PORT = 48200;
 const bit<8> SR_OP_JOIN = 1;
 // seq = token echoed; payload = join parameters (4 words)
 const bit<8> SR_OP_JOIN_ACK = 2;
+// a worker's context ends: seq = token; the switch unbinds it
+const bit<8> SR_OP_LEAVE = 4;
 // status = SR_ST_*, aux = the refused op
 const bit<8> SR_OP_ERROR = 3;
 // allreduce contribution for (slot, shadow bit)
@@ -74,6 +76,8 @@ const bit<8> SR_ST_UNSUPPORTED = 7;
 const bit<8> SR_ST_RANGE = 8;
 // CLOCK beyond the barrier ring: the worker ignored a HOLD
 const bit<8> SR_ST_CLOCK_AHEAD = 9;
+// new nonce while the current incarnation has bound workers
+const bit<8> SR_ST_JOB_IN_USE = 10;
 
 /* ---- Synchronization modes (payload word 0 of PROCEED/HOLD; the policy table's action) */
 

@@ -123,9 +123,10 @@ static void cmd_status(reply *r, const sr_pipe *p, uint16_t job)
         " clocks=%" PRIu64 " holds=%" PRIu64 " proceeds=%" PRIu64 " advances=%" PRIu64
         " pushes=%" PRIu64 " push_dups=%" PRIu64 " pulls=%" PRIu64 " bound=%" PRIu32
         " nonce=%" PRIu32 " ring=%" PRIu32 " store=%" PRIu32 " clock_ahead=%" PRIu64
-        " range_errors=%" PRIu64,
+        " range_errors=%" PRIu64 " leaves=%" PRIu64 " in_use_refused=%" PRIu64,
         c.clocks, c.holds, c.proceeds, c.releases, c.pushes, c.push_dups, c.pulls, info.n_bound,
-        info.nonce, st.ring, info.store_words, c.clock_ahead, c.range_errors);
+        info.nonce, st.ring, info.store_words, c.clock_ahead, c.range_errors, c.leaves,
+        c.in_use_refused);
 }
 
 /* policy JOB MODE [S] [from CLOCK] */
@@ -250,10 +251,20 @@ size_t sr_ctl_exec(sr_pipe *p, const char *line, char *out, size_t cap)
             put(&r, "error usage: status JOB");
         else if (!parse_job(&r, p, w[1], &job))
             cmd_status(&r, p, job);
+    } else if (!strcasecmp(w[0], "reset")) {
+        if (n != 2)
+            put(&r, "error usage: reset JOB");
+        else if (!parse_job(&r, p, w[1], &job)) {
+            int rc = sr_pipe_job_reset(p, job);
+            if (rc)
+                put(&r, "error reset of job %u failed: %s", (unsigned)job, strerror(-rc));
+            else
+                put(&r, "ok job=%u reset", (unsigned)job);
+        }
     } else if (!strcasecmp(w[0], "policy"))
         cmd_policy(&r, p, w, n);
     else if (!strcasecmp(w[0], "help"))
-        put(&r, "ok commands: jobs | status JOB | policy JOB bsp|asp|ssp [S] [from CLOCK]");
+        put(&r, "ok commands: jobs | status JOB | reset JOB | policy JOB bsp|asp|ssp [S] [from CLOCK]");
     else
         put(&r, "error unknown command '%.32s' (try 'help')", w[0]);
 done:

@@ -53,6 +53,8 @@ static void job_free(sr_pipe_job *j)
  * and the barrier back to the state of a freshly added job (the nonce is set
  * by the caller). Counters survive. Returns 0, or -ENOMEM when the barrier
  * could not be set up again; then nothing changed. */
+static void do_leave(sr_pipe_job *j, const sr_peer *src, const sr_hdr *h);
+
 static int job_reset(sr_pipe_job *j)
 {
     size_t cells = 2u * (size_t)j->slots;
@@ -61,6 +63,7 @@ static int job_reset(sr_pipe_job *j)
         return -ENOMEM;
 
     j->bound = 0;
+    j->left = 0;
     memset(j->peer, 0, sizeof j->peer);
     memset(j->token, 0, sizeof j->token);
     memset(j->seen, 0, cells * sizeof *j->seen);
@@ -279,7 +282,8 @@ int sr_pipei_peer_eq(const sr_peer *a, const sr_peer *b)
  * spoofer can neither touch the job's state nor learn anything from it. */
 int sr_pipei_worker_ok(const sr_pipe_job *j, uint16_t w, const sr_peer *src)
 {
-    return w < j->n && (j->bound & (UINT64_C(1) << w)) && sr_pipei_peer_eq(&j->peer[w], src);
+    return w < j->n && (j->bound & ~j->left & (UINT64_C(1) << w)) &&
+           sr_pipei_peer_eq(&j->peer[w], src);
 }
 
 /* A new action with an empty header template; NULL if out is full (cannot
@@ -313,7 +317,7 @@ void sr_pipei_action_multicast(sr_pipe_action *a, const sr_pipe_job *j)
     a->multicast = 1;
     a->n_dests = 0;
     for (uint32_t i = 0; i < j->n; i++) {
-        if (!(j->bound & (UINT64_C(1) << i)))
+        if (!(j->bound & ~j->left & (UINT64_C(1) << i)))
             continue;
         a->dests[a->n_dests].peer = j->peer[i];
         a->dests[a->n_dests].worker = (uint16_t)i;
@@ -366,8 +370,17 @@ static void do_join(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr
         return;
     }
     /* Another nonce means the job was restarted: whatever the old
-     * incarnation left in the slots or bindings is meaningless now. */
+     * incarnation left in the slots or bindings is meaningless now. Only a
+     * job nobody is bound to may be restarted from the network (workers
+     * unbind with LEAVE when their context ends; `reset JOB` on the control
+     * socket unbinds everyone), so a stray or forged JOIN cannot wipe a
+     * running job. */
     if (h->aux != j->nonce) {
+        if (j->bound & ~j->left) {
+            j->c.in_use_refused++;
+            sr_pipei_reply_error(p, j, src, h, SR_ST_JOB_IN_USE, out);
+            return;
+        }
         /* Out of memory for the new barrier: drop the JOIN, the worker
          * retransmits it, and the old incarnation stays whole meanwhile. */
         if (job_reset(j) < 0)
@@ -380,7 +393,7 @@ static void do_join(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr
         j->bound |= bit;
         j->peer[w] = *src;
         j->token[w] = h->seq;
-    } else if (j->token[w] != h->seq) {
+    } else if (j->token[w] != h->seq || (j->left & bit)) {
         /* The worker's context was re-created within this incarnation: its
          * view of the slots (versions, rounds in flight) is lost, so letting
          * it in would corrupt the others' rounds. */
@@ -601,6 +614,7 @@ void sr_pipe_process(sr_pipe *p, const sr_peer *src, const uint8_t *msg, size_t 
 
     switch (h.op) {
     case SR_OP_JOIN:
+    case SR_OP_LEAVE:
     case SR_OP_AR_DATA:
     case SR_OP_PUSH:
     case SR_OP_PULL:
@@ -623,11 +637,42 @@ void sr_pipe_process(sr_pipe *p, const sr_peer *src, const uint8_t *msg, size_t 
     j->c.rx++;
     switch (h.op) {
     case SR_OP_JOIN: do_join(p, j, src, &h, out); break;
+    case SR_OP_LEAVE: do_leave(j, src, &h); break;
     case SR_OP_AR_DATA: do_ar_data(p, j, src, &h, payload, out); break;
     case SR_OP_PUSH: sr_pipei_do_push(p, j, src, &h, payload, out); break;
     case SR_OP_PULL: sr_pipei_do_pull(p, j, src, &h, out); break;
     default: sr_pipei_do_clock(p, j, src, &h, out); break;
     }
+}
+
+/* LEAVE: the worker's context ended. Its id stays taken in this
+ * incarnation (its slot state is gone, so it may not join again), but it
+ * no longer keeps the job from being restarted. No answer: the worker is
+ * gone, and a forged LEAVE that does not match the binding changes nothing. */
+static void do_leave(sr_pipe_job *j, const sr_peer *src, const sr_hdr *h)
+{
+    uint64_t bit = h->worker < j->n ? UINT64_C(1) << h->worker : 0;
+
+    if (!bit || !(j->bound & bit) || j->token[h->worker] != h->seq ||
+        !sr_pipei_peer_eq(&j->peer[h->worker], src)) {
+        j->c.dropped_unbound++;
+        return;
+    }
+    if (!(j->left & bit))
+        j->c.leaves++;
+    j->left |= bit;
+}
+
+int sr_pipe_job_reset(sr_pipe *p, uint16_t job_id)
+{
+    sr_pipe_job *j = p->jobs[job_id];
+
+    if (!j)
+        return -ENOENT;
+    if (job_reset(j) < 0)
+        return -ENOMEM;
+    j->c.resets++;
+    return 0;
 }
 
 void sr_pipe_replica_hdr(const sr_pipe_action *a, unsigned k, uint8_t *out)

@@ -78,7 +78,9 @@ typedef struct sr_pipe_out {
     X(rx)              /* parsed messages addressed to the job */                                \
     X(tx)              /* copies sent (one per replica) */                                       \
     X(joins)           /* JOIN_ACKs sent, retransmitted JOINs included */                        \
-    X(resets)          /* new incarnations (JOIN with another nonce) */                          \
+    X(resets)          /* new incarnations (JOIN with another nonce, or `reset`) */              \
+    X(leaves)          /* workers whose context ended (LEAVE) */                                 \
+    X(in_use_refused)  /* JOINs with a new nonce refused: workers still bound (JOB_IN_USE) */    \
     X(results)         /* rounds completed (each a multicast of AR_RESULT) */                    \
     X(shadow_replies)  /* AR_RESULTs re-sent from a completed slot to a retransmission */        \
     X(dup_dropped)     /* duplicate contributions to a round still in progress */                \
@@ -195,6 +197,11 @@ int sr_pipe_job_add(sr_pipe *p, uint16_t job_id, const sr_pipe_job_params *jp);
 /* Remove a job and free its state; its counters are gone too. Later
  * messages for it get SR_ST_UNKNOWN_JOB. Returns 0 or -ENOENT. */
 int sr_pipe_job_remove(sr_pipe *p, uint16_t job_id);
+
+/* Unbind every worker and clear the job's state, as a new incarnation
+ * would: the operator's way to restart a job whose workers died without
+ * LEAVE. Returns 0, -ENOENT or -ENOMEM (then nothing changed). */
+int sr_pipe_job_reset(sr_pipe *p, uint16_t job_id);
 
 /* Write up to cap job ids, ascending, to ids (may be NULL when cap is 0).
  * Returns the number of jobs, which may exceed cap. */

@@ -25,6 +25,7 @@ typedef struct sr_pipe_job {
 
     /* Worker bindings. */
     uint64_t bound; /* bit w: worker w is bound */
+    uint64_t left;  /* bit w: bound worker w has left (LEAVE); still holds its id */
     sr_peer peer[SR_WIRE_MAX_WORKERS];
     uint32_t token[SR_WIRE_MAX_WORKERS];
 

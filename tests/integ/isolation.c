@@ -42,8 +42,9 @@
  *   - the counters serene-switch prints at exit account exactly for every
  *     forged datagram: dropped_unbound and errors_sent per job, resets,
  *     unknown_job, answers_dropped, each rejected_* and udp_rx_oversize.
- * --nonce-reset-probe then shows (and prints, without failing) what a JOIN
- * with a new nonce from a foreign address does to job B.
+ * --nonce-reset-probe then checks that a JOIN with a new nonce from a
+ * foreign address, while job B's workers are bound, is refused and changes
+ * nothing (the exit counters are not checked in that mode).
  *
  * Every failed check prints "FAIL: " and what differed. Every wait is
  * bounded. Exit status: 0 all checks passed; 1 a check failed; 77 no switch.
@@ -695,7 +696,7 @@ static void forge_join_refused(forger *f, int job, int worker, uint32_t nonce, u
  * has a job field, so a misparse would land in B's state. */
 static void forge_malformed(forger *f)
 {
-    static const uint8_t bad_ops[] = {0, 4, 15, 18, 31, 40, 255};
+    static const uint8_t bad_ops[] = {0, 5, 15, 18, 31, 40, 255};
     static const uint8_t answers[] = {SR_OP_JOIN_ACK, SR_OP_ERROR,   SR_OP_AR_RESULT,
                                       SR_OP_PUSH_ACK, SR_OP_PULL_RESP, SR_OP_PROCEED,
                                       SR_OP_RELEASE,  SR_OP_HOLD};
@@ -971,28 +972,39 @@ static void check_exit_counters(void)
 
 /* ---- the probe of a new nonce ------------------------------------------------------------ */
 
-/* Not a check: shows what a JOIN with another nonce from an address that
- * is not B's does (the incarnation mechanism has no authentication). */
+/* A JOIN with another nonce from an address that is not B's, while B's
+ * workers are bound: the switch must refuse it (JOB_IN_USE) and B's
+ * incarnation, bindings and store must stay as they were. */
 static void nonce_reset_probe(legit *b0, forger *f)
 {
-    ctl_status st;
+    ctl_status before, st;
     int32_t w0 = 0;
     int rc;
 
+    if (status_get(JOB_B, &before))
+        return;
     send_join(f, JOB_B, 0, nonce_of[JOB_B] + 1, 0xbad00001u);
     sleep_ms(100);
     if (status_get(JOB_B, &st))
         return;
     rc = serene_pull_i32(b0->ctx, 0, &w0, 1, 0);
-    printf("NOTE: nonce-reset probe: after one JOIN(job %d, worker 0, nonce %#x) from %s: "
+    printf("nonce-reset probe: after one JOIN(job %d, worker 0, nonce %#x) from %s: "
            "status nonce=%" PRIu64 " bound=%" PRIu64 " low=%" PRIu64 "; B0's pull of word 0: "
-           "%s, value %d (was %d)\n",
+           "%s, value %d (want %d)\n",
            JOB_B, nonce_of[JOB_B] + 1, f->name, status_val(&st, "nonce"),
            status_val(&st, "bound"), status_val(&st, "low"), serene_err_name(rc), w0,
            store_expect(JOB_B, 0));
-    if (status_val(&st, "nonce") == nonce_of[JOB_B] + 1u)
-        printf("NOTE: any host that can reach the switch and knows a job id can reset that "
-               "job (store, barrier, bindings) with one JOIN carrying a new nonce\n");
+    if (status_val(&st, "nonce") != status_val(&before, "nonce"))
+        fail("nonce-reset probe: a forged JOIN with a new nonce reset job %d", JOB_B);
+    if (status_val(&st, "bound") != status_val(&before, "bound"))
+        fail("nonce-reset probe: bound workers changed from %" PRIu64 " to %" PRIu64,
+             status_val(&before, "bound"), status_val(&st, "bound"));
+    const char *ka = strstr(before.line, " in_use_refused="), *kb = strstr(st.line, " in_use_refused=");
+    if (!ka || !kb || strtoull(kb + 16, NULL, 10) != strtoull(ka + 16, NULL, 10) + 1)
+        fail("nonce-reset probe: in_use_refused did not count the forged JOIN");
+    if (rc || w0 != store_expect(JOB_B, 0))
+        fail("nonce-reset probe: B0's pull gave %s, value %d, want OK and %d",
+             serene_err_name(rc), w0, store_expect(JOB_B, 0));
 }
 
 /* ---- the scenario ------------------------------------------------------------------ */

@@ -110,6 +110,16 @@ static inline void join(fx *f, uint16_t job, uint16_t w, uint32_t token, uint32_
     assert_int_equal(f->out->act[0].hdr.op, SR_OP_JOIN_ACK);
 }
 
+/* Worker w's context ends (LEAVE from its bound address and token). */
+static inline void leave(fx *f, uint16_t job, uint16_t w, uint32_t token)
+{
+    sr_hdr h = mk(SR_OP_LEAVE, job, w, token, 0);
+    sr_peer src = peer_of(job, w);
+
+    feed(f, &src, &h, NULL);
+    assert_int_equal(f->out->n, 0);
+}
+
 /* Add a job with the default parameters but these, and a small store
  * (SR_TEST_STORE words) so that tests stay light. Returns what
  * sr_pipe_job_add returns. */

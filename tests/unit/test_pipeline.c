@@ -203,7 +203,7 @@ static void test_counters_format(void **state)
     c.errors_sent = UINT64_MAX;
     c.clock_ahead = 5;
     r = sr_pipe_job_counters_format(buf, sizeof buf, &c);
-    assert_string_equal(buf, "rx=12 tx=34 joins=0 resets=0 results=0 shadow_replies=0 "
+    assert_string_equal(buf, "rx=12 tx=34 joins=0 resets=0 leaves=0 in_use_refused=0 results=0 shadow_replies=0 "
                              "dup_dropped=0 mismatches=0 stale_dropped=0 dropped_unbound=0 "
                              "errors_sent=18446744073709551615 pushes=0 push_dups=0 pulls=0 "
                              "clocks=0 holds=0 proceeds=0 releases=0 range_errors=0 "
@@ -338,6 +338,28 @@ static void test_join_new_nonce_resets(void **state)
     add_joined(f, 7, 2, 2, 4);
     ar(f, &d, 0, V(1000, 2000)); /* a partial round of the old incarnation */
     expect_nothing(f);
+    /* While its workers are bound, a new nonce is refused: a stray or
+     * forged JOIN cannot wipe a running job. */
+    sr_hdr nj = mk(SR_OP_JOIN, 7, 0, 555, 77);
+    sr_peer other = {0x0a000063u, 4000}, w0 = peer_of(7, 0);
+    feed(f, &other, &nj, NULL);
+    expect_error(f, &other, &nj, SR_ST_JOB_IN_USE);
+    assert_int_equal(info_of(f, 7).nonce, 0);
+    assert_int_equal(jc(f, 7).in_use_refused, 1);
+    /* A forged LEAVE (wrong token, or wrong address) unbinds nobody. */
+    leave(f, 7, 0, 999);
+    assert_int_equal(jc(f, 7).leaves, 0);
+    /* Worker 0 leaves: still refused while worker 1 is bound. */
+    leave(f, 7, 0, 1000);
+    assert_int_equal(jc(f, 7).leaves, 1);
+    feed(f, &other, &nj, NULL);
+    expect_error(f, &other, &nj, SR_ST_JOB_IN_USE);
+    /* A worker that left cannot come back in the same incarnation. */
+    sr_hdr rj = mk(SR_OP_JOIN, 7, 0, 1000, 0);
+    feed(f, &w0, &rj, NULL);
+    expect_error(f, &w0, &rj, SR_ST_STALE);
+    leave(f, 7, 1, 1001);
+    assert_int_equal(jc(f, 7).leaves, 2);
     join(f, 7, 0, 555, 77);
     assert_int_equal(f->out->act[0].hdr.aux, 77);
     assert_int_equal(info_of(f, 7).nonce, 77);
@@ -345,7 +367,7 @@ static void test_join_new_nonce_resets(void **state)
     assert_int_equal(jc(f, 7).resets, 1);
     ar(f, &d, 1, V(1, 2)); /* worker 1's old binding is gone */
     expect_nothing(f);
-    assert_int_equal(jc(f, 7).dropped_unbound, 1);
+    assert_int_equal(jc(f, 7).dropped_unbound, 2); /* and the forged LEAVE */
     join(f, 7, 0, 555, 77); /* a retransmitted JOIN does not reset again */
     join(f, 7, 1, 556, 77);
     assert_int_equal(jc(f, 7).resets, 1);

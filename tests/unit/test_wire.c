@@ -45,7 +45,7 @@ static uint64_t rnd(uint64_t *s)
 
 struct named { const char *name; int value; };
 static const struct named ops[] = {
-    {"JOIN", 1}, {"JOIN_ACK", 2}, {"ERROR", 3}, {"AR_DATA", 16}, {"AR_RESULT", 17},
+    {"JOIN", 1}, {"JOIN_ACK", 2}, {"ERROR", 3}, {"LEAVE", 4}, {"AR_DATA", 16}, {"AR_RESULT", 17},
     {"PUSH", 32}, {"PUSH_ACK", 33}, {"PULL", 34}, {"PULL_RESP", 35}, {"CLOCK", 36},
     {"PROCEED", 37}, {"RELEASE", 38}, {"HOLD", 39}};
 #define N_OPS (sizeof(ops) / sizeof(ops[0]))
@@ -575,17 +575,17 @@ static void test_names(void **state)
     for (size_t i = 0; i < N_OPS; i++)
         assert_string_equal(sr_op_name((unsigned)ops[i].value), ops[i].name);
     /* 257 would alias JOIN if the name lookup truncated to 8 bits. */
-    static const unsigned bad_ops[] = {0, 4, 15, 18, 31, 40, 255, 257, 0xffffffffu};
+    static const unsigned bad_ops[] = {0, 5, 15, 18, 31, 40, 255, 257, 0xffffffffu};
     for (size_t i = 0; i < sizeof(bad_ops) / sizeof(bad_ops[0]); i++)
         assert_string_equal(sr_op_name(bad_ops[i]), "op?");
 
     static const char *const st[] = {"OK",       "UNKNOWN_JOB", "NOT_MEMBER",
                                      "STALE",    "MISMATCH",    "BAD_COUNT",
                                      "BAD_SLOT", "UNSUPPORTED", "RANGE",
-                                     "CLOCK_AHEAD"};
-    for (unsigned i = 0; i < 10; i++)
+                                     "CLOCK_AHEAD", "JOB_IN_USE"};
+    for (unsigned i = 0; i < 11; i++)
         assert_string_equal(sr_status_name(i), st[i]);
-    assert_string_equal(sr_status_name(10), "status?");
+    assert_string_equal(sr_status_name(11), "status?");
     assert_string_equal(sr_status_name(256), "status?");
     assert_string_equal(sr_status_name(0xffffffffu), "status?");
 
