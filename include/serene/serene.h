@@ -215,11 +215,14 @@ typedef struct serene_ctx serene_ctx;
  * call. On error *ctx is set to NULL.
  * Returns SERENE_ERR_CONFIG (bad field), SERENE_ERR_UNSUPPORTED (transport
  * not built), SERENE_ERR_TIMEOUT (switch silent), SERENE_ERR_NOJOB,
- * SERENE_ERR_NOTMEMBER, SERENE_ERR_STALE, SERENE_ERR_PROTO, or -errno. */
+ * SERENE_ERR_NOTMEMBER, SERENE_ERR_STALE, SERENE_ERR_PROTO,
+ * SERENE_ERR_JOB_IN_USE (a new job_nonce while workers of the job's previous
+ * run are still bound: they leave when their contexts are destroyed, or the
+ * operator resets the job on the switch), or -errno. */
 SERENE_API int serene_ctx_create(serene_ctx **ctx, const serene_config *cfg);
 
-/* Stop the data-path thread, close the transport, free everything and set
- * *ctx to NULL. Operations not yet waited for are abandoned. Accepts NULL
+/* Stop the data-path thread, tell the switch this worker leaves (best
+ * effort), close the transport, free everything and set *ctx to NULL. Operations not yet waited for are abandoned. Accepts NULL
  * and a pointer to NULL. */
 SERENE_API void serene_ctx_destroy(serene_ctx **ctx);
 
