@@ -56,7 +56,9 @@ typedef struct job_model {
     sr_pipe_job_params jp;
     uint32_t nonce;
     uint64_t bound;
+    uint64_t left; /* bound workers that sent a matching LEAVE */
     sr_peer peer[SR_WIRE_MAX_WORKERS];
+    uint32_t token[SR_WIRE_MAX_WORKERS];
 } job_model;
 
 static sr_pipe *g_pipe;
@@ -71,8 +73,8 @@ static int peer_eq(const sr_peer *a, const sr_peer *b)
 
 static int is_request(unsigned op)
 {
-    return op == SR_OP_JOIN || op == SR_OP_AR_DATA || op == SR_OP_PUSH || op == SR_OP_PULL ||
-           op == SR_OP_CLOCK;
+    return op == SR_OP_JOIN || op == SR_OP_LEAVE || op == SR_OP_AR_DATA || op == SR_OP_PUSH ||
+           op == SR_OP_PULL || op == SR_OP_CLOCK;
 }
 
 static job_model *model_of(uint16_t job)
@@ -85,7 +87,8 @@ static job_model *model_of(uint16_t job)
 
 static int member(const job_model *m, uint16_t w, const sr_peer *src)
 {
-    return w < m->jp.n_workers && (m->bound >> w & 1u) && peer_eq(&m->peer[w], src);
+    return w < m->jp.n_workers && ((m->bound & ~m->left) >> w & 1u) &&
+           peer_eq(&m->peer[w], src);
 }
 
 /* s as the barrier applies it (barrier.h): 0 for BSP, R - 2 for ASP. */
@@ -204,11 +207,11 @@ static void check_dests(const job_model *m, const sr_hdr *req, const sr_peer *sr
         return;
     }
     CHECK(m != NULL);
-    CHECK(a->n_dests == (unsigned)__builtin_popcountll(m->bound));
+    CHECK(a->n_dests == (unsigned)__builtin_popcountll(m->bound & ~m->left));
     for (unsigned k = 0; k < a->n_dests; k++) {
         uint16_t w = a->dests[k].worker;
 
-        CHECK(w < m->jp.n_workers && (m->bound >> w & 1u));
+        CHECK(w < m->jp.n_workers && ((m->bound & ~m->left) >> w & 1u));
         CHECK(peer_eq(&a->dests[k].peer, &m->peer[w]));
         CHECK(k == 0 || w > a->dests[k - 1].worker);
     }
@@ -235,7 +238,7 @@ static void check_action(const job_model *m, const sr_hdr *req, const sr_peer *s
     switch (h->op) {
     case SR_OP_ERROR:
         CHECK(h->count == 0 && h->aux == req->op);
-        CHECK(h->status >= SR_ST_UNKNOWN_JOB && h->status <= SR_ST_CLOCK_AHEAD);
+        CHECK(h->status >= SR_ST_UNKNOWN_JOB && h->status <= SR_ST_JOB_IN_USE);
         CHECK((h->status == SR_ST_UNKNOWN_JOB) == (m == NULL));
         CHECK(h->status != SR_ST_NOT_MEMBER || req->op == SR_OP_JOIN);
         CHECK(h->status != SR_ST_STALE || req->op == SR_OP_JOIN);
@@ -351,8 +354,19 @@ static void step_msg(unsigned k, const uint8_t *bytes, size_t len)
         CHECK(ja.dropped_unbound == jb.dropped_unbound + 1);
     }
     if (req.op == SR_OP_JOIN && req.worker < m->jp.n_workers && req.aux != m->nonce) {
-        /* A new incarnation always binds the joiner (memory permitting). */
-        CHECK(g_out->n == 1 && g_out->act[0].hdr.op == SR_OP_JOIN_ACK);
+        /* A new incarnation binds the joiner (memory permitting), but only
+         * once every worker of the current one has left. */
+        CHECK(g_out->n == 1);
+        if (m->bound & ~m->left)
+            CHECK(g_out->act[0].hdr.op == SR_OP_ERROR &&
+                  g_out->act[0].hdr.status == SR_ST_JOB_IN_USE);
+        else
+            CHECK(g_out->act[0].hdr.op == SR_OP_JOIN_ACK);
+    }
+    if (req.op == SR_OP_LEAVE) {
+        CHECK(g_out->n == 0);
+        if (was_member && m->token[req.worker] == req.seq)
+            m->left |= UINT64_C(1) << req.worker;
     }
     for (unsigned i = 0; i < g_out->n; i++)
         check_action(m, &req, &src, &g_out->act[i], i);
@@ -363,6 +377,7 @@ static void step_msg(unsigned k, const uint8_t *bytes, size_t len)
         if (g_out->act[0].hdr.aux != m->nonce) {
             m->nonce = g_out->act[0].hdr.aux;
             m->bound = 0;
+            m->left = 0;
             CHECK(ja.resets == jb.resets + 1);
         }
         if (m->bound >> w & 1u) {
@@ -370,6 +385,7 @@ static void step_msg(unsigned k, const uint8_t *bytes, size_t len)
         } else {
             m->bound |= UINT64_C(1) << w;
             m->peer[w] = src;
+            m->token[w] = req.seq;
         }
     }
     check_info(m);
