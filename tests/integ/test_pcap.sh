@@ -92,16 +92,8 @@ SWITCH=${SERENE_SWITCH_BIN:-$(dirname "$RUN")/../../p4/swswitch/serene-switch}
 [ -x "$SWITCH" ] || fail "no serene-switch at '$SWITCH' (set SERENE_SWITCH_BIN)"
 export SERENE_TIMEOUT_MS=10000
 
-stop_switch() {
-    kill -TERM "$swpid" 2>/dev/null
-    for _ in $(seq 100); do
-        kill -0 "$swpid" 2>/dev/null || break
-        sleep 0.05
-    done
-    kill -KILL "$swpid" 2>/dev/null
-    wait "$swpid" 2>/dev/null
-    swpid=""
-}
+# stop_switch
+. "$(dirname "$0")/switch_lib.sh"
 
 # Job 0: serene-run's ranks; job 1: two contexts in one process; job 2: the
 # killed rank (its peer never comes).

@@ -67,44 +67,8 @@ fail() {
     exit 1
 }
 
-# start_switch ARGS...: start serene-switch; sets swpid, port, ctl.
-start_switch() {
-    ctl=$work/ctl
-    rm -f "$work/port" "$ctl"
-    "$SWITCH" --listen 127.0.0.1:0 --port-file "$work/port" --control "$ctl" "$@" \
-        >"$work/switch.log" 2>&1 &
-    swpid=$!
-    for _ in $(seq 200); do
-        [ -s "$work/port" ] && [ -S "$ctl" ] && break
-        if ! kill -0 "$swpid" 2>/dev/null; then
-            wait "$swpid"
-            local rc=$?
-            swpid=""
-            fail "serene-switch $* exited with status $rc at startup"
-        fi
-        sleep 0.05
-    done
-    if ! [ -s "$work/port" ] || ! [ -S "$ctl" ]; then
-        fail "serene-switch wrote no port file or control socket in 10 s"
-    fi
-    port=$(cat "$work/port")
-    echo "serene-switch pid $swpid on 127.0.0.1:$port: $*"
-}
-
-# stop_switch: SIGTERM (it prints its counters), SIGKILL after 5 s; reaps it.
-stop_switch() {
-    kill -TERM "$swpid" 2>/dev/null
-    for _ in $(seq 100); do
-        kill -0 "$swpid" 2>/dev/null || break
-        sleep 0.05
-    done
-    if kill -0 "$swpid" 2>/dev/null; then
-        echo "serene-switch ignored SIGTERM for 5 s; SIGKILL"
-        kill -KILL "$swpid" 2>/dev/null
-    fi
-    wait "$swpid" 2>/dev/null
-    swpid=""
-}
+# start_switch, stop_switch
+. "$(dirname "$0")/switch_lib.sh"
 
 # ranks NAME LIMIT_S [serene-run options] -- WORKER ARGS...: run 4 ranks
 # under serene-run against our switch; sets rc, ms; output in $work/NAME.out.
@@ -130,7 +94,7 @@ case_barrier() {
     for j in 0 1 2 3; do
         args+=(--job "$j:$N,store=64,policy=${pols[$j]}")
     done
-    start_switch "${args[@]}"
+    start_switch 127.0.0.1:0 "${args[@]}" || fail "serene-switch ${args[*]} exited at startup"
     for j in 0 1 2 3; do
         pol=${pols[$j]}
         dir=$work/${pol/:/}
@@ -156,7 +120,7 @@ case_barrier() {
 }
 
 case_store() {
-    start_switch --job "0:$N,store=2048,policy=bsp" --loss 0.05 --dup 0.02 --seed 7
+    start_switch 127.0.0.1:0 --job "0:$N,store=2048,policy=bsp" --loss 0.05 --dup 0.02 --seed 7 || fail "serene-switch did not start"
     # 1000 words at 100 span rows 0-4 of 256; floats go to 1110..1409.
     ranks store 60 -- "$WORKER" store --iters 20 --offset 100 --count 1000 --capacity 2048 \
         --seed 5 --expect-retrans
@@ -168,7 +132,7 @@ case_hot_swap() {
     local seed=${SSP_SEED:-$(($(date +%s) % 100000))} dir=$work/swap changes
     echo "seed=$seed (SSP_SEED=$seed repeats the schedule)"
     mkdir "$dir"
-    start_switch --job "0:$N,store=64,policy=bsp"
+    start_switch 127.0.0.1:0 --job "0:$N,store=64,policy=bsp" || fail "serene-switch did not start"
     timeout 40 "$CHECK" swap "$ctl" 0 "$seed" >"$work/swap.out" 2>&1 &
     local ctlpid=$!
     bgpids+=("$ctlpid")
@@ -192,7 +156,7 @@ case_hot_swap() {
 case_killed() {
     local deadline=2000 r kill_ns
     local pids=()
-    start_switch --job "0:$N,store=64,policy=bsp"
+    start_switch 127.0.0.1:0 --job "0:$N,store=64,policy=bsp" || fail "serene-switch did not start"
     export SERENE_TIMEOUT_MS=$deadline SERENE_WORLD_SIZE=$N SERENE_JOB=0
     export SERENE_SWITCH=127.0.0.1:$port SERENE_JOB_NONCE=$((RANDOM * 32768 + RANDOM + 1))
     local t0
