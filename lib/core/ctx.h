@@ -138,6 +138,9 @@ void *sr_engine_main(void *arg);
 void sr_op_finish(serene_ctx *ctx, serene_op *op, int rc);
 /* Queue a message for the next burst; flushed by the engine loop. */
 void sr_tx_queue(serene_ctx *ctx, uint8_t *msg, uint32_t len);
+/* Mark slot s in flight with its packed message of `words` payload words,
+ * queue it and start its timer. */
+void sr_slot_send(serene_ctx *ctx, uint32_t s, uint16_t words, uint64_t now);
 /* A header with version, op, job and worker filled in. */
 void sr_hdr_base(const serene_ctx *ctx, sr_hdr *h, uint8_t op);
 /* The switch's status code as a serene error code. */

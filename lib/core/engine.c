@@ -65,6 +65,15 @@ void sr_tx_queue(serene_ctx *ctx, uint8_t *msg, uint32_t len)
     ctx->ntx++;
 }
 
+void sr_slot_send(serene_ctx *ctx, uint32_t s, uint16_t words, uint64_t now)
+{
+    sr_slot *sl = &ctx->slots[s];
+    sl->busy = 1;
+    sl->len = SR_WIRE_HDR_LEN + 4u * words;
+    sr_tx_queue(ctx, sl->msg, sl->len);
+    sr_rel_arm(&ctx->rel, s, now);
+}
+
 void sr_hdr_base(const serene_ctx *ctx, sr_hdr *h, uint8_t op)
 {
     memset(h, 0, sizeof *h);
@@ -211,13 +220,10 @@ static void send_round(serene_ctx *ctx, uint32_t s, uint32_t chunk, int data, in
     }
     sl->ver = sl->next_ver;
     sl->next_ver ^= 1;
-    sl->busy = 1;
     sl->count = h.count;
     sl->offset = h.offset;
     sl->next_chunk = data ? chunk + ctx->w_eff : chunk;
-    sl->len = SR_WIRE_HDR_LEN + 4u * h.count;
-    sr_tx_queue(ctx, sl->msg, sl->len);
-    sr_rel_arm(&ctx->rel, s, now);
+    sr_slot_send(ctx, s, h.count, now);
 }
 
 static void ar_begin(serene_ctx *ctx, uint64_t now)

@@ -83,13 +83,10 @@ static void send_request(serene_ctx *ctx, uint32_t j, uint64_t now)
         h.aux = n;
     }
     sr_hdr_pack(sl->msg, &h);
-    sl->busy = 1;
     sl->req_seq = h.seq;
     sl->offset = h.offset;
     sl->count = (uint16_t)n;
-    sl->len = SR_WIRE_HDR_LEN + 4u * h.count;
-    sr_tx_queue(ctx, sl->msg, sl->len);
-    sr_rel_arm(&ctx->rel, w, now);
+    sr_slot_send(ctx, w, h.count, now);
 }
 
 static void req_begin(serene_ctx *ctx, uint64_t now)
