@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * serene_ops.cpp - torch.ops.serene.*: PyTorch custom operators over
+ * libserene's public C API.
+ *
+ * The module registers the operators with TORCH_LIBRARY (no pybind, no
+ * libtorch_python), so torch.ops.load_library() makes them callable from
+ * Python and from TorchScript alike:
+ *
+ *   serene::init(int timeout_ms=-1, int store_frac_bits=-1) -> ()
+ *   serene::finalize() -> ()
+ *   serene::is_initialized() -> bool
+ *   serene::rank() -> int,  serene::world_size() -> int
+ *   serene::allreduce_(Tensor(a!) tensor, str op="sum") -> Tensor(a!)
+ *                                   (op "sum", or "avg" / "mean")
+ *   serene::push(Tensor tensor, int offset) -> ()
+ *   serene::pull(Tensor(a!) out, int offset, bool delta=False) -> Tensor(a!)
+ *   serene::clock() -> int
+ *   serene::clock_info() -> int[]   [clock, low, high, mode, staleness]
+ *                                   (low, high: -1 before any clock finished)
+ *   serene::store_capacity() -> int
+ *   serene::stats() -> Dict(str, int)
+ *
+ * Invariants:
+ * - One process-wide context, like torch.distributed's default group:
+ *   init() creates it from serene_config_from_env() (SERENE_RANK,
+ *   SERENE_WORLD_SIZE, SERENE_SWITCH, ...: what serene-run sets), finalize()
+ *   or process exit destroys it. A process-wide handle is what lets a
+ *   TorchScript function call the operators without carrying a context.
+ * - libserene allows one thread per context at a time; a mutex serialises
+ *   the operators (DDP calls its comm hook from autograd threads). Called
+ *   from Python, torch.ops runs them without the GIL, so other Python
+ *   threads go on while one blocks in clock() or allreduce_.
+ * - Tensors are used in place: float32, CPU (strided), contiguous, or the
+ *   call is refused with a message naming what is wrong. Nothing is copied
+ *   on this side; libserene reads and writes the tensor's memory.
+ * - Every call ends by the context's deadline (serene_config.timeout_ms);
+ *   a libserene error becomes a c10::Error (RuntimeError in Python) with the
+ *   code's name and message.
+ */
+#include <ATen/core/Dict.h>
+#include <ATen/core/Tensor.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "serene/serene.h"
+
+namespace {
+
+struct Global {
+    std::mutex mu;
+    serene_ctx *ctx = nullptr;
+    serene_config cfg{};
+    ~Global() { serene_ctx_destroy(&ctx); } // process exit: leave the job
+};
+
+Global &global()
+{
+    static Global g;
+    return g;
+}
+
+[[noreturn]] void fail(const char *what, int rc)
+{
+    C10_THROW_ERROR(Error, std::string("serene: ") + what + " failed: " + serene_err_name(rc) +
+                               " (" + serene_strerror(rc) + ")");
+}
+
+serene_ctx *need_ctx(Global &g)
+{
+    TORCH_CHECK(g.ctx != nullptr,
+                "serene: not initialized: call serene_torch.init() (or torch.ops.serene.init())"
+                " first");
+    return g.ctx;
+}
+
+// The tensor's float32 memory, or a clear refusal.
+void check_tensor(const at::Tensor &t, const char *op, const char *arg)
+{
+    TORCH_CHECK(t.defined(), "serene.", op, ": ", arg, " is an undefined tensor");
+    TORCH_CHECK(t.device().is_cpu() && t.layout() == c10::kStrided, "serene.", op, ": ", arg,
+                " must be a dense CPU tensor, got device ", t.device(), " layout ",
+                t.layout());
+    TORCH_CHECK(t.scalar_type() == c10::kFloat, "serene.", op, ": ", arg,
+                " must be float32, got ", t.scalar_type());
+    TORCH_CHECK(t.is_contiguous(), "serene.", op, ": ", arg,
+                " must be contiguous (call .contiguous() and copy the result back)");
+}
+
+size_t check_offset(int64_t offset, const char *op)
+{
+    TORCH_CHECK(offset >= 0, "serene.", op, ": offset must be >= 0, got ", offset);
+    return static_cast<size_t>(offset);
+}
+
+void op_init(int64_t timeout_ms, int64_t store_frac_bits)
+{
+    Global &g = global();
+    std::lock_guard<std::mutex> lock(g.mu);
+    TORCH_CHECK(g.ctx == nullptr, "serene: already initialized (call finalize() first)");
+    serene_config cfg;
+    serene_config_init(&cfg);
+    int rc = serene_config_from_env(&cfg);
+    if (rc)
+        fail("reading the SERENE_* environment", rc);
+    if (timeout_ms >= 0) {
+        TORCH_CHECK(timeout_ms > 0 && timeout_ms <= INT32_MAX,
+                    "serene.init: timeout_ms must be in 1..2^31-1, got ", timeout_ms);
+        cfg.timeout_ms = static_cast<int>(timeout_ms);
+    }
+    if (store_frac_bits >= 0) {
+        TORCH_CHECK(store_frac_bits <= 30, "serene.init: store_frac_bits must be in 0..30, got ",
+                    store_frac_bits);
+        cfg.store_frac_bits = static_cast<int>(store_frac_bits);
+    }
+    rc = serene_ctx_create(&g.ctx, &cfg);
+    if (rc)
+        fail("joining the job (serene_ctx_create)", rc);
+    serene_ctx_config(g.ctx, &g.cfg);
+}
+
+void op_finalize()
+{
+    Global &g = global();
+    std::lock_guard<std::mutex> lock(g.mu);
+    serene_ctx_destroy(&g.ctx);
+}
+
+bool op_is_initialized()
+{
+    Global &g = global();
+    std::lock_guard<std::mutex> lock(g.mu);
+    return g.ctx != nullptr;
+}
+
+int64_t op_rank()
+{
+    Global &g = global();
+    std::lock_guard<std::mutex> lock(g.mu);
+    need_ctx(g);
+    return g.cfg.rank;
+}
+
+int64_t op_world_size()
+{
+    Global &g = global();
+    std::lock_guard<std::mutex> lock(g.mu);
+    need_ctx(g);
+    return g.cfg.world_size;
+}
+
+at::Tensor op_allreduce_(at::Tensor tensor, c10::string_view op)
+{
+    check_tensor(tensor, "allreduce_", "tensor");
+    serene_reduce_op rop = SERENE_SUM;
+    if (op == "sum")
+        rop = SERENE_SUM;
+    else if (op == "avg" || op == "mean")
+        rop = SERENE_AVG;
+    else
+        TORCH_CHECK(false, "serene.allreduce_: op must be \"sum\" or \"avg\", got \"",
+                    std::string(op), "\"");
+    Global &g = global();
+    std::lock_guard<std::mutex> lock(g.mu);
+    serene_ctx *ctx = need_ctx(g);
+    float *p = tensor.data_ptr<float>();
+    int rc = serene_allreduce(ctx, p, p, static_cast<size_t>(tensor.numel()), rop);
+    if (rc)
+        fail("allreduce_", rc);
+    return tensor;
+}
+
+void op_push(const at::Tensor &tensor, int64_t offset)
+{
+    check_tensor(tensor, "push", "tensor");
+    size_t off = check_offset(offset, "push");
+    Global &g = global();
+    std::lock_guard<std::mutex> lock(g.mu);
+    int rc = serene_push(need_ctx(g), off, tensor.data_ptr<float>(),
+                         static_cast<size_t>(tensor.numel()));
+    if (rc)
+        fail("push", rc);
+}
+
+at::Tensor op_pull(at::Tensor out, int64_t offset, bool delta)
+{
+    check_tensor(out, "pull", "out");
+    size_t off = check_offset(offset, "pull");
+    Global &g = global();
+    std::lock_guard<std::mutex> lock(g.mu);
+    int rc = serene_pull(need_ctx(g), off, out.data_ptr<float>(),
+                         static_cast<size_t>(out.numel()), delta ? SERENE_PULL_DELTA : 0u);
+    if (rc)
+        fail("pull", rc);
+    return out;
+}
+
+int64_t op_clock()
+{
+    Global &g = global();
+    std::lock_guard<std::mutex> lock(g.mu);
+    serene_ctx *ctx = need_ctx(g);
+    int rc = serene_clock(ctx);
+    if (rc)
+        fail("clock", rc);
+    serene_clock_info ci;
+    rc = serene_get_clock_info(ctx, &ci);
+    if (rc)
+        fail("clock_info", rc);
+    return ci.clock;
+}
+
+std::vector<int64_t> op_clock_info()
+{
+    Global &g = global();
+    std::lock_guard<std::mutex> lock(g.mu);
+    serene_clock_info ci;
+    int rc = serene_get_clock_info(need_ctx(g), &ci);
+    if (rc)
+        fail("clock_info", rc);
+    // low and high are UINT32_MAX until some clock finished: -1 here.
+    auto none = [](uint32_t v) { return v == UINT32_MAX ? int64_t{-1} : int64_t{v}; };
+    return {ci.clock, none(ci.low), none(ci.high), static_cast<int64_t>(ci.mode), ci.staleness};
+}
+
+int64_t op_store_capacity()
+{
+    Global &g = global();
+    std::lock_guard<std::mutex> lock(g.mu);
+    return static_cast<int64_t>(serene_store_capacity(need_ctx(g)));
+}
+
+c10::Dict<std::string, int64_t> op_stats()
+{
+    Global &g = global();
+    std::lock_guard<std::mutex> lock(g.mu);
+    serene_stats s;
+    int rc = serene_get_stats(need_ctx(g), &s);
+    if (rc)
+        fail("stats", rc);
+    c10::Dict<std::string, int64_t> d;
+    auto put = [&d](const char *k, uint64_t v) { d.insert(k, static_cast<int64_t>(v)); };
+    put("pkts_sent", s.pkts_sent);
+    put("pkts_recv", s.pkts_recv);
+    put("bytes_sent", s.bytes_sent);
+    put("bytes_recv", s.bytes_recv);
+    put("retransmissions", s.retransmissions);
+    put("timeouts", s.timeouts);
+    put("saturations", s.saturations);
+    put("duplicates", s.duplicates);
+    put("rejected", s.rejected);
+    put("ops_completed", s.ops_completed);
+    put("clock_wait_ns", s.clock_wait_ns);
+    put("holds", s.holds);
+    put("releases", s.releases);
+    return d;
+}
+
+} // namespace
+
+// The operators without a Tensor(a!) argument talk to the switch or read
+// state that changes with each call: CONSERVATIVE alias analysis marks them
+// as having side effects, so TorchScript never drops a call whose result is
+// unused (push, clock), nor merges or reorders two calls. allreduce_ and
+// pull keep their schema's alias annotation (FROM_SCHEMA, required with
+// one): TorchScript sees them write their tensor, which orders them.
+static c10::FunctionSchema side_effect(const char *schema)
+{
+    return torch::schema(schema, c10::AliasAnalysisKind::CONSERVATIVE);
+}
+
+TORCH_LIBRARY(serene, m)
+{
+    m.def(side_effect("init(int timeout_ms=-1, int store_frac_bits=-1) -> ()"), op_init);
+    m.def(side_effect("finalize() -> ()"), op_finalize);
+    m.def(side_effect("is_initialized() -> bool"), op_is_initialized);
+    m.def(side_effect("rank() -> int"), op_rank);
+    m.def(side_effect("world_size() -> int"), op_world_size);
+    m.def("allreduce_(Tensor(a!) tensor, str op=\"sum\") -> Tensor(a!)", op_allreduce_);
+    m.def(side_effect("push(Tensor tensor, int offset) -> ()"), op_push);
+    m.def("pull(Tensor(a!) out, int offset, bool delta=False) -> Tensor(a!)", op_pull);
+    m.def(side_effect("clock() -> int"), op_clock);
+    m.def(side_effect("clock_info() -> int[]"), op_clock_info);
+    m.def(side_effect("store_capacity() -> int"), op_store_capacity);
+    m.def(side_effect("stats() -> Dict(str, int)"), op_stats);
+}
