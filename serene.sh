@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 PKGS_BUILD=(build-essential pkg-config meson ninja-build libcmocka-dev libpcap-dev clang binutils iproute2)
-PKGS_TEST=(libclang-rt-14-dev valgrind tcpdump)
+PKGS_TEST=(libclang-rt-14-dev valgrind tcpdump g++ python3-torch libtorch-dev python3-numpy)
 
 need_pkgs() {
     local missing=()
@@ -68,7 +68,7 @@ test)
     need_pkgs "${PKGS_BUILD[@]}" "${PKGS_TEST[@]}"
     status=0
     echo "=== gcc, -Werror: unit, abi and integration suites"
-    CC=gcc setup_build build-ci-gcc -Dwerror=true || status=1
+    CC=gcc setup_build build-ci-gcc -Dwerror=true -Dtorch=enabled || status=1
     [ $status -eq 0 ] && { run_suites build-ci-gcc || status=1; }
     echo "=== valgrind memcheck: core unit tests, test_api and isolation (gcc build)"
     if tests/valgrind/run_valgrind.sh build-ci-gcc; then
@@ -78,20 +78,20 @@ test)
         status=1
     fi
     echo "=== clang, -Werror: unit and abi suites"
-    if CC=clang setup_build build-ci-clang -Dwerror=true; then
+    if CC=clang setup_build build-ci-clang -Dwerror=true -Dtorch=disabled; then
         run_suites build-ci-clang --suite unit --suite abi || status=1
     else
         status=1
     fi
     echo "=== gcc, AddressSanitizer + UndefinedBehaviorSanitizer: unit and integration suites"
-    if CC=gcc setup_build build-ci-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false; then
+    if CC=gcc setup_build build-ci-asan -Dwerror=true -Dtorch=disabled -Db_sanitize=address,undefined -Db_lundef=false; then
         ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
             run_suites build-ci-asan --suite unit --suite integ || status=1
     else
         status=1
     fi
     echo "=== clang libFuzzer + ASan + UBSan: each fuzz target for ${FUZZ_TIME:-20} s"
-    if CC=clang setup_build build-ci-fuzz -Dfuzz=enabled -Db_sanitize=address,undefined \
+    if CC=clang setup_build build-ci-fuzz -Dfuzz=enabled -Dtorch=disabled -Db_sanitize=address,undefined \
         -Db_lundef=false -Dc_args=-fsanitize=fuzzer-no-link -Dwerror=true; then
         run_suites build-ci-fuzz --suite fuzz || status=1
     else
