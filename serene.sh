@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 PKGS_BUILD=(build-essential pkg-config meson ninja-build libcmocka-dev libpcap-dev clang binutils iproute2)
-PKGS_TEST=(libclang-rt-14-dev valgrind tcpdump g++ python3-torch libtorch-dev python3-numpy)
+PKGS_TEST=(libclang-rt-14-dev valgrind tcpdump dpdk-dev g++ python3-torch libtorch-dev python3-numpy)
 
 need_pkgs() {
     local missing=()

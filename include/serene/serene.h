@@ -24,7 +24,8 @@
  * - No call blocks forever: each communication call ends by the deadline
  *   derived from serene_config.timeout_ms at the latest.
  * - A context may be used by one thread at a time. Several contexts may live
- *   in one process; the library has no global state.
+ *   in one process; the library has no global state except DPDK's EAL,
+ *   which is per process (see dpdk_eal_args).
  * - The library never exits, aborts, or prints on the data path; it logs
  *   through serene_config.log_fn.
  */
@@ -133,8 +134,8 @@ typedef struct serene_config {
     /* The switch, "host:port" (IPv4 or name). Default "127.0.0.1:48200".
      * Env SERENE_SWITCH. */
     char switch_addr[SERENE_ADDR_MAX];
-    /* Local address to bind, "host[:port]"; empty = any, ephemeral port.
-     * Default "". Env SERENE_BIND. */
+    /* Local address to bind, "host[:port]"; empty = any, ephemeral port
+     * (dpdk: see below). Default "". Env SERENE_BIND. */
     char bind_addr[SERENE_ADDR_MAX];
     /* Transport name: "udp" (built in), "dpdk", "rdma" when built.
      * Default "udp". Env SERENE_TRANSPORT. */
@@ -186,8 +187,40 @@ typedef struct serene_config {
      * write per packet: for debugging, not for speed. Default "" (off).
      * Env SERENE_PCAP. */
     char pcap_path[SERENE_PATH_MAX];
+    /* DPDK transport (transport "dpdk"; the other transports ignore these).
+     * Its IPv4 and UDP addresses are switch_addr and bind_addr (no kernel
+     * picks a port: an empty bind_addr, or port 0, means port
+     * 48201 + rank and source address 0.0.0.0).
+     *
+     * EAL arguments, split at blanks (no quoting), e.g. "--no-huge -m 256
+     * --no-pci --file-prefix=w%r --vdev=net_memif0,role=client,socket=S%r"
+     * ("%r" is replaced by the rank, "%%" by "%"). The first dpdk context of
+     * the process starts EAL with them, unless the application has started
+     * EAL already: then they are ignored and the library never cleans EAL up.
+     * NULL or "" with EAL not running: serene_ctx_create fails with
+     * SERENE_ERR_CONFIG. serene_ctx_create copies the string (and
+     * serene_ctx_config returns the context's copy, valid while it lives).
+     * Default NULL. Env SERENE_DPDK_EAL_ARGS (the pointer then refers to
+     * the environment). */
+    const char *dpdk_eal_args;
+    /* The port: an ethdev port id ("0"), the name of a device EAL has
+     * (e.g. "net_memif0" from --vdev, or a PCI address), or a virtual
+     * device with arguments ("net_tap0,iface=sr0"), then created by the
+     * context and removed when it ends. "%r" as above. A port serves one
+     * context of the process at a time (its queue pair and mempool are the
+     * context's). Copied like dpdk_eal_args. Default NULL ("0").
+     * Env SERENE_DPDK_PORT. */
+    const char *dpdk_port;
+    /* Ethernet source address; all zero = the port's own. A different one
+     * puts the port in promiscuous mode. Default zero.
+     * Env SERENE_DPDK_MAC ("aa:bb:cc:dd:ee:ff"). */
+    uint8_t dpdk_mac[6];
+    /* Ethernet address of the switch (or next hop); all zero = broadcast
+     * ff:ff:ff:ff:ff:ff, which suits point-to-point links (memif, a veth
+     * pair, a cable). Default zero. Env SERENE_DPDK_PEER_MAC. */
+    uint8_t dpdk_peer_mac[6];
     /* Reserved for future fields; must stay zero. */
-    uint8_t reserved_[32];
+    uint8_t reserved_[20 - 2 * sizeof(void *)];
 } serene_config;
 
 /* Fill cfg with the documented defaults. */

@@ -6,6 +6,7 @@
  * serene_config_init (defaults) < serene_config_from_env < fields the
  * caller sets afterwards.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -82,6 +83,22 @@ static int parse_level(const char *s, serene_log_level *out)
     return 0;
 }
 
+/* "aa:bb:cc:dd:ee:ff" (':' or '-' between the six hex pairs). */
+static int parse_mac(const char *s, uint8_t mac[6])
+{
+    uint8_t m[6];
+    for (int i = 0; i < 6; i++, s += 3) {
+        char hex[3] = {s[0], s[0] ? s[1] : '\0', '\0'};
+        if (!isxdigit((unsigned char)hex[0]) || !isxdigit((unsigned char)hex[1]))
+            return -1;
+        m[i] = (uint8_t)strtoul(hex, NULL, 16);
+        if (i < 5 ? (s[2] != ':' && s[2] != '-') : s[2] != '\0')
+            return -1;
+    }
+    memcpy(mac, m, 6);
+    return 0;
+}
+
 static int bad_env(const serene_config *cfg, const char *name, const char *val, const char *want)
 {
     sr_log log;
@@ -141,6 +158,15 @@ SERENE_API int serene_config_from_env(serene_config *cfg)
         else
             cfg->cpu_mask = (unsigned)x;
     }
+    /* DPDK: the strings are referred to, not copied (serene.h). */
+    if ((v = getenv("SERENE_DPDK_EAL_ARGS")))
+        cfg->dpdk_eal_args = v;
+    if ((v = getenv("SERENE_DPDK_PORT")))
+        cfg->dpdk_port = v;
+    if ((v = getenv("SERENE_DPDK_MAC")) && parse_mac(v, cfg->dpdk_mac))
+        rc = bad_env(cfg, "SERENE_DPDK_MAC", v, "an Ethernet address aa:bb:cc:dd:ee:ff");
+    if ((v = getenv("SERENE_DPDK_PEER_MAC")) && parse_mac(v, cfg->dpdk_peer_mac))
+        rc = bad_env(cfg, "SERENE_DPDK_PEER_MAC", v, "an Ethernet address aa:bb:cc:dd:ee:ff");
     if ((v = getenv("SERENE_LOG_LEVEL")) && parse_level(v, &cfg->log_level))
         rc = bad_env(cfg, "SERENE_LOG_LEVEL", v, "error, warn, info, debug or 0..3");
     const struct {
@@ -169,17 +195,23 @@ SERENE_API int serene_config_dump(const serene_config *cfg, char *buf, size_t le
     if (!cfg)
         return SERENE_ERR_INVAL;
     static const char *const names[] = {"error", "warn", "info", "debug"};
+    const uint8_t *m = cfg->dpdk_mac, *pm = cfg->dpdk_peer_mac;
     return snprintf(buf, buf ? len : 0,
                     "rank = %d\nworld_size = %d\njob_id = %d\njob_nonce = %u\n"
                     "switch_addr = %s\nbind_addr = %s\ntransport = %s\ntimeout_ms = %d\n"
                     "rto_us = %d\nrto_max_us = %d\nretry_limit = %d\nwindow = %d\n"
                     "max_ops = %d\ncpu_mask = 0x%x\nstore_frac_bits = %d\nlog_level = %s\n"
-                    "pcap_path = %s\n",
+                    "pcap_path = %s\ndpdk_eal_args = %s\ndpdk_port = %s\n"
+                    "dpdk_mac = %02x:%02x:%02x:%02x:%02x:%02x\n"
+                    "dpdk_peer_mac = %02x:%02x:%02x:%02x:%02x:%02x\n",
                     cfg->rank, cfg->world_size, cfg->job_id, cfg->job_nonce, cfg->switch_addr,
                     cfg->bind_addr, cfg->transport, cfg->timeout_ms, cfg->rto_us, cfg->rto_max_us,
                     cfg->retry_limit, cfg->window, cfg->max_ops, cfg->cpu_mask, cfg->store_frac_bits,
                     names[(unsigned)cfg->log_level < 4 ? cfg->log_level : 3],
-                    memchr(cfg->pcap_path, 0, sizeof cfg->pcap_path) ? cfg->pcap_path : "?");
+                    memchr(cfg->pcap_path, 0, sizeof cfg->pcap_path) ? cfg->pcap_path : "?",
+                    cfg->dpdk_eal_args ? cfg->dpdk_eal_args : "",
+                    cfg->dpdk_port ? cfg->dpdk_port : "0", m[0], m[1], m[2], m[3], m[4], m[5],
+                    pm[0], pm[1], pm[2], pm[3], pm[4], pm[5]);
 }
 
 int sr_config_validate(const serene_config *cfg, const sr_log *log)
@@ -217,6 +249,10 @@ int sr_config_validate(const serene_config *cfg, const sr_log *log)
     char path[SR_TRACE_PATH_MAX];
     CHECK(!cfg->pcap_path[0] || sr_trace_path(path, sizeof path, cfg->pcap_path, cfg->rank) == 0,
           "pcap_path \"%s\": '%%' must be followed by 'r' (the rank) or '%%'", cfg->pcap_path);
+    CHECK(!cfg->dpdk_eal_args || strnlen(cfg->dpdk_eal_args, 4096) < 4096,
+          "dpdk_eal_args is 4096 bytes or longer");
+    CHECK(!cfg->dpdk_port || strnlen(cfg->dpdk_port, 4096) < 4096,
+          "dpdk_port is 4096 bytes or longer");
     for (size_t i = 0; i < sizeof cfg->reserved_; i++)
         CHECK(cfg->reserved_[i] == 0, "reserved bytes must be zero (use serene_config_init)");
 #undef CHECK

@@ -134,6 +134,8 @@ SERENE_API void serene_ctx_destroy(serene_ctx **pctx)
     free(ctx->pulled);
     free(ctx->ops);
     free(ctx->ring);
+    free(ctx->dpdk_eal_args);
+    free(ctx->dpdk_port);
     if (ctx->rxbuf[0])
         free(ctx->rxbuf[0]);
     free(ctx);
@@ -173,6 +175,11 @@ SERENE_API int serene_ctx_create(serene_ctx **pctx, const serene_config *cfg)
     if (!ctx)
         return SERENE_ERR_NOMEM;
     ctx->cfg = *cfg;
+    /* The caller's strings need not outlive this call: keep copies. */
+    ctx->dpdk_eal_args = cfg->dpdk_eal_args ? strdup(cfg->dpdk_eal_args) : NULL;
+    ctx->dpdk_port = cfg->dpdk_port ? strdup(cfg->dpdk_port) : NULL;
+    ctx->cfg.dpdk_eal_args = ctx->dpdk_eal_args;
+    ctx->cfg.dpdk_port = ctx->dpdk_port;
     ctx->log = log;
     ctx->wake_fd = -1;
     pthread_mutex_init(&ctx->mu, NULL);
@@ -192,7 +199,8 @@ SERENE_API int serene_ctx_create(serene_ctx **pctx, const serene_config *cfg)
         .rto_max_ns = (uint64_t)cfg->rto_max_us * 1000u,
         .retry_limit = (uint32_t)cfg->retry_limit,
     };
-    if (!ctx->ops || !ctx->ring || !rx || sr_rel_init(&ctx->rel, 1, &rp)) {
+    if (!ctx->ops || !ctx->ring || !rx || (cfg->dpdk_eal_args && !ctx->dpdk_eal_args) ||
+        (cfg->dpdk_port && !ctx->dpdk_port) || sr_rel_init(&ctx->rel, 1, &rp)) {
         free(rx);
         serene_ctx_destroy(&ctx);
         return SERENE_ERR_NOMEM;
@@ -207,7 +215,7 @@ SERENE_API int serene_ctx_create(serene_ctx **pctx, const serene_config *cfg)
         serene_ctx_destroy(&ctx);
         return rc;
     }
-    if ((rc = tp->open(&ctx->tps, cfg, &ctx->log))) {
+    if ((rc = tp->open(&ctx->tps, &ctx->cfg, &ctx->log))) {
         serene_ctx_destroy(&ctx);
         return rc;
     }

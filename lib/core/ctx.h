@@ -75,7 +75,9 @@ typedef struct sr_sync_view {
                           memory_order_relaxed)
 
 struct serene_ctx {
-    serene_config cfg;
+    serene_config cfg; /* its string pointers point at the copies below */
+    char *dpdk_eal_args; /* copies of the caller's strings (NULL if none) */
+    char *dpdk_port;
     sr_log log;
     sr_quant_kernels qk;
     const sr_transport *tp;

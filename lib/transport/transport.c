@@ -9,6 +9,9 @@
 
 static const sr_transport *const transports[] = {
     &sr_transport_udp,
+#ifdef SERENE_HAVE_DPDK
+    &sr_transport_dpdk,
+#endif
 };
 
 const sr_transport *sr_transport_find(const char *name)

@@ -56,6 +56,9 @@ typedef struct sr_transport {
 } sr_transport;
 
 extern const sr_transport sr_transport_udp;
+#ifdef SERENE_HAVE_DPDK
+extern const sr_transport sr_transport_dpdk; /* transport/dpdk/dpdk.c */
+#endif
 
 /* The transport called name, or NULL if this build has none of that name. */
 const sr_transport *sr_transport_find(const char *name);

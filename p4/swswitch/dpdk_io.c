@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * dpdk_io.c - serene-switch's DPDK ports (see dpdk_io.h). EAL start-up,
+ * port set-up and the frame layout come from lib/transport/dpdk/dpdk_port.c,
+ * shared with the library's dpdk transport.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include "dpdk_io.h"
+
+#define NB_MBUFS 2047u       /* per port */
+#define TX_HOLD_NS 200000ull /* a port refusing frames longer than this drops them */
+
+typedef struct io_port {
+    uint16_t id;
+    uint8_t probed;
+    uint8_t started;
+    struct rte_mempool *pool;
+    sr_dpdk_port_info info;
+    struct rte_mbuf *tx[SR_DPDK_BURST];
+    unsigned tx_n;
+} __attribute__((aligned(64))) io_port;
+
+/* A learnt worker address: where its answers go. */
+typedef struct io_peer {
+    sr_peer peer;
+    unsigned port; /* index into ports[] */
+    uint64_t used; /* learning order, for replacement */
+    sr_dpdk_tmpl tmpl;
+} io_peer;
+
+typedef struct io_msg {
+    const uint8_t *data;
+    size_t len;
+    sr_peer src;
+} io_msg;
+
+struct sr_dpdk_io {
+    uint32_t ip;
+    uint16_t udp_port;
+    int eal_ours;
+    unsigned n_ports, next_port;
+    io_port ports[SR_DPDK_IO_MAX_PORTS];
+    io_peer peers[SR_DPDK_IO_PEERS];
+    unsigned n_peers;
+    uint64_t learn_seq;
+    /* The last burst: mbufs kept until the next recv, and their messages. */
+    struct rte_mbuf *rx[SR_DPDK_BURST];
+    unsigned rx_n;
+    io_msg msgs[SR_DPDK_BURST];
+    sr_dpdk_io_counters c;
+    uint8_t scratch[SR_DPDK_BURST][SR_DPDK_MAX_FRAME]; /* chained frames made flat */
+};
+
+static void flush_port(sr_dpdk_io *d, io_port *p)
+{
+    unsigned off = 0;
+    uint64_t start = 0;
+
+    while (off < p->tx_n) {
+        uint16_t k = rte_eth_tx_burst(p->id, 0, p->tx + off, (uint16_t)(p->tx_n - off));
+        off += k;
+        d->c.tx += k;
+        if (off == p->tx_n || k)
+            continue;
+        /* Full: wait for the port briefly (pacing, as a full socket
+         * buffer does in UDP mode), then count the rest as lost. */
+        uint64_t now = sr_dpdk_now_ns();
+        if (!start)
+            start = now;
+        else if (now - start > TX_HOLD_NS) {
+            rte_pktmbuf_free_bulk(p->tx + off, p->tx_n - off);
+            d->c.tx_dropped += p->tx_n - off;
+            break;
+        }
+    }
+    p->tx_n = 0;
+}
+
+void sr_dpdk_io_flush(sr_dpdk_io *d)
+{
+    for (unsigned i = 0; i < d->n_ports; i++)
+        if (d->ports[i].tx_n)
+            flush_port(d, &d->ports[i]);
+}
+
+static io_peer *find_peer(sr_dpdk_io *d, const sr_peer *p)
+{
+    for (unsigned i = 0; i < d->n_peers; i++)
+        if (d->peers[i].peer.ip == p->ip && d->peers[i].peer.port == p->port)
+            return &d->peers[i];
+    return NULL;
+}
+
+/* Remember that peer a->src is behind port pi at a->src_mac; rebuild its
+ * answer template when that is new. */
+static void learn(sr_dpdk_io *d, unsigned pi, const sr_frame_addr *a, const sr_peer *src)
+{
+    io_peer *e = find_peer(d, src);
+
+    if (e && e->port == pi && !memcmp(e->tmpl.hdr, a->src_mac, 6))
+        return;
+    if (!e) {
+        if (d->n_peers < SR_DPDK_IO_PEERS) {
+            e = &d->peers[d->n_peers++];
+        } else {
+            e = &d->peers[0];
+            for (unsigned i = 1; i < d->n_peers; i++)
+                if (d->peers[i].used < e->used)
+                    e = &d->peers[i];
+        }
+    }
+    sr_frame_addr r;
+    memcpy(r.dst_mac, a->src_mac, 6);
+    memcpy(r.src_mac, d->ports[pi].info.mac, 6);
+    r.src_ip = a->dst_ip;
+    r.dst_ip = a->src_ip;
+    r.src_port = a->dst_port;
+    r.dst_port = a->src_port;
+    e->peer = *src;
+    e->port = pi;
+    e->used = ++d->learn_seq;
+    sr_dpdk_tmpl_init(&e->tmpl, &r, d->ports[pi].info.csum_offload);
+    d->c.learnt++;
+}
+
+int sr_dpdk_io_recv(sr_dpdk_io *d)
+{
+    unsigned got = 0;
+
+    if (d->rx_n)
+        rte_pktmbuf_free_bulk(d->rx, d->rx_n);
+    d->rx_n = 0;
+    /* One burst from the first port in turn that has frames. */
+    for (unsigned t = 0; t < d->n_ports && !d->rx_n; t++) {
+        unsigned pi = d->next_port;
+
+        d->next_port = (d->next_port + 1) % d->n_ports;
+        d->rx_n = rte_eth_rx_burst(d->ports[pi].id, 0, d->rx, SR_DPDK_BURST);
+        for (unsigned i = 0; i < d->rx_n; i++) {
+            sr_frame_addr a;
+            const uint8_t *pl;
+            size_t len;
+            int r = sr_dpdk_frame_parse(d->rx[i], d->scratch[i], &a, &pl, &len);
+
+            if (r == SR_FRAME_NOT_IPV4 || r == SR_FRAME_NOT_UDP) {
+                d->c.rx_foreign++;
+                continue;
+            }
+            if (r != SR_FRAME_OK) {
+                d->c.rx_bad++;
+                continue;
+            }
+            if (a.dst_port != d->udp_port || (d->ip && a.dst_ip != d->ip)) {
+                d->c.rx_foreign++;
+                continue;
+            }
+            io_msg *m = &d->msgs[got++];
+            m->data = pl;
+            m->len = len;
+            m->src.ip = a.src_ip;
+            m->src.port = a.src_port;
+            learn(d, pi, &a, &m->src);
+            d->c.rx++;
+        }
+    }
+    return (int)got;
+}
+
+const uint8_t *sr_dpdk_io_rx(const sr_dpdk_io *d, unsigned i, size_t *len, sr_peer *src)
+{
+    *len = d->msgs[i].len;
+    *src = d->msgs[i].src;
+    return d->msgs[i].data;
+}
+
+void sr_dpdk_io_send(sr_dpdk_io *d, const sr_peer *dst, const uint8_t *hdr, size_t hlen,
+                     const uint8_t *payload, size_t plen)
+{
+    io_peer *e = find_peer(d, dst);
+
+    if (!e) {
+        d->c.tx_no_route++;
+        return;
+    }
+    io_port *p = &d->ports[e->port];
+    struct rte_mbuf *m = sr_dpdk_frame(p->pool, &e->tmpl, hdr, hlen, payload, plen);
+
+    if (!m) {
+        /* Empty pool: free what is queued by sending it, then retry once. */
+        flush_port(d, p);
+        m = sr_dpdk_frame(p->pool, &e->tmpl, hdr, hlen, payload, plen);
+        if (!m) {
+            d->c.tx_dropped++;
+            return;
+        }
+    }
+    p->tx[p->tx_n++] = m;
+    if (p->tx_n == SR_DPDK_BURST)
+        flush_port(d, p);
+}
+
+void sr_dpdk_io_counters_get(const sr_dpdk_io *d, sr_dpdk_io_counters *c)
+{
+    *c = d->c;
+}
+
+void sr_dpdk_io_describe(const sr_dpdk_io *d, char *buf, size_t len)
+{
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (unsigned i = 0; i < d->n_ports && used < len; i++) {
+        int k = snprintf(buf + used, len - used, "%s%s (port %u)", i ? ", " : "",
+                         d->ports[i].info.name, d->ports[i].id);
+        if (k < 0)
+            break;
+        used += (size_t)k;
+    }
+}
+
+void sr_dpdk_io_close(sr_dpdk_io **pd)
+{
+    sr_dpdk_io *d = pd ? *pd : NULL;
+
+    if (!d)
+        return;
+    if (d->rx_n)
+        rte_pktmbuf_free_bulk(d->rx, d->rx_n);
+    sr_dpdk_io_flush(d);
+    for (unsigned i = 0; i < d->n_ports; i++) {
+        io_port *p = &d->ports[i];
+
+        if (p->probed)
+            sr_dpdk_port_remove(p->id);
+        else if (p->started || p->pool) {
+            sr_dpdk_port_stop(p->id);
+            (void)rte_eth_dev_close(p->id);
+        }
+        rte_mempool_free(p->pool);
+    }
+    if (d->eal_ours)
+        rte_eal_cleanup();
+    free(d);
+    *pd = NULL;
+}
+
+int sr_dpdk_io_open(sr_dpdk_io **out, const char *eal_args, const char *const *ports, unsigned n,
+                    uint32_t ip, uint16_t udp_port, char *err)
+{
+    sr_dpdk_io *d = calloc(1, sizeof *d);
+    char pool[32];
+    int rc;
+
+    if (!d) {
+        snprintf(err, SR_DPDK_ERR_MAX, "out of memory");
+        return -1;
+    }
+    d->ip = ip;
+    d->udp_port = udp_port;
+    rc = sr_dpdk_eal_start(eal_args, "serene-switch", err);
+    if (rc < 0) {
+        free(d);
+        return -1;
+    }
+    d->eal_ours = rc == 0;
+    if (n == 0) {
+        uint16_t id;
+
+        RTE_ETH_FOREACH_DEV(id)
+        {
+            if (d->n_ports == SR_DPDK_IO_MAX_PORTS)
+                break;
+            d->ports[d->n_ports++].id = id;
+        }
+        if (d->n_ports == 0) {
+            snprintf(err, SR_DPDK_ERR_MAX,
+                     "EAL found no ports: add --vdev=... to the EAL arguments, or bind a NIC");
+            goto fail;
+        }
+    } else if (n > SR_DPDK_IO_MAX_PORTS) {
+        snprintf(err, SR_DPDK_ERR_MAX, "more than %u ports", SR_DPDK_IO_MAX_PORTS);
+        goto fail;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        int probed;
+
+        if (sr_dpdk_port_find(ports[i], &d->ports[i].id, &probed, err))
+            goto fail;
+        d->ports[i].probed = (uint8_t)probed;
+        d->n_ports = i + 1;
+        for (unsigned k = 0; k < i; k++)
+            if (d->ports[k].id == d->ports[i].id) {
+                snprintf(err, SR_DPDK_ERR_MAX, "port \"%s\" given twice", ports[i]);
+                goto fail;
+            }
+    }
+    /* No wait for links: a memif server's link comes up only when its
+     * client (a worker, started after the switch) connects. */
+    for (unsigned i = 0; i < d->n_ports; i++) {
+        io_port *p = &d->ports[i];
+
+        snprintf(pool, sizeof pool, "sw_pool_%u", p->id);
+        /* Promiscuous: workers may address the switch by broadcast or by
+         * any MAC their configuration gives. */
+        if (sr_dpdk_port_start(p->id, &p->pool, pool, NB_MBUFS, 1, 0, &p->info, err))
+            goto fail;
+        p->started = 1;
+    }
+    *out = d;
+    return 0;
+fail:
+    sr_dpdk_io_close(&d);
+    return -1;
+}

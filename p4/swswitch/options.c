@@ -1,0 +1,389 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * options.c - serene-switch's command line (options.h): usage text, strict
+ * number parsing, --listen, --job specs within the pipeline's limits, and
+ * the fault-injection, control, stats and DPDK options.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chaos.h"
+#include "ctl_sock.h"
+#include "options.h"
+
+_Static_assert(SR_WIRE_UDP_PORT == 48200u, "DEFAULT_LISTEN follows wire.h");
+
+const char *const sw_log_names[4] = {"error", "warn", "info", "debug"};
+
+/* ---- messages ----------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: " PROG " [--listen ADDR:PORT] --job SPEC... [options]\n"
+            "\n"
+            "Software switch for Serene: aggregates workers' packets like the P4 program.\n"
+            "\n"
+            "  --listen ADDR:PORT     IPv4 address and UDP port to bind (default " DEFAULT_LISTEN
+            ";\n"
+            "                         port 0 picks a free one)\n"
+            "  --job ID:N[:ELEMS[:SLOTS]][,store=WORDS][,ring=R][,policy=MODE]\n"
+            "                         add job ID (0..65535) of N workers (1..%u), ELEMS\n"
+            "                         elements per packet (1..%u, default %u; also the SSP\n"
+            "                         store's row length) and SLOTS slots (1..%u, default\n"
+            "                         %u); repeatable, at least one. Options:\n"
+            "                           store=WORDS  SSP store words, 0..%u\n"
+            "                                        (default %u)\n"
+            "                           ring=R       barrier ring, a power of 2 in 2..%u\n"
+            "                                        (default %u)\n"
+            "                           policy=MODE  bsp (default), asp or ssp:S with\n"
+            "                                        S <= R - 2: the policy from clock 0\n"
+            "  --dpdk EAL_ARGS        DPDK mode: start EAL with these arguments (split at\n"
+            "                         blanks, e.g. \"--no-huge -m 256 --no-pci --no-shconf\n"
+            "                         --vdev=net_memif0,role=server,socket=S0\"): workers'\n"
+            "                         frames arrive on DPDK ports, addressed to the --listen\n"
+            "                         address (port 0: %u); answers go back out of the port\n"
+            "                         each worker was heard on, to its Ethernet address\n"
+            "  --dpdk-port PORT       a DPDK port for workers: port id, device name or vdev\n"
+            "                         spec to probe (repeatable; default: every port)\n"
+            "  --port-file PATH       once bound, write the port and a newline to PATH\n"
+            "                         (written to a temporary file, then renamed)\n"
+            "  --control PATH         serve a Unix stream socket at PATH (a stale one is\n"
+            "                         replaced; removed at exit): one command line per\n"
+            "                         connection, one reply line:\n"
+            "                           jobs\n"
+            "                           status JOB\n"
+            "                           policy JOB bsp|asp|ssp [S] [from CLOCK]\n"
+            "  --loss P               drop each received datagram and each sent copy with\n"
+            "                         probability P (0..1; for tests)\n"
+            "  --dup P                send each copy twice with probability P\n"
+            "  --reorder P            hold each copy back with probability P until after the\n"
+            "                         next one (or %u ms)\n"
+            "  --seed S               seed of the fault injector (default 1)\n"
+            "  --stats-interval SEC   print a line of counters to stderr every SEC seconds\n"
+            "                         (0 = off, the default)\n"
+            "  --log-level LEVEL      error, warn (default), info or debug\n"
+            "  -h, --help             print this help and exit\n"
+            "\n"
+            "SIGINT or SIGTERM stops the switch; it prints one line of counters per job to\n"
+            "stderr and exits 0. Exit status 1: setup failure; 2: bad command line.\n",
+            SR_WIRE_MAX_WORKERS, SR_WIRE_MAX_ELEMS, SR_WIRE_DEF_ELEMS, SR_WIRE_MAX_SLOTS,
+            SR_WIRE_DEF_SLOTS, SR_PIPE_STORE_MAX, SR_PIPE_STORE_DEFAULT, SR_BARRIER_RING_MAX,
+            SR_BARRIER_RING_DEFAULT, SR_WIRE_UDP_PORT, (unsigned)(SR_CHAOS_HOLD_NS / 1000000u));
+}
+
+__attribute__((format(printf, 1, 2), noreturn)) static void usage_error(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs(PROG ": ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs(" (try '" PROG " --help')\n", stderr);
+    exit(2);
+}
+
+/* ---- command line ------------------------------------------------------- */
+
+/* Strict unsigned decimal (or 0x hex if hex): digits only, no sign, no
+ * spaces, nothing after, at most max. */
+static int parse_u64(const char *s, uint64_t max, int hex, uint64_t *out)
+{
+    int base = 10;
+    unsigned long long v;
+    char *end;
+
+    if (hex && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+        base = 16;
+        s += 2;
+    }
+    if (!(base == 16 ? isxdigit((unsigned char)*s) : isdigit((unsigned char)*s)))
+        return -1;
+    errno = 0;
+    v = strtoull(s, &end, base);
+    if (errno || *end || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static double parse_real(const char *opt, const char *s, double max, const char *what)
+{
+    char *end;
+    double v;
+
+    errno = 0;
+    v = strtod(s, &end);
+    if (!*s || end == s || *end || errno || !(v >= 0.0 && v <= max))
+        usage_error("%s: '%s' is not %s", opt, s, what);
+    return v;
+}
+
+static void parse_listen(sw_opts *o, const char *s)
+{
+    const char *colon = strrchr(s, ':');
+    char addr[INET_ADDRSTRLEN];
+    struct in_addr in;
+    uint64_t port;
+
+    if (!colon || (size_t)(colon - s) >= sizeof addr)
+        usage_error("--listen: '%s' is not ADDR:PORT", s);
+    memcpy(addr, s, (size_t)(colon - s));
+    addr[colon - s] = '\0';
+    if (inet_pton(AF_INET, addr, &in) != 1)
+        usage_error("--listen: '%s' is not an IPv4 address in '%s'", addr, s);
+    if (parse_u64(colon + 1, 65535, 0, &port))
+        usage_error("--listen: '%s' is not a port (0..65535) in '%s'", colon + 1, s);
+    o->ip = ntohl(in.s_addr);
+    o->port = (uint16_t)port;
+    o->listen = s;
+}
+
+/* One "key=value" option of a --job spec (opt, of len bytes, inside s). */
+static void parse_job_option(sw_job_opt *j, const char *s, const char *opt, size_t len,
+                             unsigned *seen)
+{
+    static const char *const keys[] = {"store", "ring", "policy"};
+    sr_pipe_job_params *jp = &j->params;
+    char buf[48], *val;
+    unsigned k;
+    uint64_t v;
+
+    if (len == 0)
+        usage_error("--job: empty option in '%s'", s);
+    if (len >= sizeof buf || !memchr(opt, '=', len))
+        usage_error("--job: '%.*s' in '%s' is not store=WORDS, ring=R or policy=MODE", (int)len,
+                    opt, s);
+    memcpy(buf, opt, len);
+    buf[len] = '\0';
+    val = strchr(buf, '=');
+    *val++ = '\0';
+    for (k = 0; k < 3 && strcmp(buf, keys[k]); k++)
+        ;
+    if (k == 3)
+        usage_error("--job: unknown option '%s' in '%s' (store=, ring= or policy=)", buf, s);
+    if (*seen & 1u << k)
+        usage_error("--job: '%s' given twice in '%s'", buf, s);
+    *seen |= 1u << k;
+    if (k == 0) {
+        if (parse_u64(val, SR_PIPE_STORE_MAX, 0, &v))
+            usage_error("--job: store '%s' in '%s' is not a number of words in 0..%u", val, s,
+                        SR_PIPE_STORE_MAX);
+        jp->store_words = (uint32_t)v;
+    } else if (k == 1) {
+        if (parse_u64(val, SR_BARRIER_RING_MAX, 0, &v) || v < 2 || (v & (v - 1)))
+            usage_error("--job: ring '%s' in '%s' is not a power of 2 in 2..%u", val, s,
+                        SR_BARRIER_RING_MAX);
+        jp->ring = (uint32_t)v;
+    } else {
+        char *colon = strchr(val, ':');
+
+        if (colon)
+            *colon++ = '\0';
+        if (!strcmp(val, "bsp"))
+            jp->mode = SR_SYNC_BSP;
+        else if (!strcmp(val, "asp"))
+            jp->mode = SR_SYNC_ASP;
+        else if (!strcmp(val, "ssp") && colon)
+            jp->mode = SR_SYNC_SSP;
+        else
+            usage_error("--job: policy '%.*s' in '%s' is not bsp, asp or ssp:S", (int)len - 7,
+                        opt + 7, s);
+        jp->s = 0;
+        if (jp->mode == SR_SYNC_SSP) {
+            if (parse_u64(colon, SR_BARRIER_RING_MAX - 2, 0, &v))
+                usage_error("--job: s '%s' of policy ssp in '%s' is not a number in 0..%u",
+                            colon, s, SR_BARRIER_RING_MAX - 2);
+            jp->s = (uint32_t)v;
+        } else if (colon) {
+            usage_error("--job: policy %s in '%s' takes no :S (only ssp does)", val, s);
+        }
+    }
+}
+
+/* ID:N[:ELEMS[:SLOTS]][,store=WORDS][,ring=R][,policy=bsp|asp|ssp:S], each
+ * field within its limits (wire.h, pipeline.h, barrier.h). */
+static void parse_job(sw_opts *o, const char *s)
+{
+    static const char *const names[] = {"ID", "N", "ELEMS", "SLOTS"};
+    const uint64_t lo[] = {0, 1, 1, 1};
+    const uint64_t hi[] = {65535, SR_WIRE_MAX_WORKERS, SR_WIRE_MAX_ELEMS, SR_WIRE_MAX_SLOTS};
+    uint64_t v[4] = {0, 0, SR_WIRE_DEF_ELEMS, SR_WIRE_DEF_SLOTS};
+    sw_job_opt *j = &o->jobs[o->n_jobs];
+    const char *end = s + strcspn(s, ","), *p = s, *why;
+    unsigned k = 0, seen = 0;
+
+    for (;;) {
+        const char *colon = memchr(p, ':', (size_t)(end - p));
+        size_t len = colon ? (size_t)(colon - p) : (size_t)(end - p);
+        char field[24];
+
+        if (k == 4)
+            usage_error("--job: '%s' has more than ID:N:ELEMS:SLOTS", s);
+        if (len >= sizeof field || (memcpy(field, p, len), field[len] = '\0',
+                                    parse_u64(field, UINT64_MAX, 0, &v[k])) ||
+            v[k] < lo[k] || v[k] > hi[k])
+            usage_error("--job: %s '%.*s' in '%s' is not in %" PRIu64 "..%" PRIu64, names[k],
+                        (int)len, p, s, lo[k], hi[k]);
+        k++;
+        if (!colon)
+            break;
+        p = colon + 1;
+    }
+    if (k < 2)
+        usage_error("--job: '%s' is not ID:N[:ELEMS[:SLOTS]][,OPTION=VALUE...]", s);
+    sr_pipe_job_params_init(&j->params);
+    j->id = (uint16_t)v[0];
+    j->params.n_workers = (uint32_t)v[1];
+    j->params.elems_per_pkt = (uint32_t)v[2];
+    j->params.pool_slots = (uint32_t)v[3];
+    j->arg = s;
+    for (p = end; *p == ',';) {
+        const char *q = p + 1, *next = q + strcspn(q, ",");
+
+        parse_job_option(j, s, q, (size_t)(next - q), &seen);
+        p = next;
+    }
+    if (j->params.mode == SR_SYNC_SSP && j->params.s > j->params.ring - 2)
+        usage_error("--job: policy ssp:%" PRIu32 " in '%s' needs ring >= %" PRIu32
+                    " (s + 2; ring is %" PRIu32 ")",
+                    j->params.s, s, j->params.s + 2, j->params.ring);
+    if (sr_pipe_job_params_check(&j->params, &why))
+        usage_error("--job: '%s': %s", s, why);
+    o->n_jobs++;
+}
+
+static int parse_level(const char *s)
+{
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(s, sw_log_names[i]))
+            return i;
+    usage_error("--log-level: '%s' is not error, warn, info or debug", s);
+}
+
+void sw_parse_args(sw_opts *o, int argc, char **argv)
+{
+    enum {
+        O_LISTEN = 256,
+        O_JOB,
+        O_PORT_FILE,
+        O_CONTROL,
+        O_LOSS,
+        O_DUP,
+        O_REORDER,
+        O_SEED,
+        O_STATS,
+        O_LOG,
+        O_DPDK,
+        O_DPDK_PORT
+    };
+    static const struct option longopts[] = {
+        {"listen", required_argument, NULL, O_LISTEN},
+        {"job", required_argument, NULL, O_JOB},
+        {"port-file", required_argument, NULL, O_PORT_FILE},
+        {"control", required_argument, NULL, O_CONTROL},
+        {"loss", required_argument, NULL, O_LOSS},
+        {"dup", required_argument, NULL, O_DUP},
+        {"reorder", required_argument, NULL, O_REORDER},
+        {"seed", required_argument, NULL, O_SEED},
+        {"stats-interval", required_argument, NULL, O_STATS},
+        {"log-level", required_argument, NULL, O_LOG},
+        {"dpdk", required_argument, NULL, O_DPDK},
+        {"dpdk-port", required_argument, NULL, O_DPDK_PORT},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+
+    o->jobs = calloc((size_t)argc, sizeof *o->jobs);
+    o->dpdk_ports = calloc((size_t)argc, sizeof *o->dpdk_ports);
+    if (!o->jobs || !o->dpdk_ports) {
+        fputs(PROG ": out of memory\n", stderr);
+        exit(1);
+    }
+    o->seed = 1;
+    o->log_level = LOG_WARN;
+    parse_listen(o, DEFAULT_LISTEN);
+    opterr = 0; /* our messages, not getopt's */
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_LISTEN: parse_listen(o, optarg); break;
+        case O_JOB: parse_job(o, optarg); break;
+        case O_PORT_FILE:
+            if (!*optarg)
+                usage_error("--port-file: empty path");
+            o->port_file = optarg;
+            break;
+        case O_CONTROL:
+            if (!*optarg)
+                usage_error("--control: empty path");
+            if (strlen(optarg) > SR_CTLS_PATH_MAX)
+                usage_error("--control: '%s' is longer than %u bytes (a Unix socket path)",
+                            optarg, SR_CTLS_PATH_MAX);
+            o->control = optarg;
+            break;
+        case O_LOSS: o->loss = parse_real("--loss", optarg, 1.0, "a probability in [0,1]"); break;
+        case O_DUP: o->dup = parse_real("--dup", optarg, 1.0, "a probability in [0,1]"); break;
+        case O_REORDER:
+            o->reorder = parse_real("--reorder", optarg, 1.0, "a probability in [0,1]");
+            break;
+        case O_SEED:
+            if (parse_u64(optarg, UINT64_MAX, 1, &o->seed))
+                usage_error("--seed: '%s' is not an unsigned 64-bit integer", optarg);
+            break;
+        case O_STATS:
+            o->stats_interval = parse_real("--stats-interval", optarg, MAX_STATS_INTERVAL,
+                                           "a number of seconds in [0,86400]");
+            break;
+        case O_LOG: o->log_level = parse_level(optarg); break;
+        case O_DPDK:
+        case O_DPDK_PORT:
+#ifndef SERENE_HAVE_DPDK
+            usage_error("%s: this serene-switch was built without DPDK (meson -Ddpdk=enabled)",
+                        argv[optind - 1]);
+#endif
+            if (!*optarg)
+                usage_error("%s: empty value", c == O_DPDK ? "--dpdk" : "--dpdk-port");
+            if (c == O_DPDK)
+                o->dpdk_eal = optarg;
+            else
+                o->dpdk_ports[o->n_dpdk_ports++] = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        case ':': usage_error("option '%s' needs a value", argv[optind - 1]);
+        default:
+            /* A long option given a value it does not take comes back
+             * with optopt set to its code, like an unknown short one. */
+            if (!strncmp(argv[optind - 1], "--", 2) && strchr(argv[optind - 1], '=') && optopt)
+                usage_error("option '%.*s' takes no value",
+                            (int)(strchr(argv[optind - 1], '=') - argv[optind - 1]),
+                            argv[optind - 1]);
+            if (!strncmp(argv[optind - 1], "--", 2))
+                usage_error("unknown or ambiguous option '%.*s'",
+                            (int)strcspn(argv[optind - 1], "="), argv[optind - 1]);
+            usage_error("unknown option '-%c'", optopt);
+        }
+    }
+    if (optind < argc)
+        usage_error("unexpected argument '%s'", argv[optind]);
+    if (o->n_jobs == 0)
+        usage_error("at least one --job ID:N[:ELEMS[:SLOTS]][,...] is required");
+    if (o->n_dpdk_ports && !o->dpdk_eal)
+        usage_error("--dpdk-port needs --dpdk EAL_ARGS");
+}
+
+void sw_opts_free(sw_opts *o)
+{
+    free(o->jobs);
+    free(o->dpdk_ports);
+}
