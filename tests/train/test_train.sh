@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# test_train.sh SERENE_TRAIN SERENE_RUN SERENE_SWITCH GEN_DIGITS
+#
+# A short version of the main job (examples/train): 2 ranks of serene-train
+# on a 16x16 digit-like set that gen_digits writes (no network), under
+# serene-run with its embedded switch.
+#   1. store mode (BSP), slow_worker stragglers on rank 1: every rank exits
+#      0; per rank the CSV has the fixed header, one row per iteration with
+#      11 numeric fields (accuracies only on snapshot rows, in [0, 1]),
+#      iterations 1..N, times increasing, waits >= 0 and the cumulative wait
+#      their running sum; the summary has its keys, saturations=0 and the
+#      same final accuracy on both ranks; the loss falls (mean of the last
+#      10 iterations below 60% of the first 10) and the final model beats
+#      chance by far; rank 1 straggled, rank 0 did not.
+#   2. the same in allreduce mode, with one 30 ms failure pause per rank.
+#   3. SSP(3) on a switch this script starts, with a heterogeneous straggler.
+#   4. errors: missing and truncated data file, bad straggler spec, a store
+#      too small for the model (each with its message and exit status).
+# Every run is bounded by serene-run --timeout; processes are stopped by
+# PID. A failure prints "FAIL: ..." and exits 1.
+set -uo pipefail
+[ $# -eq 4 ] || { echo "usage: $0 SERENE_TRAIN SERENE_RUN SERENE_SWITCH GEN_DIGITS" >&2; exit 2; }
+TRAIN=$1 RUN=$2 SWITCH=$3 GEN=$4
+ITERS=60
+export SERENE_TIMEOUT_MS=10000 SERENE_SWITCH_BIN=$SWITCH
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/serene-train-test.XXXXXX") || exit 1
+swpid=""
+cleanup() {
+    if [ -n "$swpid" ]; then
+        kill -TERM "$swpid" 2>/dev/null
+        for _ in $(seq 100); do kill -0 "$swpid" 2>/dev/null || break; sleep 0.05; done
+        kill -KILL "$swpid" 2>/dev/null
+        wait "$swpid" 2>/dev/null
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+fail() {
+    echo "FAIL: train: $*"
+    [ -f "$work/out.log" ] && { echo "---- last output:"; tail -n 20 "$work/out.log"; }
+    exit 1
+}
+
+"$GEN" "$work/digits.bin" 1000 16 3 || fail "gen_digits failed"
+common=(--data "$work/digits.bin" --iters "$ITERS" --batch 16 --lr 0.05 --eval-every 10
+    --train-eval 200)
+
+# check_run DIR NAME: the outputs of a 2-rank run in DIR.
+check_run() {
+    local dir=$1 name=$2 r
+    for r in 0 1; do
+        local csv=$dir/rank$r.csv sum=$dir/rank$r.summary
+        [ -s "$csv" ] && [ -s "$sum" ] || fail "$name: rank $r wrote no CSV or summary"
+        awk -F, -v n="$ITERS" -v name="$name rank $r" '
+            function bad(m) { print "FAIL: train: " name ": " m " (line " NR ": " $0 ")"; err = 1; exit 1 }
+            NR == 1 {
+                if ($0 != "iter,time_s,loss,batch_acc,train_acc,test_acc,compute_s,straggle_s," \
+                          "comm_s,wait_s,cum_wait_s") bad("header")
+                next
+            }
+            {
+                if (NF != 11) bad(NF " fields")
+                for (i = 1; i <= 11; i++)
+                    if (!(i == 5 || i == 6) && $i !~ /^[0-9]+(\.[0-9]+)?$/) bad("field " i " not a number")
+                if ($1 != NR - 1) bad("iteration " $1 " at row " NR - 1)
+                if ($2 <= last_t) bad("time does not increase")
+                last_t = $2
+                snap = ($1 % 10 == 0 || $1 == n)
+                for (i = 5; i <= 6; i++) {
+                    if (snap && !($i ~ /^[01]\.[0-9]+$/ && $i <= 1))
+                        bad("accuracy " i " missing or outside [0,1] on a snapshot row")
+                    if (!snap && $i != "") bad("accuracy on a row without snapshot")
+                }
+                cum += $10
+                if ($11 + 1e-5 < cum || $11 - 1e-5 > cum) bad("cum_wait_s is not the running sum of wait_s")
+                if ($1 <= 10) first += $3
+                if ($1 > n - 10) lastl += $3
+                strag += $8
+            }
+            END {
+                if (err) exit 1
+                if (NR - 1 != n) { print "FAIL: train: " name ": " NR - 1 " rows, expected " n; exit 1 }
+                printf "%s: loss %.3f (first 10) -> %.3f (last 10), straggled %.3f s\n", name, first / 10, lastl / 10, strag
+                if (!(lastl < 0.6 * first)) { print "FAIL: train: " name ": the loss did not fall"; exit 1 }
+                print strag > "/dev/stderr"
+            }' "$csv" 2>"$dir/strag$r" || fail "$name: rank $r CSV"
+        local key
+        for key in rank world mode iters mean_iter_ms straggler delayed_iters delay_s start_ns \
+            end_ns wall_s cum_wait_s final_test_acc time_to_target_s saturations; do
+            grep -q "^$key=" "$sum" || fail "$name: rank $r summary lacks $key"
+        done
+        grep -qx "saturations=0" "$sum" || fail "$name: rank $r saturated the store's fixed point"
+    done
+    local a0 a1
+    a0=$(sed -n 's/^final_test_acc=//p' "$dir/rank0.summary")
+    a1=$(sed -n 's/^final_test_acc=//p' "$dir/rank1.summary")
+    [ "$a0" = "$a1" ] || fail "$name: ranks end with different models ($a0, $a1)"
+    awk -v a="$a0" 'BEGIN { exit !(a >= 0.5) }' || fail "$name: final test accuracy $a0 < 0.5"
+    echo "$name: final test accuracy $a0"
+}
+
+# 1. store mode under the embedded switch's BSP, rank 1 straggling.
+mkdir "$work/store"
+"$RUN" -n 2 --timeout 120 -- "$TRAIN" "${common[@]}" --out "$work/store" --mode store \
+    --straggler slow:0.3:0.5:2 --straggler-ranks 1 --warmup 5 >"$work/out.log" 2>&1 ||
+    fail "store run exited with $?"
+check_run "$work/store" store
+grep -qx "delayed_iters=0" "$work/store/rank0.summary" || fail "rank 0 straggled though not listed"
+awk '{ exit !($1 > 0) }' "$work/store/strag1" || fail "rank 1 never straggled (p=0.3, 55 iterations)"
+
+# 2. allreduce mode.
+mkdir "$work/ar"
+"$RUN" -n 2 --timeout 120 -- "$TRAIN" "${common[@]}" --out "$work/ar" --mode allreduce \
+    --straggler fail:0.5:30 >"$work/out.log" 2>&1 ||
+    fail "allreduce run exited with $?"
+check_run "$work/ar" allreduce
+for r in 0 1; do # failure: exactly one pause of 30 ms
+    awk '{ exit !($1 > 0.0299 && $1 < 0.0301) }' "$work/ar/strag$r" ||
+        fail "allreduce rank $r: failure pauses add up to $(cat "$work/ar/strag$r") s, not one of 0.03 s"
+done
+grep -qx "mode=allreduce" "$work/ar/rank0.summary" || fail "allreduce summary mode"
+
+# 3. SSP(3) on our own switch, heterogeneous straggler on rank 0.
+start_own_switch() { # SPEC
+    rm -f "$work/port"
+    "$SWITCH" --listen 127.0.0.1:0 --port-file "$work/port" --job "$1" >"$work/switch.log" 2>&1 &
+    swpid=$!
+    for _ in $(seq 200); do
+        [ -s "$work/port" ] && break
+        kill -0 "$swpid" 2>/dev/null || fail "serene-switch exited at start"
+        sleep 0.05
+    done
+    [ -s "$work/port" ] || fail "serene-switch wrote no port in 10 s"
+}
+stop_own_switch() {
+    kill -TERM "$swpid" 2>/dev/null
+    for _ in $(seq 100); do kill -0 "$swpid" 2>/dev/null || break; sleep 0.05; done
+    kill -KILL "$swpid" 2>/dev/null
+    wait "$swpid" 2>/dev/null
+    swpid=""
+}
+start_own_switch "0:2:2048,store=65536,policy=ssp:3"
+mkdir "$work/ssp"
+"$RUN" -n 2 --switch "127.0.0.1:$(cat "$work/port")" --timeout 120 -- "$TRAIN" "${common[@]}" \
+    --out "$work/ssp" --straggler hetero:2 --straggler-ranks 0 --mean-iter-ms 3 >"$work/out.log" 2>&1 ||
+    fail "ssp run exited with $?"
+stop_own_switch
+check_run "$work/ssp" ssp3
+
+# 4. errors.
+expect_error() { # NAME STATUS PATTERN COMMAND...
+    local name=$1 want=$2 pat=$3 rc
+    shift 3
+    "$@" >"$work/out.log" 2>&1
+    rc=$?
+    [ "$rc" -eq "$want" ] || fail "$name: exit $rc, expected $want"
+    grep -q -- "$pat" "$work/out.log" || fail "$name: no message matching '$pat'"
+    echo "$name: exit $rc, $(grep -m1 -- "$pat" "$work/out.log")"
+}
+expect_error "bad straggler" 2 "is not none, slow:P:MIN:MAX" \
+    "$TRAIN" --data x --out "$work" --straggler slow:2:1:1
+expect_error "missing data" 1 "cannot open $work/none" \
+    "$RUN" -n 1 --timeout 60 -- "$TRAIN" --data "$work/none" --out "$work"
+head -c 5000 "$work/digits.bin" >"$work/short.bin"
+expect_error "truncated data" 1 "is truncated" \
+    "$RUN" -n 1 --timeout 60 -- "$TRAIN" --data "$work/short.bin" --out "$work"
+printf 'SRDIGIT0xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' >"$work/bad.bin"
+expect_error "not a digit set" 1 "no SRDIGIT1 header" \
+    "$RUN" -n 1 --timeout 60 -- "$TRAIN" --data "$work/bad.bin" --out "$work"
+start_own_switch "0:1,store=1000"
+expect_error "store too small" 1 "the switch's store holds 1000 words" \
+    "$RUN" -n 1 --switch "127.0.0.1:$(cat "$work/port")" --timeout 60 -- "$TRAIN" \
+    --data "$work/digits.bin" --out "$work"
+stop_own_switch
+echo "PASS: train"
