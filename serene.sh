@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # serene.sh - the README's two commands, runnable as root on a fresh Debian 12.
-#   ./serene.sh demo   build, then run the main job (allreduce example, 4 ranks,
-#                      embedded software switch)
+#   ./serene.sh demo   build, then run the main job: MLP training with stragglers
+#                      under BSP, SSP(10), ASP, dynamic and allreduce (4 ranks,
+#                      embedded software switch); prints the table, writes plots
 #   ./serene.sh test   build and run the whole test suite: gcc -Werror (unit, ABI,
 #                      integration), clang -Werror (unit, ABI), gcc with ASan+UBSan
 #                      (unit, integration), clang libFuzzer targets (bounded time)
@@ -11,6 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 PKGS_BUILD=(build-essential pkg-config meson ninja-build libcmocka-dev libpcap-dev clang binutils iproute2)
+PKGS_DEMO=(python3 gnuplot-nox) # and npm, unless one is on PATH (nodesource's)
 PKGS_TEST=(libclang-rt-14-dev valgrind tcpdump dpdk-dev g++ python3-torch libtorch-dev python3-numpy)
 
 need_pkgs() {
@@ -59,10 +61,11 @@ run_suites() { # dir, meson test args...
 cmd=${1:-}
 case $cmd in
 demo)
-    need_pkgs "${PKGS_BUILD[@]}"
+    need_pkgs "${PKGS_BUILD[@]}" "${PKGS_DEMO[@]}"
+    command -v npm >/dev/null || need_pkgs npm
     setup_build build -Dbuildtype=release
-    SERENE_SWITCH_BIN=$PWD/build/p4/swswitch/serene-switch \
-        ./build/lib/launch/serene-run -n 4 -- ./build/examples/allreduce_hello
+    shift
+    examples/train/demo.sh --build build "$@"
     ;;
 test)
     need_pkgs "${PKGS_BUILD[@]}" "${PKGS_TEST[@]}"
