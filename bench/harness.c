@@ -30,6 +30,8 @@ void sr_bench_init(sr_bench *b, const char *prog, size_t default_size)
     b->min_sample_s = 0.01;
     b->format = SR_BENCH_HUMAN;
     b->human = stdout;
+    b->sizes[0] = default_size;
+    b->nsizes = 1;
 }
 
 /* "64M", "1048576", "4k": powers of 1024. */
@@ -53,6 +55,35 @@ static int parse_size(const char *s, size_t *out)
     return 0;
 }
 
+int sr_bench_parse_sizes(const char *s, size_t *out, unsigned max)
+{
+    char buf[512];
+    if (!s || strlen(s) >= sizeof buf)
+        return -1;
+    snprintf(buf, sizeof buf, "%s", s);
+    unsigned n = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (n == max || parse_size(t, &out[n]) || out[n] == 0)
+            return -1;
+        n++;
+    }
+    return n ? (int)n : -1;
+}
+
+const char *sr_bench_size_str(size_t bytes, char *buf, size_t len)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB"};
+    unsigned u = 0;
+    double v = (double)bytes;
+    while (v >= 1024 && u < 3) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, len, v == (double)(size_t)v ? "%.0f %s" : "%.1f %s", v, unit[u]);
+    return buf;
+}
+
 static void usage(const sr_bench *b, const sr_bench_opt *opts, size_t nopts)
 {
     printf("usage: %s [options]\n"
@@ -60,9 +91,12 @@ static void usage(const sr_bench *b, const sr_bench_opt *opts, size_t nopts)
            "  --reps N       timed samples per case, default %u (max %u)\n"
            "  --warmup N     untimed calls before timing, default %u\n"
            "  --min-time S   seconds a sample lasts at least, default %g\n"
+           "  --iters N      calls per timed sample, fixed (default 0: calibrated to --min-time)\n"
            "  --filter STR   only cases whose name/variant contains STR\n"
            "  --csv | --json machine-readable results on stdout\n",
            b->prog, b->size_bytes, b->reps, MAX_REPS, b->warmup, b->min_sample_s);
+    if (b->sweeps)
+        printf("  --sizes LIST   comma-separated sizes to sweep (k/M/G suffixes), default --size\n");
     for (size_t i = 0; i < nopts; i++)
         printf("  %-14s %s, default %zu\n", opts[i].name, opts[i].help, *opts[i].value);
 }
@@ -103,6 +137,17 @@ int sr_bench_parse(sr_bench *b, int argc, char **argv, const sr_bench_opt *opts,
             bad = *end || !(b->min_sample_s >= 0 && b->min_sample_s < 60);
         } else if (!strcmp(name, "--size")) {
             bad = parse_size(val, &b->size_bytes) || b->size_bytes == 0;
+            b->sizes[0] = b->size_bytes;
+            b->nsizes = 1;
+        } else if (!strcmp(name, "--sizes") && b->sweeps) {
+            int n = sr_bench_parse_sizes(val, b->sizes, SR_BENCH_MAX_SIZES);
+            bad = n < 0;
+            b->nsizes = n < 0 ? 0 : (unsigned)n;
+            if (!bad)
+                b->size_bytes = b->sizes[0];
+        } else if (!strcmp(name, "--iters")) {
+            bad = parse_size(val, &v) || v > (1u << 30);
+            b->iters = (unsigned)v;
         } else if (!strcmp(name, "--reps")) {
             bad = parse_size(val, &v) || v == 0 || v > MAX_REPS;
             b->reps = (unsigned)v;
@@ -205,12 +250,24 @@ static void csv_str(FILE *fp, const char *s)
 void sr_bench_begin(sr_bench *b, const char *config)
 {
     char model[256], flags[64];
+    if (b->quiet)
+        return;
     cpu_model(model, sizeof model);
     cpu_flags(flags, sizeof flags);
     FILE *h = b->human;
-    fprintf(h, "# %s: size %zu B (%.1f MiB), reps %u, warmup %u, min-time %g s, filter %s\n", b->prog,
-            b->size_bytes, (double)b->size_bytes / (1 << 20), b->reps, b->warmup, b->min_sample_s,
-            b->filter ? b->filter : "-");
+    fprintf(h, "# %s: size %zu B (%.1f MiB), reps %u, warmup %u, ", b->prog, b->size_bytes,
+            (double)b->size_bytes / (1 << 20), b->reps, b->warmup);
+    if (b->iters)
+        fprintf(h, "iters %u per sample (fixed), ", b->iters);
+    else
+        fprintf(h, "min-time %g s, ", b->min_sample_s);
+    fprintf(h, "filter %s\n", b->filter ? b->filter : "-");
+    if (b->nsizes > 1 || (b->sweeps && b->sizes[0] != b->size_bytes)) {
+        fprintf(h, "# sizes:");
+        for (unsigned i = 0; i < b->nsizes; i++)
+            fprintf(h, "%s %zu", i ? "," : "", b->sizes[i]);
+        fputc('\n', h);
+    }
     fprintf(h, "# cpu: %s; serene cpu flags: %s\n", model, flags);
     fprintf(h, "# build: %s, %s\n", COMPILER, build_kind());
     if (config)
@@ -222,7 +279,7 @@ void sr_bench_begin(sr_bench *b, const char *config)
         printf("{\"bench\": ");
         json_str(stdout, b->prog);
         printf(",\n \"config\": {\"size_bytes\": %zu, \"reps\": %u, \"warmup\": %u, \"min_time_s\": %g, "
-               "\"filter\": ", b->size_bytes, b->reps, b->warmup, b->min_sample_s);
+               "\"iters\": %u, \"filter\": ", b->size_bytes, b->reps, b->warmup, b->min_sample_s, b->iters);
         json_str(stdout, b->filter ? b->filter : "");
         printf(", \"extra\": ");
         json_str(stdout, config ? config : "");
@@ -283,8 +340,8 @@ int sr_bench_run(sr_bench *b, const sr_bench_case *c, sr_bench_result *r)
         c->run(c->arg);
     /* Calibrate iters so a sample lasts min_sample_s (these calls warm up
      * too). Growth is bounded so a slow first call cannot overshoot. */
-    unsigned iters = 1;
-    for (;;) {
+    unsigned iters = b->iters ? b->iters : 1;
+    for (; !b->iters;) {
         double t = time_calls(c, iters);
         if (t >= b->min_sample_s || iters >= (1u << 30))
             break;
@@ -320,6 +377,12 @@ static const char *verified_str(int v)
 
 void sr_bench_report(sr_bench *b, const sr_bench_result *r)
 {
+    if (b->quiet) {
+        if (r->verified == 0)
+            fprintf(stderr, "%s: %s/%s %zu B FAILED: %s\n", b->prog, r->name, r->variant, r->size_bytes,
+                    r->why);
+        return;
+    }
     fprintf(b->human, "%-14s %-7s %11zu B  median %8.3f GB/s (%10.6f s)  best %8.3f GB/s  %-6s%s%s%s%s\n",
             r->name, r->variant, r->size_bytes, r->median_gbps, r->median_s, r->best_gbps,
             verified_str(r->verified), r->extra[0] ? "  " : "", r->extra, r->verified == 0 ? "  " : "",
@@ -351,6 +414,8 @@ void sr_bench_report(sr_bench *b, const sr_bench_result *r)
 void sr_bench_note(sr_bench *b, const char *fmt, ...)
 {
     va_list ap;
+    if (b->quiet)
+        return;
     va_start(ap, fmt);
     vfprintf(b->human, fmt, ap);
     va_end(ap);
@@ -359,10 +424,10 @@ void sr_bench_note(sr_bench *b, const char *fmt, ...)
 
 int sr_bench_end(sr_bench *b)
 {
-    if (b->format == SR_BENCH_JSON)
+    if (b->format == SR_BENCH_JSON && !b->quiet)
         printf("\n ]}\n");
     fflush(stdout);
     if (b->nfails)
-        fprintf(b->human, "# %u case(s) FAILED verification\n", b->nfails);
+        fprintf(b->quiet ? stderr : b->human, "# %u case(s) FAILED verification\n", b->nfails);
     return b->nfails ? 1 : 0;
 }

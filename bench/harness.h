@@ -6,7 +6,8 @@
  * A benchmark describes each case (a run callback, the bytes one call
  * processes, an optional verify callback) and the harness:
  * - parses the common options (--size, --reps, --warmup, --min-time,
- *   --filter, --csv, --json) plus the benchmark's own numeric ones;
+ *   --iters, --filter, --csv, --json; --sizes for benchmarks that sweep)
+ *   plus the benchmark's own numeric ones;
  * - prints the effective config and the CPU (model name, SR_CPU_* flags)
  *   first;
  * - warms each case up, then times `reps` samples; a sample repeats the
@@ -14,6 +15,11 @@
  * - reports the median and the best (minimum) time per call, and GB/s as
  *   size_bytes / time / 1e9;
  * - verifies the output after timing, so checking never pollutes a sample.
+ *
+ * Benchmarks that run as several processes (one per rank, each timing its
+ * own calls) set --iters so that every rank makes the same number of calls
+ * (calibration would differ per rank), and set `quiet` on every rank but
+ * one so that a single rank reports.
  *
  * Output: a human line per case on stdout; with --csv or --json, stdout
  * carries only the machine-readable form (fixed columns, below) and the
@@ -31,6 +37,12 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SR_BENCH_MAX_SIZES 32
+
 typedef enum sr_bench_format {
     SR_BENCH_HUMAN = 0,
     SR_BENCH_CSV,
@@ -44,6 +56,15 @@ typedef struct sr_bench {
     unsigned warmup;       /* --warmup: untimed calls first (default 2) */
     double min_sample_s;   /* --min-time: a sample lasts at least this (default 0.01) */
     const char *filter;    /* --filter: run only cases whose "name/variant" contains it */
+    /* --sizes: a comma-separated list (same suffixes) for benchmarks that
+     * sweep sizes; when absent it holds the one entry size_bytes. */
+    size_t sizes[SR_BENCH_MAX_SIZES];
+    unsigned nsizes;
+    /* --iters: calls per timed sample, fixed (0, the default: calibrated
+     * so that a sample lasts --min-time). */
+    unsigned iters;
+    int sweeps;            /* set by the benchmark before parsing: it takes --sizes */
+    int quiet;             /* set by the benchmark: print nothing (a non-reporting rank) */
     sr_bench_format format;
     /* harness state */
     FILE *human;     /* where human lines go */
@@ -85,6 +106,13 @@ typedef struct sr_bench_result {
     char extra[160];  /* free column, filled by the benchmark before reporting */
 } sr_bench_result;
 
+/* Parse "256k,1M,..." (suffixes k, M, G: powers of 1024) into out[0..max).
+ * Returns the count (>= 1), or -1 on a malformed, zero or extra entry. */
+int sr_bench_parse_sizes(const char *s, size_t *out, unsigned max);
+
+/* "256 KiB", "16 MiB", "1.5 GiB", "100 B": for human lines and tables. */
+const char *sr_bench_size_str(size_t bytes, char *buf, size_t len);
+
 /* Defaults: reps 11, warmup 2, min-time 0.01 s, human output. */
 void sr_bench_init(sr_bench *b, const char *prog, size_t default_size);
 
@@ -112,5 +140,9 @@ void sr_bench_note(sr_bench *b, const char *fmt, ...) __attribute__((format(prin
 /* Close the JSON document. Returns the exit status: 0, or 1 if any case
  * failed verification. */
 int sr_bench_end(sr_bench *b);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* SERENE_BENCH_HARNESS_H */

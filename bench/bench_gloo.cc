@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// bench_gloo.cc - Gloo's ring allreduce on the same tensors as
+// bench_allreduce, for a side-by-side comparison.
+//
+//   bench/bench_gloo -n 2 --sizes 256k,16M --csv
+//
+// The program starts the N ranks itself (fork, before any thread exists),
+// each a process of its own with its own Gloo context: rendezvous through a
+// gloo::rendezvous::FileStore in a fresh temporary directory, the TCP
+// transport on 127.0.0.1, then gloo::AllreduceRing<float> with SUM. The
+// parent waits for them with a deadline (--timeout seconds; on expiry it
+// kills them, by PID), removes the directory and exits non-zero if any rank
+// failed.
+//
+// Gloo's allreduce is in place, so every call first copies the rank's input
+// into the buffer it reduces (one memcpy of the tensor, timed with the
+// call: it is what a caller who keeps its input does). Inputs, the check
+// after timing (float-sum bound), the fixed calls per sample and the
+// columns are those of bench_allreduce (ar_data.h, harness.h); rank 0
+// reports.
+#include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gloo/allreduce_ring.h>
+#include <gloo/config.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include "ar_data.h"
+#include "harness.h"
+
+namespace {
+
+struct GlooCase {
+    gloo::AllreduceRing<float> *algo = nullptr;
+    const float *send = nullptr;
+    float *buf = nullptr;
+    size_t n = 0;
+    int world = 1;
+    uint64_t seed = 1;
+    std::string error; // first exception of any call
+};
+
+void run_allreduce(void *a)
+{
+    auto *c = static_cast<GlooCase *>(a);
+    if (!c->error.empty())
+        return; // the pairs are unusable after a failure
+    try {
+        std::memcpy(c->buf, c->send, 4 * c->n);
+        c->algo->run();
+    } catch (const std::exception &e) {
+        c->error = e.what();
+    }
+}
+
+int verify_allreduce(void *a, char *why, size_t wl)
+{
+    auto *c = static_cast<GlooCase *>(a);
+    if (!c->error.empty()) {
+        std::snprintf(why, wl, "gloo: %s", c->error.c_str());
+        return 1;
+    }
+    return sr_ar_check(c->buf, c->n, c->world, c->seed, 0, why, wl) != 0;
+}
+
+float *alloc_floats(size_t n)
+{
+    void *p = std::aligned_alloc(64, (4 * n + 63) / 64 * 64);
+    if (p)
+        std::memset(p, 0, 4 * n);
+    return static_cast<float *>(p);
+}
+
+int run_rank(sr_bench &b, int rank, int world, const std::string &dir, size_t sample_bytes,
+             uint64_t seed, long timeout_s)
+{
+    b.quiet = rank != 0;
+    std::shared_ptr<gloo::rendezvous::Context> ctx;
+    try {
+        gloo::transport::tcp::attr attr("127.0.0.1");
+        auto dev = gloo::transport::tcp::CreateDevice(attr);
+        gloo::rendezvous::FileStore store(dir);
+        ctx = std::make_shared<gloo::rendezvous::Context>(rank, world);
+        ctx->setTimeout(std::chrono::milliseconds(timeout_s * 1000));
+        ctx->connectFullMesh(store, dev);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "bench_gloo: rank %d: rendezvous failed: %s\n", rank, e.what());
+        return 1;
+    }
+
+    size_t maxn = 0;
+    for (unsigned i = 0; i < b.nsizes; i++)
+        maxn = b.sizes[i] / 4 > maxn ? b.sizes[i] / 4 : maxn;
+    float *send = alloc_floats(maxn), *buf = alloc_floats(maxn);
+    if (!send || !buf) {
+        std::fprintf(stderr, "bench_gloo: rank %d: out of memory\n", rank);
+        return 1;
+    }
+    char config[384];
+    std::snprintf(config, sizeof config,
+                  "gloo %d.%d.%d, ranks %d, transport tcp on 127.0.0.1, FileStore rendezvous; "
+                  "AllreduceRing<float> SUM in place, memcpy of the input timed with each call; "
+                  "calls per sample %s%zu%s",
+                  GLOO_VERSION_MAJOR, GLOO_VERSION_MINOR, GLOO_VERSION_PATCH, world, b.iters ? "" : "max(1, ",
+                  b.iters ? static_cast<size_t>(b.iters) : sample_bytes, b.iters ? " (fixed)" : " B / size)");
+    sr_bench_begin(&b, config);
+
+    const unsigned user_iters = b.iters;
+    int failed = 0;
+    for (unsigned s = 0; s < b.nsizes; s++) {
+        GlooCase c;
+        c.n = b.sizes[s] / 4;
+        c.world = world;
+        c.seed = seed + s;
+        c.send = send;
+        c.buf = buf;
+        sr_ar_fill(send, c.n, rank, c.seed);
+        if (!user_iters) {
+            size_t it = sample_bytes / b.sizes[s];
+            b.iters = it == 0 ? 1 : it > 4096 ? 4096 : static_cast<unsigned>(it);
+        }
+        std::unique_ptr<gloo::AllreduceRing<float>> algo;
+        try {
+            std::vector<float *> ptrs{buf};
+            algo.reset(new gloo::AllreduceRing<float>(ctx, ptrs, static_cast<int>(c.n)));
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "bench_gloo: rank %d: AllreduceRing setup: %s\n", rank, e.what());
+            failed = 1;
+            break;
+        }
+        c.algo = algo.get();
+        sr_bench_result r;
+        sr_bench_case bc = {"allreduce", "gloo-tcp", b.sizes[s], run_allreduce, verify_allreduce, &c};
+        if (sr_bench_run(&b, &bc, &r))
+            failed = 1;
+        std::snprintf(r.extra, sizeof r.extra,
+                      "workers=%d elems_per_s=%.4g gbps=%.4g best_gbps=%.4g iters=%u", world,
+                      static_cast<double>(c.n) / r.median_s, r.median_gbps * 8, r.best_gbps * 8, r.iters);
+        sr_bench_report(&b, &r);
+        if (!c.error.empty())
+            break;
+    }
+    std::free(send);
+    std::free(buf);
+    int end = sr_bench_end(&b);
+    return end ? end : failed;
+}
+
+void remove_dir(const std::string &dir)
+{
+    if (DIR *d = opendir(dir.c_str())) {
+        while (struct dirent *e = readdir(d)) {
+            if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, ".."))
+                unlink((dir + "/" + e->d_name).c_str());
+        }
+        closedir(d);
+    }
+    rmdir(dir.c_str());
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    sr_bench b;
+    size_t workers = 2, sample_bytes = static_cast<size_t>(32) << 20, seed = 1, timeout_s = 900;
+    const sr_bench_opt opts[] = {
+        {"-n", "ranks to start (2..64)", &workers},
+        {"--sample-bytes", "tensor bytes per timed sample when --iters is 0", &sample_bytes},
+        {"--seed", "input seed", &seed},
+        {"--timeout", "seconds before the ranks are killed", &timeout_s},
+    };
+    sr_bench_init(&b, "bench_gloo", static_cast<size_t>(16) << 20);
+    b.sweeps = 1;
+    b.reps = 5;
+    int rc = sr_bench_parse(&b, argc, argv, opts, sizeof opts / sizeof opts[0]);
+    if (rc)
+        return rc > 0 ? 0 : 2;
+    if (workers < 2 || workers > 64 || timeout_s == 0) {
+        std::fprintf(stderr, "bench_gloo: need 2 <= -n <= 64 and --timeout >= 1\n");
+        return 2;
+    }
+    for (unsigned i = 0; i < b.nsizes; i++)
+        if (b.sizes[i] % 4 || b.sizes[i] / 4 > INT32_MAX) {
+            std::fprintf(stderr, "bench_gloo: size %zu is not a whole number of floats below 2^31\n",
+                         b.sizes[i]);
+            return 2;
+        }
+
+    const char *tmp = std::getenv("TMPDIR");
+    std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/bench_gloo.XXXXXX";
+    std::vector<char> path(tmpl.begin(), tmpl.end());
+    path.push_back('\0');
+    if (!mkdtemp(path.data())) {
+        std::perror("bench_gloo: mkdtemp");
+        return 1;
+    }
+    const std::string dir(path.data());
+
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::vector<pid_t> pids;
+    for (int r = 0; r < static_cast<int>(workers); r++) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            std::perror("bench_gloo: fork");
+            for (pid_t p : pids)
+                kill(p, SIGKILL);
+            break;
+        }
+        if (pid == 0) {
+            int st = run_rank(b, r, static_cast<int>(workers), dir, sample_bytes, seed,
+                              static_cast<long>(timeout_s));
+            std::fflush(stdout);
+            std::fflush(stderr);
+            _exit(st);
+        }
+        pids.push_back(pid);
+    }
+
+    // Wait for every rank, with a deadline; kill the rest on expiry.
+    int status = pids.size() == workers ? 0 : 1;
+    size_t left = pids.size();
+    const time_t deadline = time(nullptr) + static_cast<time_t>(timeout_s);
+    std::vector<bool> done(pids.size(), false);
+    bool killed = false;
+    while (left > 0) {
+        int st = 0;
+        pid_t p = waitpid(-1, &st, WNOHANG);
+        if (p > 0) {
+            for (size_t i = 0; i < pids.size(); i++)
+                if (pids[i] == p && !done[i]) {
+                    done[i] = true;
+                    left--;
+                    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+                        std::fprintf(stderr, "bench_gloo: rank %zu %s %d\n", i,
+                                     WIFEXITED(st) ? "exited with status" : "killed by signal",
+                                     WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+                        status = 1;
+                    }
+                }
+            continue;
+        }
+        if (!killed && time(nullptr) > deadline) {
+            std::fprintf(stderr, "bench_gloo: deadline of %zu s passed: killing the ranks\n", timeout_s);
+            for (size_t i = 0; i < pids.size(); i++)
+                if (!done[i])
+                    kill(pids[i], SIGKILL);
+            status = 124;
+            killed = true; // then reap them
+            continue;
+        }
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, nullptr);
+    }
+    remove_dir(dir);
+    return status;
+}
