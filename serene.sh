@@ -7,12 +7,16 @@
 #   ./serene.sh test   build and run the whole test suite: gcc -Werror (unit, ABI,
 #                      integration), clang -Werror (unit, ABI), gcc with ASan+UBSan
 #                      (unit, integration), clang libFuzzer targets (bounded time)
+#   ./serene.sh bench [--quick|--full] [run_suite.sh args]
+#                      release build, then the benchmark suite beside OpenMPI
+#                      and Gloo (build-bench/bench-results/{table.md,goodput.png})
 # Each installs the Debian packages it needs when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")"
 
 PKGS_BUILD=(build-essential pkg-config meson ninja-build libcmocka-dev libpcap-dev clang binutils iproute2)
 PKGS_DEMO=(python3 gnuplot-nox) # and npm, unless one is on PATH (nodesource's)
+PKGS_BENCH=(g++ openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox dpdk-dev)
 PKGS_TEST=(libclang-rt-14-dev valgrind tcpdump dpdk-dev g++ python3-torch libtorch-dev python3-numpy)
 
 need_pkgs() {
@@ -103,8 +107,13 @@ test)
     echo "$PASSED passed, $FAILED failed"
     exit $status
     ;;
+bench)
+    need_pkgs "${PKGS_BUILD[@]}" "${PKGS_BENCH[@]}"
+    shift
+    exec bench/run_suite.sh "$@"
+    ;;
 *)
-    echo "usage: $0 demo|test" >&2
+    echo "usage: $0 demo|test|bench [args]" >&2
     exit 2
     ;;
 esac
