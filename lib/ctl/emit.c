@@ -10,12 +10,15 @@
  *       order installs exactly the schedule on an idle job and the rest of
  *       it on a running one. The switch takes its jobs at start (--job), so
  *       there is no job-setup command.
- * - bmv2: a simple_switch_CLI command file: the multicast group, the
- *       job_table, worker_table and policy_table entries, and low_reg /
- *       high_reg set to first_clock - 1. mc_node_create handles are assumed
- *       to be handed out from 0 (a freshly started switch).
+ * - bmv2: a simple_switch_CLI command file: the multicast group, one
+ *       clone session per worker port (mirroring_add P P: the CLOCK answer
+ *       that goes with a RELEASE multicast), the job_table, worker_table,
+ *       rank_table (egress: a rank's address for its multicast copy) and
+ *       policy_table entries, and low_reg / high_reg set to first_clock - 1.
+ *       mc_node_create handles are assumed to be handed out from 0 (a
+ *       freshly started switch).
  * - tofino: a bfrt_python script with the same entries through
- *       bfrt.serene.pipe.Ingress and bfrt.pre.
+ *       bfrt.serene.pipe.Ingress / .Egress and bfrt.pre.
  *
  * The tables and actions are the contract the P4 program must meet; they
  * are listed in tests/ctl/README.md. Range keys are inclusive [from, to-1];
@@ -87,6 +90,17 @@ static void emit_bmv2(FILE *f, const serene_ctl_policy *p, const serene_ctl_job 
         fprintf(f, "mc_node_create %" PRIu32 " %u\n", w, (unsigned)j->workers[w].sw_port);
     for (uint32_t w = 0; w < j->n_workers; w++)
         fprintf(f, "mc_node_associate %u %" PRIu32 "\n", (unsigned)j->mcast_group, w);
+    /* Clone session P -> port P for every worker port: a CLOCK that
+     * releases the job is multicast as RELEASE and its answer goes back to
+     * the sender's port in an ingress clone. */
+    for (uint32_t w = 0; w < j->n_workers; w++) {
+        uint32_t q;
+        for (q = 0; q < w && j->workers[q].sw_port != j->workers[w].sw_port; q++)
+            ;
+        if (q == w)
+            fprintf(f, "mirroring_add %u %u\n", (unsigned)j->workers[w].sw_port,
+                    (unsigned)j->workers[w].sw_port);
+    }
     fprintf(f, "table_add job_table set_job %u => %" PRIu32 " %" PRIu64 " %" PRIu32 " %" PRIu32
                " %u\n",
             (unsigned)j->id, j->n_workers, full_mask(j->n_workers), j->ring - 1, j->store_words,
@@ -95,6 +109,11 @@ static void emit_bmv2(FILE *f, const serene_ctl_policy *p, const serene_ctl_job 
         ipv4(j->workers[w].addr, a, sizeof a);
         fprintf(f, "table_add worker_table set_worker %s %u => %u %" PRIu32 "\n", a,
                 (unsigned)j->workers[w].udp_port, (unsigned)j->id, w);
+    }
+    for (uint32_t w = 0; w < j->n_workers; w++) {
+        ipv4(j->workers[w].addr, a, sizeof a);
+        fprintf(f, "table_add rank_table set_rank_addr %u %" PRIu32 " => %s %u\n", (unsigned)j->id,
+                w, a, (unsigned)j->workers[w].udp_port);
     }
     for (unsigned i = 0; i < p->n_rules; i++) {
         const serene_ctl_rule *r = &p->rules[i];
@@ -132,6 +151,12 @@ static void emit_tofino(FILE *f, const serene_ctl_policy *p, const serene_ctl_jo
                    ", clock_end=%" PRIu32 ", MATCH_PRIORITY=%u, mode=%d, s=%" PRIu32 ")\n",
                 (unsigned)j->id, r->from + j->first_clock, rule_last(p, i, j->first_clock), i + 1,
                 (int)r->mode, r->s);
+    }
+    for (uint32_t w = 0; w < j->n_workers; w++) {
+        ipv4(j->workers[w].addr, a, sizeof a);
+        fprintf(f, "p.Egress.rank_table.add_with_set_rank_addr(job=%u, rank=%" PRIu32
+                   ", addr='%s', port=%u)\n",
+                (unsigned)j->id, w, a, (unsigned)j->workers[w].udp_port);
     }
     fprintf(f, "p.Ingress.low_reg.mod(REGISTER_INDEX=%u, f1=%" PRIu32 ")\n", (unsigned)j->id,
             j->first_clock - 1);

@@ -1,0 +1,100 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# The acceptance test of p4/serene.p4: compile it with p4c-bm2-ss, and for
+# each conformance scenario start a fresh simple_switch on pcap files
+# (--use-files), configure it with the commands serene-ctl compiles from
+# p4/conformance/job.conf and policy.conf, replay the scenario's input
+# frames on the workers' ports and compare what comes out of each port with
+# the trace the software switch produced (sr-conform compare).
+#
+#   p4/conformance/bmv2_replay.sh BUILDDIR [SCENARIO...]
+#
+# BUILDDIR is a meson build directory of this repository (for sr-conform and
+# serene-ctl). p4c-bm2-ss, simple_switch and simple_switch_CLI are taken
+# from PATH, or from $P4C_BM2_SS, $SIMPLE_SWITCH and $SIMPLE_SWITCH_CLI.
+# Work files go to a mktemp directory, kept (and named) when a check fails.
+# Exit status: 0 every scenario agrees, 1 a difference, 2 a setup failure,
+# 77 the BMv2 tools are missing.
+set -u
+[ $# -ge 1 ] || { echo "usage: $0 BUILDDIR [SCENARIO...]" >&2; exit 2; }
+build=$1
+shift
+here=$(cd "$(dirname "$0")" && pwd)
+p4dir=$(dirname "$here")
+scenarios=${*:-allreduce ssp}
+p4c=${P4C_BM2_SS:-p4c-bm2-ss}
+ss=${SIMPLE_SWITCH:-simple_switch}
+cli=${SIMPLE_SWITCH_CLI:-simple_switch_CLI}
+conform=$build/p4/sr-conform
+ctl=$build/lib/ctl/serene-ctl
+common="$here/job.conf $here/policy.conf $p4dir/include/constants.p4"
+wait_s=4          # simple_switch --use-files: seconds before it reads the pcaps
+step_s=0.02       # per input frame: ample (--use-files does not wait between frames)
+
+for t in "$p4c" "$ss" "$cli"; do
+    command -v "$t" >/dev/null 2>&1 || { echo "SKIP: $t not found" >&2; exit 77; }
+done
+[ -x "$conform" ] && [ -x "$ctl" ] || { echo "$build: no sr-conform or serene-ctl built" >&2; exit 2; }
+
+tmp=$(mktemp -d)
+ss_pid=
+cleanup() { [ -n "$ss_pid" ] && kill "$ss_pid" 2>/dev/null; }
+trap cleanup EXIT INT TERM
+
+echo "compiling $p4dir/serene.p4"
+if ! "$p4c" --std p4-16 -o "$tmp/serene.json" "$p4dir/serene.p4" >"$tmp/p4c.log" 2>&1; then
+    cat "$tmp/p4c.log" >&2
+    echo "p4c-bm2-ss failed" >&2
+    exit 2
+fi
+echo "compiled: $(grep -c 'warning' "$tmp/p4c.log") warnings (in $tmp/p4c.log while the run lasts)"
+"$ctl" compile --target bmv2 --job-file "$here/job.conf" "$here/policy.conf" >"$tmp/commands.txt" ||
+    exit 2
+ports=$(sed -n 's/^mirroring_add \([0-9]*\) .*/\1/p' "$tmp/commands.txt")
+
+status=0
+port_base=$((20000 + $$ % 20000))
+for sc in $scenarios; do
+    d=$tmp/$sc
+    mkdir -p "$d"
+    # shellcheck disable=SC2086
+    "$conform" split $common "$sc" "$p4dir/traces" "$d" || exit 2
+    ifs=
+    for p in $ports; do ifs="$ifs -i $p@$d/$p"; done
+    thrift=$((port_base))
+    port_base=$((port_base + 1))
+    start=$(date +%s)
+    # shellcheck disable=SC2086
+    "$ss" --use-files $wait_s --thrift-port $thrift --log-file "$d/switch" --log-flush \
+        $ifs "$tmp/serene.json" >"$d/switch.out" 2>&1 &
+    ss_pid=$!
+    # The CLI retries until the switch listens; it must finish before the
+    # switch starts reading the pcaps.
+    ok=
+    for _ in $(seq 1 30); do
+        if "$cli" --thrift-port $thrift <"$tmp/commands.txt" >"$d/cli.out" 2>&1 &&
+           ! grep -qi "error\|invalid" "$d/cli.out"; then ok=1; break; fi
+        sleep 0.1
+    done
+    if [ -z "$ok" ] || [ $(( $(date +%s) - start )) -ge $wait_s ]; then
+        echo "$sc: could not configure simple_switch in time (see $d/cli.out)" >&2
+        status=2; break
+    fi
+    n=$(wc -c <"$p4dir/traces/$sc.in.pcap")
+    frames=$(awk "BEGIN { print int($n / 100) + 1 }")
+    # Wait for the replay: wait_s, one step per frame (at most n/100 frames
+    # of 100 bytes or more), and a margin.
+    sleep "$(awk "BEGIN { print $wait_s + $frames * $step_s + 2 }")"
+    kill "$ss_pid" 2>/dev/null; wait "$ss_pid" 2>/dev/null; ss_pid=
+    # shellcheck disable=SC2086
+    "$conform" compare $common "$sc" "$p4dir/traces" "$d"
+    rc=$?
+    [ $rc -eq 0 ] || { [ $rc -eq 1 ] && status=1 || status=2; }
+done
+if [ $status -eq 0 ]; then
+    echo "PASS: simple_switch reproduces the traces of: $scenarios"
+    rm -rf "$tmp"
+else
+    echo "FAIL: work files kept in $tmp" >&2
+fi
+exit $status

@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * conform.c - a conformance run (see conform.h): the job set up from the
+ * job file, the policy installed through the software switch's own control
+ * commands, and one frame at a time through sr_pipe_process, each action
+ * turned into frames by the addressing rules of conform.h.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conform.h"
+#include "control.h"
+
+static const uint8_t bcast_mac[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+
+char *cf_slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    long n;
+
+    if (!f) {
+        fprintf(stderr, "%s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+        buf = malloc((size_t)n + 1);
+        if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) {
+            buf[n] = '\0';
+            *len = (size_t)n;
+        } else {
+            free(buf);
+            buf = NULL;
+            fprintf(stderr, "%s: read failed\n", path);
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
+/* The value of `#define NAME V` in the P4 constants file; 0 if absent. */
+uint32_t cf_p4_define(const char *text, const char *name)
+{
+    size_t nl = strlen(name);
+    const char *p = text;
+
+    while ((p = strstr(p, "#define ")) != NULL) {
+        p += 8;
+        if (!strncmp(p, name, nl) && (p[nl] == ' ' || p[nl] == '\t'))
+            return (uint32_t)strtoul(p + nl, NULL, 0);
+    }
+    return 0;
+}
+
+/* Install the policy exactly as `serene-ctl compile --target sw` would
+ * send it to a running serene-switch. */
+static int install_policy(cf_ctx *c, const char *policy_path)
+{
+    size_t len = 0, blen = 0;
+    char *text = cf_slurp(policy_path, &len), *buf = NULL, err[256];
+    serene_ctl_policy *pol = NULL;
+    FILE *mem;
+    int rc = -1;
+
+    if (!text)
+        return -1;
+    if (serene_ctl_policy_parse(text, len, c->job.ring, &pol, err, sizeof err)) {
+        fprintf(stderr, "%s:%s\n", policy_path, err);
+        goto out;
+    }
+    mem = open_memstream(&buf, &blen);
+    if (!mem)
+        goto out;
+    if (serene_ctl_emit(mem, SERENE_CTL_TARGET_SW, pol, &c->job, err, sizeof err)) {
+        fprintf(stderr, "%s: %s\n", policy_path, err);
+        fclose(mem);
+        goto out;
+    }
+    fclose(mem);
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+        char reply[SR_CTL_REPLY_MAX];
+
+        sr_ctl_exec(c->pipe, line, reply, sizeof reply);
+        if (strncmp(reply, "ok", 2)) {
+            fprintf(stderr, "%s: '%s' refused: %s\n", policy_path, line, reply);
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    serene_ctl_policy_free(&pol);
+    free(buf);
+    free(text);
+    return rc;
+}
+
+int cf_ctx_init(cf_ctx *c, const char *job_path, const char *policy_path,
+                const char *constants_path)
+{
+    size_t len = 0;
+    char *text, err[256];
+    sr_pipe_job_params jp;
+    const char *why = NULL;
+
+    memset(c, 0, sizeof *c);
+    c->ts = CF_T0_US;
+    text = cf_slurp(constants_path, &len);
+    if (!text)
+        return -1;
+    c->elems = cf_p4_define(text, "SR_P4_ELEMS");
+    c->slots = cf_p4_define(text, "SR_P4_SLOTS");
+    free(text);
+    if (!c->elems || !c->slots) {
+        fprintf(stderr, "%s: no #define SR_P4_ELEMS / SR_P4_SLOTS\n", constants_path);
+        return -1;
+    }
+    text = cf_slurp(job_path, &len);
+    if (!text)
+        return -1;
+    if (serene_ctl_job_parse(text, len, job_path, &c->job, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        free(text);
+        return -1;
+    }
+    free(text);
+    if (c->job.first_clock != 0) {
+        fprintf(stderr, "%s: first_clock must be 0: the software switch starts every job there\n",
+                job_path);
+        return -1;
+    }
+    sr_pipe_job_params_init(&jp);
+    jp.n_workers = c->job.n_workers;
+    jp.elems_per_pkt = c->elems;
+    jp.pool_slots = c->slots;
+    jp.store_words = c->job.store_words;
+    jp.ring = c->job.ring;
+    if (sr_pipe_job_params_check(&jp, &why)) {
+        fprintf(stderr, "%s: %s\n", job_path, why);
+        return -1;
+    }
+    c->out = calloc(1, sizeof *c->out);
+    if (!c->out || sr_pipe_create(&c->pipe) || sr_pipe_job_add(c->pipe, c->job.id, &jp)) {
+        fprintf(stderr, "cannot set up the pipeline: out of memory\n");
+        cf_ctx_fini(c);
+        return -1;
+    }
+    if (install_policy(c, policy_path)) {
+        cf_ctx_fini(c);
+        return -1;
+    }
+    return 0;
+}
+
+void cf_ctx_fini(cf_ctx *c)
+{
+    sr_pipe_destroy(&c->pipe);
+    free(c->out);
+    c->out = NULL;
+    cf_frames_free(&c->in);
+    cf_frames_free(&c->res);
+}
+
+/* The frames of one action, replica by replica. */
+static int emit_action(cf_ctx *c, const sr_pipe_action *a, const sr_frame_addr *req,
+                       uint64_t ts)
+{
+    static uint8_t frame[SR_FRAME_HLEN + SR_WIRE_MAX_MSG];
+
+    for (unsigned k = 0; k < a->n_dests; k++) {
+        sr_frame_addr o;
+        size_t len;
+        int rc;
+
+        memcpy(o.src_mac, req->dst_mac, 6);
+        o.src_ip = req->dst_ip;
+        o.src_port = req->dst_port;
+        if (a->multicast) {
+            memcpy(o.dst_mac, bcast_mac, 6);
+        } else {
+            memcpy(o.dst_mac, req->src_mac, 6);
+        }
+        o.dst_ip = a->dests[k].peer.ip;
+        o.dst_port = a->dests[k].peer.port;
+        sr_pipe_replica_hdr(a, k, frame + SR_FRAME_HLEN);
+        memcpy(frame + SR_FRAME_HLEN + SR_WIRE_HDR_LEN, a->payload, a->payload_len);
+        len = sr_frame_pack(frame, sizeof frame, &o, SR_WIRE_HDR_LEN + a->payload_len);
+        if (!len)
+            return -EINVAL;
+        rc = cf_frames_add(&c->res, frame, len, ts);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int cf_step(cf_ctx *c, const uint8_t *frame, size_t len, uint64_t ts, int record)
+{
+    sr_frame_addr a;
+    const uint8_t *msg;
+    size_t msg_len;
+    sr_peer src;
+    int rc;
+
+    if (record && (rc = cf_frames_add(&c->in, frame, len, ts)))
+        return rc;
+    /* Not Serene's (not IPv4/UDP, bad checksums, another port): the P4
+     * program hands such frames to its forwarding table, which the
+     * conformance setup leaves empty, and the software switch never sees
+     * them. Either way nothing comes out. */
+    if (sr_frame_parse(frame, len, &a, &msg, &msg_len) != SR_FRAME_OK ||
+        a.dst_port != SR_WIRE_UDP_PORT)
+        return 0;
+    src.ip = a.src_ip;
+    src.port = a.src_port;
+    sr_pipe_process(c->pipe, &src, msg, msg_len, c->out);
+    for (unsigned i = 0; i < c->out->n; i++)
+        if ((rc = emit_action(c, &c->out->act[i], &a, ts)))
+            return rc;
+    return 0;
+}

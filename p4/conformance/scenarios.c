@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * scenarios.c - the scripted conformance scenarios. Each one starts from a
+ * fresh switch holding the job of the job file (n >= 3 workers, a store of
+ * at least 2 rows, ring R) and sends frames in a fixed order; what the
+ * software switch answers becomes the expected trace. Per worker, clocks
+ * go up one at a time, as the library sends them (the P4 program relies on
+ * it, see p4/README.md), and each case names the pipeline rule it covers.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "conform.h"
+
+#define NONCE 0x5e4e0001u     /* the job's incarnation in every scenario */
+#define TOKEN(w) (0x70000000u + (w)) /* worker w's context token */
+#define STRANGER_IP 0x0a000063u      /* 10.0.0.99: in no worker_table entry */
+
+int cf_send(cf_ctx *c, unsigned rank, uint32_t src_ip, uint16_t dst_port, const sr_hdr *h,
+            const uint32_t *vals, unsigned nvals)
+{
+    static uint8_t frame[SR_FRAME_HLEN + SR_WIRE_MAX_MSG];
+    sr_frame_addr a;
+    size_t len;
+    int rc;
+
+    if (nvals > SR_WIRE_MAX_ELEMS || rank >= c->job.n_workers)
+        return -EINVAL;
+    memset(&a, 0, sizeof a);
+    a.src_mac[0] = 0x02, a.src_mac[1] = 0x53, a.src_mac[2] = 0x45;
+    a.src_mac[5] = src_ip ? 0x63 : (uint8_t)(rank + 1);
+    a.dst_mac[0] = 0x02, a.dst_mac[1] = 0x53, a.dst_mac[2] = 0x45, a.dst_mac[5] = 0xfe;
+    a.src_ip = src_ip ? src_ip : c->job.workers[rank].addr;
+    a.src_port = c->job.workers[rank].udp_port;
+    a.dst_ip = CF_SWITCH_IP;
+    a.dst_port = dst_port;
+    sr_hdr_pack(frame + SR_FRAME_HLEN, h);
+    for (unsigned i = 0; i < nvals; i++)
+        sr_put_be32(frame + SR_FRAME_HLEN + SR_WIRE_HDR_LEN + 4u * i, vals[i]);
+    len = sr_frame_pack(frame, sizeof frame, &a, SR_WIRE_HDR_LEN + 4u * (size_t)nvals);
+    if (!len)
+        return -EINVAL;
+    rc = cf_step(c, frame, len, c->ts, 1);
+    c->ts += CF_STEP_US;
+    return rc;
+}
+
+/* A request header: version set, everything else zero but what is given. */
+static sr_hdr req(const cf_ctx *c, unsigned op, unsigned w, uint32_t seq)
+{
+    sr_hdr h;
+
+    memset(&h, 0, sizeof h);
+    h.version = SR_WIRE_VERSION;
+    h.op = (uint8_t)op;
+    h.job = c->job.id;
+    h.worker = (uint16_t)w;
+    h.seq = seq;
+    return h;
+}
+
+static int send_to(cf_ctx *c, unsigned w, const sr_hdr *h, const uint32_t *v, unsigned n)
+{
+    return cf_send(c, w, 0, SR_WIRE_UDP_PORT, h, v, n);
+}
+
+static int join_all(cf_ctx *c)
+{
+    int rc = 0;
+
+    for (unsigned w = 0; w < c->job.n_workers && !rc; w++) {
+        sr_hdr h = req(c, SR_OP_JOIN, w, TOKEN(w));
+        h.aux = NONCE;
+        rc = send_to(c, w, &h, NULL, 0);
+    }
+    return rc;
+}
+
+/* AR_DATA of worker w: slot, shadow bit, call seq, offset, exponents and
+ * n values base + i * step (uint32_t: negative steps wrap as int32). */
+static int ar(cf_ctx *c, unsigned w, unsigned slot, unsigned shadow, uint32_t seq, uint32_t off,
+              int exp, int next_exp, unsigned n, uint32_t base, uint32_t step)
+{
+    uint32_t v[SR_WIRE_MAX_ELEMS];
+    sr_hdr h = req(c, SR_OP_AR_DATA, w, seq);
+
+    h.slot = (uint16_t)slot;
+    h.shadow = (uint8_t)shadow;
+    h.count = (uint16_t)n;
+    h.offset = off;
+    h.exp = (int8_t)exp;
+    h.next_exp = (int8_t)next_exp;
+    for (unsigned i = 0; i < n; i++)
+        v[i] = base + i * step;
+    return send_to(c, w, &h, v, n);
+}
+
+#define TRY(x)                                                                                    \
+    do {                                                                                          \
+        int rc_ = (x);                                                                            \
+        if (rc_)                                                                                  \
+            return rc_;                                                                           \
+    } while (0)
+
+/* Streaming allreduce: completion and multicast, duplicates, the shadow
+ * copy, the stale-copy rule, metadata mismatch, exponent max, wrap-around,
+ * partial packets, and every refusal the P4 program shares. */
+static int run_allreduce(cf_ctx *c)
+{
+    unsigned n = c->job.n_workers, E = c->elems;
+    sr_hdr h;
+
+    TRY(join_all(c));
+    h = req(c, SR_OP_JOIN, 1, TOKEN(1)); /* JOIN retransmitted: same ACK again */
+    h.aux = NONCE;
+    TRY(send_to(c, 1, &h, NULL, 0));
+
+    /* Round 1, slot 0 version 0: every worker, a duplicate while it is open. */
+    for (unsigned w = 0; w < n; w++) {
+        /* Worker 0 puts INT32_MAX in lane 0 and worker 1 adds 1 there: the
+         * sum wraps modulo 2^32 as in the switch ALU. */
+        uint32_t base = w == 0 ? 0x7fffffffu : w == 1 ? 1u : 1000u * w;
+        TRY(ar(c, w, 0, 0, 1, 0, 5, (int)w - 1, E, base, w == 1 ? (uint32_t)-3 : 7u));
+        if (w == 0) /* duplicate while the round is open: dropped */
+            TRY(ar(c, w, 0, 0, 1, 0, 5, -1, E, base, 7u));
+    }
+    /* Worker 1 lost its result: the shadow copy answers it alone. */
+    TRY(ar(c, 1, 0, 0, 1, 0, 5, 0, E, 1u, (uint32_t)-3));
+
+    /* Slot 1: a partial packet (the tail of a tensor), next_exp max-reduced
+     * with negative exponents. */
+    for (unsigned w = 0; w < n; w++)
+        TRY(ar(c, w, 1, 0, 1, E, -3, w == 1 ? 9 : -(int)w, E / 4 + 3, (uint32_t)-50, 11u));
+
+    /* Round 2 of slot 0 uses version 1; a contribution with another offset
+     * than the round's is refused (MISMATCH) and changes nothing. */
+    TRY(ar(c, 0, 0, 1, 2, 2 * E, 4, 4, E, 5u, 1u));
+    TRY(ar(c, 1, 0, 1, 2, 3 * E, 4, 4, E, 6u, 1u));
+    for (unsigned w = 1; w < n; w++)
+        TRY(ar(c, w, 0, 1, 2, 2 * E, 4, 4, E, 6u + w, 1u));
+    /* Worker 0's late copy of round 1 (version 0) after it moved on: stale. */
+    TRY(ar(c, 0, 0, 0, 1, 0, 5, -1, E, 0x7fffffffu, 7u));
+    /* A retransmission of round 2 after it completed: the shadow copy. */
+    TRY(ar(c, 2, 0, 1, 2, 2 * E, 4, 4, E, 8u, 1u));
+
+    /* Refusals answered with ERROR: slot beyond the pool, count above the
+     * job's elements per packet, a job the switch does not hold. */
+    TRY(ar(c, 0, c->slots, 0, 3, 0, 0, 0, E, 1u, 0u));
+    TRY(ar(c, 0, 2, 0, 3, 0, 0, 0, E + 1, 1u, 0u));
+    h = req(c, SR_OP_AR_DATA, 0, 3);
+    h.job = (uint16_t)(c->job.id + 1);
+    TRY(send_to(c, 0, &h, NULL, 0));
+
+    /* Dropped without an answer: an address outside the job, an answer op
+     * sent to the switch, a datagram that is not Serene's (bad magic is not
+     * representable through sr_hdr_pack, so another UDP port stands for a
+     * foreign datagram), another wire version. */
+    h = req(c, SR_OP_AR_DATA, 0, 3);
+    TRY(cf_send(c, 0, STRANGER_IP, SR_WIRE_UDP_PORT, &h, NULL, 0));
+    h = req(c, SR_OP_AR_RESULT, 0, 3);
+    TRY(send_to(c, 0, &h, NULL, 0));
+    h = req(c, SR_OP_AR_DATA, 0, 3);
+    TRY(cf_send(c, 0, 0, 53, &h, NULL, 0));
+    h.version = SR_WIRE_VERSION + 1;
+    TRY(send_to(c, 0, &h, NULL, 0));
+
+    /* Round 3 of slot 1 (version 1), then LEAVE of worker 2 (no answer);
+     * its later contribution is dropped. */
+    for (unsigned w = 0; w < n; w++)
+        TRY(ar(c, w, 1, 1, 2, 4 * E, 0, SR_WIRE_EXP_NONE, E, 100u * w, 2u));
+    h = req(c, SR_OP_LEAVE, 2, TOKEN(2));
+    TRY(send_to(c, 2, &h, NULL, 0));
+    TRY(ar(c, 2, 2, 0, 3, 5 * E, 0, 0, E, 1u, 1u));
+    return 0;
+}
+
+static int push(cf_ctx *c, unsigned w, uint32_t seq, uint32_t off, unsigned n, uint32_t base,
+                uint32_t step)
+{
+    uint32_t v[SR_WIRE_MAX_ELEMS];
+    sr_hdr h = req(c, SR_OP_PUSH, w, seq);
+
+    h.offset = off;
+    h.count = (uint16_t)n;
+    h.aux = 0;
+    for (unsigned i = 0; i < n; i++)
+        v[i] = base + i * step;
+    return send_to(c, w, &h, v, n);
+}
+
+static int pull(cf_ctx *c, unsigned w, uint32_t seq, uint32_t off, uint32_t words)
+{
+    sr_hdr h = req(c, SR_OP_PULL, w, seq);
+
+    h.offset = off;
+    h.aux = words;
+    return send_to(c, w, &h, NULL, 0);
+}
+
+static int clk(cf_ctx *c, unsigned w, uint32_t clock)
+{
+    sr_hdr h = req(c, SR_OP_CLOCK, w, clock);
+
+    return send_to(c, w, &h, NULL, 0);
+}
+
+/* The SSP store (push once per row, worker and push number; pull) and the
+ * barrier (holds, releases, the policy switch at a clock, a CLOCK beyond
+ * the ring). The policy file must give SSP 1 before clock 3 and BSP from
+ * clock 3 on. */
+static int run_ssp(cf_ctx *c)
+{
+    unsigned n = c->job.n_workers, E = c->elems;
+
+    TRY(join_all(c));
+    /* Pushes: applied, applied by another worker, a retransmission (acked,
+     * not added again), a second row, a partial row. */
+    TRY(push(c, 0, 1, 0, E, 10u, 1u));
+    TRY(push(c, 1, 1, 0, E, (uint32_t)-20, 3u));
+    TRY(push(c, 0, 1, 0, E, 10u, 1u));
+    TRY(push(c, 0, 2, E, 4, 0x80000000u, 1u));
+    TRY(push(c, 2, 1, E + 4, E - 4, 7u, 0u));
+    /* An older push number than the last applied: a late duplicate. */
+    TRY(push(c, 1, 0, 0, E, 1u, 1u));
+    /* Refusals: beyond the store (RANGE), across a row (RANGE), count 0
+     * (BAD_COUNT). */
+    TRY(push(c, 2, 2, c->job.store_words - 2, 4, 1u, 1u));
+    TRY(push(c, 2, 2, E - 2, 4, 1u, 1u));
+    TRY(pull(c, 2, 1, 0, 0));
+    /* Pulls of a full row and of part of one. */
+    TRY(pull(c, 2, 2, 0, E));
+    TRY(pull(c, 1, 1, E, E));
+    TRY(pull(c, 0, 1, E + 2, 5));
+    TRY(pull(c, 0, 2, c->job.store_words - 1, 2)); /* RANGE */
+
+    /* Barrier under SSP(1) until clock 3: */
+    TRY(clk(c, 0, 0)); /* 0 - (-1) = 1 <= 1: PROCEED */
+    TRY(clk(c, 0, 1)); /* 1 - (-1) = 2 > 1: HOLD */
+    TRY(clk(c, 1, 0)); /* PROCEED */
+    TRY(clk(c, 2, 0)); /* clock 0 complete: low 0, PROCEED + RELEASE(0) */
+    TRY(clk(c, 0, 1)); /* retransmitted while held: a duplicate, now PROCEED */
+    TRY(clk(c, 0, 2)); /* 2 - 0 = 2 > 1: HOLD */
+    for (unsigned w = 1; w < n; w++)
+        TRY(clk(c, w, 1)); /* the last one moves low to 1: RELEASE(1) */
+    /* BSP from clock 3: */
+    TRY(clk(c, 0, 3)); /* 3 - 1 = 2 > 0: HOLD */
+    for (unsigned w = 1; w < n; w++)
+        TRY(clk(c, w, 2)); /* low 2: RELEASE(2) */
+    for (unsigned w = 1; w < n; w++)
+        TRY(clk(c, w, 3)); /* low 3: RELEASE(3); the last answer PROCEED */
+    TRY(clk(c, 0, 3));     /* duplicate: PROCEED */
+    /* Beyond the ring: refused with CLOCK_AHEAD, nothing changes. */
+    TRY(clk(c, 2, 3 + c->job.ring + 1));
+    TRY(clk(c, 2, 4)); /* HOLD under BSP */
+    return 0;
+}
+
+const cf_scenario cf_scenarios[] = {
+    {"allreduce", run_allreduce},
+    {"ssp", run_ssp},
+};
+const unsigned cf_n_scenarios = sizeof cf_scenarios / sizeof cf_scenarios[0];

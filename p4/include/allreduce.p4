@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * allreduce.p4 - streaming allreduce slots with a shadow copy: the software
+ * switch's do_ar_data (p4/swswitch/pipeline.c, which explains why the
+ * rules below are correct), rule for rule.
+ *
+ * A cell is (job block, slot, version): index 2 * (blk * SR_P4_SLOTS +
+ * slot) + shadow. Per cell: the workers seen in its round, the count of
+ * contributors mod N (0: idle or complete), the round's metadata (seq,
+ * offset, count, exp), the max of the next exponents, and one accumulator
+ * per lane (val_reg_0 .. val_reg_31). The packet that completes a round
+ * leaves as the AR_RESULT, multicast to the job's group; a retransmission
+ * to a complete cell gets the cell's result back alone.
+ */
+#ifndef SERENE_P4_ALLREDUCE_P4_
+#define SERENE_P4_ALLREDUCE_P4_
+
+#include <core.p4>
+#include <v1model.p4>
+
+#include "headers.p4"
+#include "lanes.p4"
+#include "types.p4"
+
+#define SR_VAL_REG(i) register<bit<32>>(SR_P4_CELLS) val_reg_##i;
+// Add the packet's lane to the cell's (or start the sum), and carry the sum.
+#define SR_AR_LANE(i)                                                       \
+    if (hdr.vals[i].isValid()) {                                            \
+        bit<32> acc_##i;                                                    \
+        val_reg_##i.read(acc_##i, cell);                                    \
+        if (first) {                                                        \
+            acc_##i = hdr.vals[i].v;                                        \
+        } else {                                                            \
+            acc_##i = acc_##i + hdr.vals[i].v;                              \
+        }                                                                   \
+        val_reg_##i.write(cell, acc_##i);                                   \
+        hdr.vals[i].v = acc_##i;                                            \
+    }
+// The cell's lane i as payload word i, for i < the round's count.
+#define SR_RESULT_LANE(i)                                                   \
+    if (i < m_count) {                                                      \
+        hdr.vals[i].setValid();                                             \
+        val_reg_##i.read(hdr.vals[i].v, cell);                              \
+    } else {                                                                \
+        hdr.vals[i].setInvalid();                                           \
+    }
+
+control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    @name(".seen_reg") register<bitmap_t>(SR_P4_CELLS) seen_reg;
+    @name(".cnt_reg") register<bit<8>>(SR_P4_CELLS) cnt_reg;
+    @name(".mseq_reg") register<bit<32>>(SR_P4_CELLS) mseq_reg;
+    @name(".moff_reg") register<bit<32>>(SR_P4_CELLS) moff_reg;
+    @name(".mcount_reg") register<bit<16>>(SR_P4_CELLS) mcount_reg;
+    @name(".mexp_reg") register<bit<8>>(SR_P4_CELLS) mexp_reg;
+    @name(".nexp_reg") register<bit<8>>(SR_P4_CELLS) nexp_reg;
+    SR_LANES(SR_VAL_REG)
+
+    // The AR_RESULT header of a cell; payload set by the caller.
+    action result_hdr(bit<32> m_seq, bit<32> m_off, bit<16> m_count, bit<8> m_exp,
+                      bit<8> nexp) {
+        hdr.serene.op = SR_OP_AR_RESULT;
+        hdr.serene.seq = m_seq;
+        hdr.serene.offset = m_off;
+        hdr.serene.count = m_count;
+        hdr.serene.exp = m_exp;
+        hdr.serene.next_exp = nexp;
+        hdr.serene.flags = 0;
+        hdr.serene.status = 0;
+        hdr.serene.aux = 0;
+    }
+
+    apply {
+        index_t cell = ((meta.blk * SR_P4_SLOTS + (index_t)hdr.serene.slot) << 1) |
+                       (index_t)hdr.serene.shadow;
+        index_t other = cell ^ 1;
+        bitmap_t seen;
+        bitmap_t seen_other;
+        bit<8> cnt;
+        bit<8> cnt_other;
+        bit<32> m_seq;
+        bit<32> m_off;
+        bit<16> m_count;
+        bit<8> m_exp;
+        bit<8> nexp;
+        bool meta_eq;
+        bool first;
+
+        if (!meta.worker_ok) {
+            meta.route = SR_P4_OUT_DROP; // isolation: no answer at all
+            return;
+        }
+        if ((bit<32>)hdr.serene.slot >= SR_P4_SLOTS) {
+            meta.err = SR_ST_BAD_SLOT;
+            return;
+        }
+        if (meta.too_many) {
+            meta.err = SR_ST_BAD_COUNT;
+            return;
+        }
+        seen_reg.read(seen, cell);
+        seen_reg.read(seen_other, other);
+        cnt_reg.read(cnt, cell);
+        cnt_reg.read(cnt_other, other);
+        mseq_reg.read(m_seq, cell);
+        moff_reg.read(m_off, cell);
+        mcount_reg.read(m_count, cell);
+        mexp_reg.read(m_exp, cell);
+        nexp_reg.read(nexp, cell);
+        meta_eq = hdr.serene.seq == m_seq && hdr.serene.offset == m_off &&
+                  hdr.serene.count == m_count && hdr.serene.exp == m_exp;
+
+        if ((seen & meta.wbit) != 0) {
+            if (cnt == 0) {
+                // Complete: the worker lost its result; the shadow copy.
+                result_hdr(m_seq, m_off, m_count, m_exp, nexp);
+                SR_LANES(SR_RESULT_LANE)
+                meta.route = SR_P4_OUT_UNICAST;
+            } else {
+                meta.route = SR_P4_OUT_DROP; // the first copy already counted
+            }
+            return;
+        }
+        // A stale copy from a worker that moved on.
+        if (cnt_other != 0 || (cnt == 0 && (seen_other & meta.wbit) != 0 && meta_eq)) {
+            meta.route = SR_P4_OUT_DROP;
+            return;
+        }
+        if (cnt != 0 && !meta_eq) {
+            meta.err = SR_ST_MISMATCH;
+            return;
+        }
+
+        seen_reg.write(cell, seen | meta.wbit);
+        seen_reg.write(other, seen_other & ~meta.wbit);
+        first = cnt == 0;
+        if (first) {
+            mseq_reg.write(cell, hdr.serene.seq);
+            moff_reg.write(cell, hdr.serene.offset);
+            mcount_reg.write(cell, hdr.serene.count);
+            mexp_reg.write(cell, hdr.serene.exp);
+            nexp = hdr.serene.next_exp;
+        } else if ((hdr.serene.next_exp ^ 0x80) > (nexp ^ 0x80)) {
+            nexp = hdr.serene.next_exp; // signed max: bit 7 flipped
+        }
+        nexp_reg.write(cell, nexp);
+        SR_LANES(SR_AR_LANE)
+        if ((bit<32>)cnt + 1 == meta.n_workers) {
+            cnt = 0;
+        } else {
+            cnt = cnt + 1;
+        }
+        cnt_reg.write(cell, cnt);
+        if (cnt != 0) {
+            meta.route = SR_P4_OUT_DROP; // waiting for the others
+            return;
+        }
+        // Round complete: the sums, already in the packet, to every worker.
+        result_hdr(hdr.serene.seq, hdr.serene.offset, hdr.serene.count, hdr.serene.exp, nexp);
+        meta.route = SR_P4_OUT_MULTICAST;
+    }
+}
+
+#endif /* SERENE_P4_ALLREDUCE_P4_ */

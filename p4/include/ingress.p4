@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ingress.p4 - the ingress pipeline: frame checks, the sender (worker_table)
+ * and its job (job_table), then the op's control, then the way out (back
+ * to the sender, to the job's multicast group, or dropped). The dispatch of
+ * the software switch's sr_pipe_process (p4/swswitch/pipeline.c).
+ *
+ * Frames that are not Serene's go to forward_table, an ordinary IPv4
+ * forwarding table (empty: dropped). Serene packets from a source in no
+ * worker_table entry are dropped and counted, never answered.
+ */
+#ifndef SERENE_P4_INGRESS_P4_
+#define SERENE_P4_INGRESS_P4_
+
+#include <core.p4>
+#include <v1model.p4>
+
+#include "allreduce.p4"
+#include "barrier.p4"
+#include "headers.p4"
+#include "lanes.p4"
+#include "membership.p4"
+#include "store.p4"
+#include "types.p4"
+
+#define SR_INVALIDATE_VAL(i) hdr.vals[i].setInvalid();
+
+control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    @name(".drop_ctr") counter(SR_P4_DROP_REASONS, CounterType.packets) drop_ctr;
+    @name(".error_ctr") counter(16, CounterType.packets) error_ctr; // by SR_ST_*
+
+    Membership() membership;
+    Allreduce() allreduce;
+    Store() store;
+    Barrier() barrier;
+
+    action drop(bit<32> reason) {
+        mark_to_drop(sm);
+        drop_ctr.count(reason);
+        meta.route = SR_P4_OUT_DROP;
+    }
+
+    @name(".set_worker") action set_worker(bit<16> job, bit<16> rank) {
+        meta.src_job = job;
+        meta.src_rank = rank;
+    }
+
+    // The job file's worker addresses: (IPv4 source, UDP source port) ->
+    // (job, rank).
+    @name(".worker_table") table worker_table {
+        key = {
+            hdr.ipv4.src_addr: exact @name("src_addr");
+            hdr.udp.src_port: exact @name("src_port");
+        }
+        actions = { set_worker; NoAction; }
+        default_action = NoAction();
+        size = 1024;
+    }
+
+    @name(".set_job") action set_job(bit<32> n_workers, bit<64> full_mask, bit<32> ring_mask,
+                                     bit<32> store_words, bit<16> mgrp) {
+        meta.n_workers = n_workers;
+        meta.full_mask = full_mask;
+        meta.ring_mask = ring_mask;
+        meta.store_words = store_words > SR_P4_STORE_WORDS ? SR_P4_STORE_WORDS : store_words;
+        meta.mgrp = mgrp;
+    }
+
+    // The jobs: job id -> (N, all-workers bitmap, R - 1, store words,
+    // multicast group).
+    @name(".job_table") table job_table {
+        key = { hdr.serene.job: exact @name("job"); }
+        actions = { set_job; NoAction; }
+        default_action = NoAction();
+        size = 64;
+    }
+
+    @name(".set_port") action set_port(bit<9> port) {
+        sm.egress_spec = port;
+        meta.route = SR_P4_OUT_FORWARD;
+    }
+
+    @name(".drop_foreign") action drop_foreign() {
+        drop(SR_P4_DROP_FOREIGN);
+    }
+
+    // Everything that is not Serene's: ordinary forwarding.
+    @name(".forward_table") table forward_table {
+        key = { hdr.ipv4.dst_addr: lpm @name("dst_addr"); }
+        actions = { set_port; drop_foreign; }
+        default_action = drop_foreign();
+        size = 256;
+    }
+
+    apply {
+        bool reset_clocks = false;
+        bit<8> op = hdr.serene.op;
+
+        meta.err = 0;
+        meta.route = SR_P4_OUT_DROP;
+        meta.worker_ok = false;
+        meta.ans_op = 0;
+        if (sm.parser_error != error.NoError || sm.checksum_error == 1) {
+            drop(SR_P4_DROP_PARSE);
+            return;
+        }
+        if (!meta.serene) {
+            if (hdr.ipv4.isValid()) {
+                forward_table.apply();
+            } else {
+                drop_foreign();
+            }
+            return;
+        }
+        // sr_msg_parse: count within the wire's limit and lengths that agree.
+        if ((bit<32>)hdr.serene.count > SR_WIRE_MAX_ELEMS ||
+            (bit<32>)hdr.udp.length != SR_UDP_HLEN + SR_WIRE_HDR_LEN + 4 * (bit<32>)hdr.serene.count ||
+            hdr.ipv4.total_len != SR_IPV4_HLEN + hdr.udp.length) {
+            drop(SR_P4_DROP_LENGTH);
+            return;
+        }
+        // Only requests: an answer arriving here is a loop or a confused peer.
+        if (op != SR_OP_JOIN && op != SR_OP_LEAVE && op != SR_OP_AR_DATA && op != SR_OP_PUSH &&
+            op != SR_OP_PULL && op != SR_OP_CLOCK) {
+            drop(SR_P4_DROP_ANSWER);
+            return;
+        }
+        if (!worker_table.apply().hit) {
+            drop(SR_P4_DROP_UNREG);
+            return;
+        }
+        if (!job_table.apply().hit) {
+            meta.err = SR_ST_UNKNOWN_JOB;
+        } else {
+            meta.blk = (index_t)(hdr.serene.job & (SR_P4_MAX_JOBS - 1));
+            membership.apply(hdr, meta, sm, reset_clocks);
+            if (meta.err == 0) {
+                if (op == SR_OP_AR_DATA) {
+                    allreduce.apply(hdr, meta, sm);
+                } else if (op == SR_OP_PUSH || op == SR_OP_PULL) {
+                    store.apply(hdr, meta, sm);
+                }
+                barrier.apply(hdr, meta, sm, reset_clocks); // CLOCK, and a new incarnation
+            }
+        }
+
+        if (meta.err != 0) {
+            // ERROR: the request echoed, status = why, aux = the refused op,
+            // no payload.
+            error_ctr.count((bit<32>)meta.err);
+            hdr.serene.aux = (bit<32>)op;
+            hdr.serene.op = SR_OP_ERROR;
+            hdr.serene.status = meta.err;
+            hdr.serene.count = 0;
+            SR_LANES(SR_INVALIDATE_VAL)
+            meta.route = SR_P4_OUT_UNICAST;
+        }
+        if (meta.too_many) {
+            // The payload was not parsed: cut it off the answer.
+            truncate((bit<32>)(SR_FRAME_HLEN + SR_WIRE_HDR_LEN) + 4 * (bit<32>)hdr.serene.count);
+        }
+        if (meta.route == SR_P4_OUT_UNICAST) {
+            sm.egress_spec = sm.ingress_port;
+        } else if (meta.route == SR_P4_OUT_MULTICAST) {
+            sm.mcast_grp = meta.mgrp;
+        } else {
+            mark_to_drop(sm);
+        }
+    }
+}
+
+#endif /* SERENE_P4_INGRESS_P4_ */

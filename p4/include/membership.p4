@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * membership.p4 - JOIN, LEAVE and the binding check of every other request
+ * (the software switch's do_join, do_leave and sr_pipei_worker_ok).
+ *
+ * Per job id: the incarnation nonce and the bound and left bitmaps; per
+ * (job block, worker): the context token of its binding. The address a
+ * worker may use is fixed by worker_table (the job file), so where the
+ * software switch remembers the address a worker joined from, this program
+ * requires the worker id of a request to be the rank worker_table gives its
+ * source: a JOIN naming another rank is refused with NOT_MEMBER.
+ *
+ * A JOIN with a new nonce, with no worker bound, starts a new incarnation:
+ * bindings, low and high are reset here; the slot, store and ring
+ * registers cannot be cleared by one packet, so they must already be zero
+ * (a freshly started switch, or the reset commands of p4/README.md).
+ */
+#ifndef SERENE_P4_MEMBERSHIP_P4_
+#define SERENE_P4_MEMBERSHIP_P4_
+
+#include <core.p4>
+#include <v1model.p4>
+
+#include "headers.p4"
+#include "types.p4"
+
+control Membership(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm,
+                   out bool reset_clocks) {
+    @name(".nonce_reg") register<bit<32>>(SR_P4_JOB_IDS) nonce_reg;
+    @name(".bound_reg") register<bitmap_t>(SR_P4_JOB_IDS) bound_reg;
+    @name(".left_reg") register<bitmap_t>(SR_P4_JOB_IDS) left_reg;
+    @name(".token_reg") register<bit<32>>(SR_P4_WORKER_ENTRIES) token_reg;
+
+    // JOIN_ACK: the job's parameters as the 4-word payload.
+    action join_ack(bit<32> nonce) {
+        hdr.serene.op = SR_OP_JOIN_ACK;
+        hdr.serene.aux = nonce;
+        hdr.serene.shadow = 0;
+        hdr.serene.slot = 0;
+        hdr.serene.exp = 0;
+        hdr.serene.next_exp = 0;
+        hdr.serene.flags = 0;
+        hdr.serene.status = 0;
+        hdr.serene.offset = 0;
+        hdr.serene.count = SR_JOIN_PARAMS_WORDS;
+        hdr.vals[0].setValid();
+        hdr.vals[0].v = meta.n_workers;
+        hdr.vals[1].setValid();
+        hdr.vals[1].v = SR_P4_ELEMS;
+        hdr.vals[2].setValid();
+        hdr.vals[2].v = SR_P4_SLOTS;
+        hdr.vals[3].setValid();
+        hdr.vals[3].v = meta.store_words;
+        meta.route = SR_P4_OUT_UNICAST;
+    }
+
+    apply {
+        bit<32> jid = (bit<32>)hdr.serene.job;
+        bool rank_ok = meta.src_job == hdr.serene.job && meta.src_rank == hdr.serene.worker &&
+                       (bit<32>)hdr.serene.worker < meta.n_workers;
+        bitmap_t bound;
+        bitmap_t left;
+        bit<32> nonce;
+        bit<32> token;
+        index_t tidx = meta.blk * SR_P4_MAX_WORKERS +
+                       (index_t)(hdr.serene.worker & (SR_P4_MAX_WORKERS - 1));
+
+        reset_clocks = false;
+        meta.wbit = rank_ok ? (bitmap_t)1 << (bit<8>)hdr.serene.worker : 0;
+        bound_reg.read(bound, jid);
+        left_reg.read(left, jid);
+        token_reg.read(token, tidx);
+
+        if (hdr.serene.op == SR_OP_JOIN) {
+            nonce_reg.read(nonce, jid);
+            if (!rank_ok) {
+                meta.err = SR_ST_NOT_MEMBER;
+            } else if (hdr.serene.aux != nonce && (bound & ~left) != 0) {
+                meta.err = SR_ST_JOB_IN_USE;
+            } else {
+                if (hdr.serene.aux != nonce) {
+                    // New incarnation (see the top of this file).
+                    nonce = hdr.serene.aux;
+                    nonce_reg.write(jid, nonce);
+                    bound = 0;
+                    left = 0;
+                    left_reg.write(jid, 0);
+                    reset_clocks = true;
+                }
+                if ((bound & meta.wbit) == 0) {
+                    bound = bound | meta.wbit;
+                    bound_reg.write(jid, bound);
+                    token_reg.write(tidx, hdr.serene.seq);
+                    join_ack(nonce);
+                } else if (token != hdr.serene.seq || (left & meta.wbit) != 0) {
+                    meta.err = SR_ST_STALE;
+                } else {
+                    join_ack(nonce); // the same JOIN again: its ACK was lost
+                }
+            }
+        } else if (hdr.serene.op == SR_OP_LEAVE) {
+            // No answer either way; a LEAVE that does not match the binding
+            // changes nothing.
+            if (rank_ok && (bound & meta.wbit) != 0 && token == hdr.serene.seq) {
+                left_reg.write(jid, left | meta.wbit);
+            }
+        } else {
+            meta.worker_ok = rank_ok && (bound & ~left & meta.wbit) != 0;
+        }
+    }
+}
+
+#endif /* SERENE_P4_MEMBERSHIP_P4_ */

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * types.p4 - the program's metadata: what the parser learnt, what the
+ * tables said about the job and the sender, and the answer being built.
+ */
+#ifndef SERENE_P4_TYPES_P4_
+#define SERENE_P4_TYPES_P4_
+
+#include "constants.p4"
+
+typedef bit<16> job_id_t;
+typedef bit<16> worker_id_t;
+typedef bit<64> bitmap_t;   // one bit per worker of a job
+typedef bit<32> clock_t;    // serial-number clocks
+typedef bit<32> index_t;    // register index
+
+// Why a packet was dropped without an answer (drop_ctr index).
+const bit<32> SR_P4_DROP_PARSE = 0;      // truncated, bad IPv4 checksum, not Serene's to us
+const bit<32> SR_P4_DROP_LENGTH = 1;     // UDP/IP length disagrees with count
+const bit<32> SR_P4_DROP_ANSWER = 2;     // an answer op sent to the switch
+const bit<32> SR_P4_DROP_UNREG = 3;      // source address in no worker_table entry
+const bit<32> SR_P4_DROP_UNBOUND = 4;    // not a bound worker of the job at this address
+const bit<32> SR_P4_DROP_DUP = 5;        // duplicate contribution to an open round
+const bit<32> SR_P4_DROP_STALE = 6;      // late copy from a worker that moved on
+const bit<32> SR_P4_DROP_FOREIGN = 7;    // not Serene: no forwarding entry
+const bit<32> SR_P4_DROP_REASONS = 8;
+
+// Kinds of copies leaving the switch (meta.route).
+const bit<2> SR_P4_OUT_DROP = 0;
+const bit<2> SR_P4_OUT_UNICAST = 1;   // back to the sender
+const bit<2> SR_P4_OUT_MULTICAST = 2; // to every rank of the job
+const bit<2> SR_P4_OUT_FORWARD = 3;   // not Serene's: forwarded as is
+
+struct meta_t {
+    // Parser. serene is also kept in the clone of a CLOCK answer: simple_switch
+    // re-parses a clone, then resets the metadata but for the field list.
+    @field_list(SR_P4_CPU_CLONE_FL)
+    bool serene;          // a Serene header of our version to our port
+    bool too_many;        // count above SR_P4_ELEMS: payload not parsed
+    bit<16> vals_left;    // parser loop counter
+
+    // worker_table: the sender's job and rank.
+    job_id_t src_job;
+    worker_id_t src_rank;
+
+    // job_table: the job of hdr.serene.job.
+    bit<32> n_workers;
+    bitmap_t full_mask;
+    bit<32> ring_mask;
+    bit<32> store_words;   // already cut to SR_P4_STORE_WORDS
+    bit<16> mgrp;
+    index_t blk;           // the job's register block: job id mod SR_P4_MAX_JOBS
+
+    bool worker_ok;        // a bound worker of the job at its own address
+    bitmap_t wbit;         // 1 << worker
+
+    bit<8> err;            // SR_ST_* to answer with ERROR; 0: none
+    bit<2> route;          // SR_P4_OUT_*: where the packet goes
+
+    // policy_table: the policy at the CLOCK's clock.
+    bit<8> pol_mode;
+    bit<32> pol_s;
+
+    // The CLOCK answer, kept for its clone when a RELEASE is multicast.
+    @field_list(SR_P4_CPU_CLONE_FL)
+    bit<8> ans_op;
+    @field_list(SR_P4_CPU_CLONE_FL)
+    clock_t ans_low;
+    @field_list(SR_P4_CPU_CLONE_FL)
+    clock_t ans_high;
+    @field_list(SR_P4_CPU_CLONE_FL)
+    bit<32> ans_mode;
+    @field_list(SR_P4_CPU_CLONE_FL)
+    bit<32> ans_s;
+    @field_list(SR_P4_CPU_CLONE_FL)
+    job_id_t ans_job;
+}
+
+#endif /* SERENE_P4_TYPES_P4_ */
