@@ -30,14 +30,11 @@ export SERENE_TIMEOUT_MS=10000
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/serene-ctl-dyn.XXXXXX") || exit 1
 swpid="" ctlpid=""
+# shellcheck source=../integ/switch_lib.sh
+. "$(dirname "$0")/../integ/switch_lib.sh"
 cleanup() {
     [ -n "$ctlpid" ] && kill -TERM "$ctlpid" 2>/dev/null
-    if [ -n "$swpid" ]; then
-        kill -TERM "$swpid" 2>/dev/null
-        for _ in $(seq 100); do kill -0 "$swpid" 2>/dev/null || break; sleep 0.05; done
-        kill -KILL "$swpid" 2>/dev/null
-        wait "$swpid" 2>/dev/null
-    fi
+    stop_switch >/dev/null
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -49,17 +46,7 @@ fail() {
     exit 1
 }
 
-ctl=$work/ctl
-"$SWITCH" --listen 127.0.0.1:0 --port-file "$work/port" --control "$ctl" \
-    --job "0:$N,store=64,policy=bsp" >"$work/switch.log" 2>&1 &
-swpid=$!
-for _ in $(seq 200); do
-    [ -s "$work/port" ] && [ -S "$ctl" ] && break
-    kill -0 "$swpid" 2>/dev/null || fail "serene-switch exited at startup"
-    sleep 0.05
-done
-[ -s "$work/port" ] && [ -S "$ctl" ] || fail "no port file or control socket in 10 s"
-port=$(cat "$work/port")
+start_switch 127.0.0.1:0 --job "0:$N,store=64,policy=bsp" || fail "serene-switch exited at startup"
 
 # Monitoring before the job runs, and the unknown-job message.
 line=$("$CTL" status --control "$ctl" --job 0) || fail "serene-ctl status failed"

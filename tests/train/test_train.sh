@@ -28,13 +28,10 @@ export SERENE_TIMEOUT_MS=10000 SERENE_SWITCH_BIN=$SWITCH
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/serene-train-test.XXXXXX") || exit 1
 swpid=""
+# shellcheck source=../integ/switch_lib.sh
+. "$(dirname "$0")/../integ/switch_lib.sh"
 cleanup() {
-    if [ -n "$swpid" ]; then
-        kill -TERM "$swpid" 2>/dev/null
-        for _ in $(seq 100); do kill -0 "$swpid" 2>/dev/null || break; sleep 0.05; done
-        kill -KILL "$swpid" 2>/dev/null
-        wait "$swpid" 2>/dev/null
-    fi
+    stop_switch >/dev/null
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -124,30 +121,12 @@ done
 grep -qx "mode=allreduce" "$work/ar/rank0.summary" || fail "allreduce summary mode"
 
 # 3. SSP(3) on our own switch, heterogeneous straggler on rank 0.
-start_own_switch() { # SPEC
-    rm -f "$work/port"
-    "$SWITCH" --listen 127.0.0.1:0 --port-file "$work/port" --job "$1" >"$work/switch.log" 2>&1 &
-    swpid=$!
-    for _ in $(seq 200); do
-        [ -s "$work/port" ] && break
-        kill -0 "$swpid" 2>/dev/null || fail "serene-switch exited at start"
-        sleep 0.05
-    done
-    [ -s "$work/port" ] || fail "serene-switch wrote no port in 10 s"
-}
-stop_own_switch() {
-    kill -TERM "$swpid" 2>/dev/null
-    for _ in $(seq 100); do kill -0 "$swpid" 2>/dev/null || break; sleep 0.05; done
-    kill -KILL "$swpid" 2>/dev/null
-    wait "$swpid" 2>/dev/null
-    swpid=""
-}
-start_own_switch "0:2:2048,store=65536,policy=ssp:3"
+start_switch 127.0.0.1:0 --job "0:2:2048,store=65536,policy=ssp:3" || fail "serene-switch exited at start"
 mkdir "$work/ssp"
-"$RUN" -n 2 --switch "127.0.0.1:$(cat "$work/port")" --timeout 120 -- "$TRAIN" "${common[@]}" \
+"$RUN" -n 2 --switch "127.0.0.1:$port" --timeout 120 -- "$TRAIN" "${common[@]}" \
     --out "$work/ssp" --straggler hetero:2 --straggler-ranks 0 --mean-iter-ms 3 >"$work/out.log" 2>&1 ||
     fail "ssp run exited with $?"
-stop_own_switch
+stop_switch
 check_run "$work/ssp" ssp3
 
 # 4. errors.
@@ -170,9 +149,9 @@ expect_error "truncated data" 1 "is truncated" \
 printf 'SRDIGIT0xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' >"$work/bad.bin"
 expect_error "not a digit set" 1 "no SRDIGIT1 header" \
     "$RUN" -n 1 --timeout 60 -- "$TRAIN" --data "$work/bad.bin" --out "$work"
-start_own_switch "0:1,store=1000"
+start_switch 127.0.0.1:0 --job "0:1,store=1000" || fail "serene-switch exited at start"
 expect_error "store too small" 1 "the switch's store holds 1000 words" \
-    "$RUN" -n 1 --switch "127.0.0.1:$(cat "$work/port")" --timeout 60 -- "$TRAIN" \
+    "$RUN" -n 1 --switch "127.0.0.1:$port" --timeout 60 -- "$TRAIN" \
     --data "$work/digits.bin" --out "$work"
-stop_own_switch
+stop_switch
 echo "PASS: train"
