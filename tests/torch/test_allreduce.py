@@ -22,7 +22,7 @@ import torch
 import torch.distributed as dist
 
 import serene_torch
-from torch_common import RANK, WORLD, check, gloo_done, gloo_init, log
+from torch_common import RANK, WORLD, check, expect_refused, gloo_done, gloo_init, log
 
 
 def packet_bound(inputs, elems):
@@ -65,17 +65,6 @@ def run_case(name, x, op, elems):
     worst = float((err_exact / (q + 0.5 * ulp)).max()) if s.numel() else 0.0
     log(f"ok {name}: {s.numel()} elements, op {op}, max error {float(err_exact.max()):.3g} "
         f"= {worst:.2f} of the bound")
-
-
-def expect_refused(what, fn, needle):
-    try:
-        fn()
-    except RuntimeError as e:
-        msg = str(e).splitlines()[0]
-        check(needle in msg, f"{what}: message {msg!r} does not say {needle!r}")
-        log(f"ok refused {what}: {msg}")
-        return
-    check(False, f"{what}: accepted")
 
 
 def main():

@@ -48,6 +48,18 @@ def check(cond, what):
         sys.exit(1)
 
 
+def expect_refused(what, fn, needle, exc=RuntimeError):
+    """Fail the test unless fn() raises exc whose first line says needle."""
+    try:
+        fn()
+    except exc as e:
+        msg = str(e).splitlines()[0]
+        check(needle in msg, f"{what}: message {msg!r} does not say {needle!r}")
+        log(f"ok refused {what}: {msg}")
+        return
+    check(False, f"{what}: accepted (no {exc.__name__})")
+
+
 def gloo_init(timeout_s=60):
     global _store_path
     if "SERENE_JOB_NONCE" not in os.environ:
