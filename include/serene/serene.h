@@ -161,7 +161,7 @@ typedef struct serene_config {
     int max_ops;
     /* CPU features the quantization kernels may use, ANDed with what the CPU
      * has: bit 0 AVX2, bit 1 AVX-512. Default ~0u. Env SERENE_CPU_MASK
-     * (decimal or 0x hex). */
+     * (decimal, e.g. 3 for both). */
     unsigned cpu_mask;
     /* Fractional bits of the SSP store's fixed point for the float forms of
      * push and pull: a value x is stored as rne(x * 2^store_frac_bits) in an
@@ -227,6 +227,10 @@ typedef struct serene_config {
 SERENE_API void serene_config_init(serene_config *cfg);
 
 /* Overwrite fields from SERENE_* environment variables that are set.
+ * Numbers, ports included, are decimal digits only: no sign, blank or 0x,
+ * and a leading zero is not octal ("010" is ten). SERENE_SWITCH is
+ * "host:port" (port 1..65535); SERENE_BIND is "", "host", "host:port" or
+ * ":port" (port 0..65535); host is an IPv4 address or a name.
  * Returns SERENE_ERR_CONFIG, and logs which variable is wrong, when a value
  * does not parse or is out of range; cfg is then partly updated. */
 SERENE_API int serene_config_from_env(serene_config *cfg);

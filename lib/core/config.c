@@ -7,7 +7,6 @@
  * caller sets afterwards.
  */
 #include <ctype.h>
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,16 +52,31 @@ SERENE_API void serene_config_init(serene_config *cfg)
     cfg->log_cookie = NULL;
 }
 
-/* Parse a whole decimal (or 0x hex) integer within [lo, hi]. */
-static int parse_ll(const char *s, long long lo, long long hi, long long *out)
+/* The one integer syntax of every SERENE_* number: decimal digits only.
+ * No sign (no variable has a meaningful negative value), no blank, no 0x,
+ * and leading zeros stay decimal ("010" is ten): strtol's base 0 made
+ * "010" eight and accepted " 1" and "+1", which nobody means on purpose.
+ * Returns 0, PARSE_SYNTAX, or PARSE_RANGE when the digits are outside
+ * [lo, hi] (overflow included). */
+enum { PARSE_SYNTAX = -1, PARSE_RANGE = -2 };
+
+static int parse_dec(const char *s, long long lo, long long hi, long long *out)
 {
     if (!s || !*s)
-        return -1;
-    errno = 0;
-    char *end = NULL;
-    long long v = strtoll(s, &end, 0);
-    if (errno || end == s || *end != '\0' || v < lo || v > hi)
-        return -1;
+        return PARSE_SYNTAX;
+    long long v = 0;
+    int over = 0;
+    for (const char *c = s; *c; c++) {
+        if (*c < '0' || *c > '9')
+            return PARSE_SYNTAX;
+        int d = *c - '0';
+        if (v > (LLONG_MAX - d) / 10)
+            over = 1; /* keep scanning: a later non-digit is the better message */
+        else
+            v = v * 10 + d;
+    }
+    if (over || v < lo || v > hi)
+        return PARSE_RANGE;
     *out = v;
     return 0;
 }
@@ -77,7 +91,7 @@ static int parse_level(const char *s, serene_log_level *out)
         }
     }
     long long v;
-    if (parse_ll(s, 0, 3, &v))
+    if (parse_dec(s, 0, 3, &v))
         return -1;
     *out = (serene_log_level)v;
     return 0;
@@ -99,95 +113,159 @@ static int parse_mac(const char *s, uint8_t mac[6])
     return 0;
 }
 
-static int bad_env(const serene_config *cfg, const char *name, const char *val, const char *want)
+/* Log through the caller's sink: the message names the variable, since
+ * that is what the user typed (the field name would send them looking in
+ * code they did not write). */
+static int bad_env(const serene_config *cfg, const char *name, const char *val, int why,
+                   const char *want)
 {
     sr_log log;
     sr_log_init(&log, cfg);
-    SR_ERR(&log, "environment: %s=\"%s\" is invalid: expected %s", name, val, want);
+    SR_ERR(&log, "environment: %s=\"%s\" is %s: expected %s", name, val,
+           why == PARSE_RANGE ? "out of range" : "invalid", want);
     return SERENE_ERR_CONFIG;
+}
+
+/* An address's host part: an IPv4 address or a host name. Anything else
+ * (blanks, a second ':', a '+') is a typo that getaddrinfo or strtol
+ * would otherwise read as something the user did not write. */
+static int host_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '.' || c == '-' || c == '_';
+}
+
+/* SERENE_SWITCH is "host:port", port 1..65535 (a destination).
+ * SERENE_BIND is "", "host", "host:port" or ":port", port 0..65535 (0 and
+ * an empty host leave the choice to the transport). Ports use parse_dec's
+ * syntax. Returns 0, PARSE_SYNTAX or PARSE_RANGE. */
+static int parse_addr(const char *v, int bind)
+{
+    const char *colon = strchr(v, ':');
+    size_t hostlen = colon ? (size_t)(colon - v) : strlen(v);
+    for (size_t i = 0; i < hostlen; i++)
+        if (!host_char(v[i]))
+            return PARSE_SYNTAX;
+    if (!colon)
+        return bind ? 0 : PARSE_SYNTAX;
+    if (!hostlen && !bind)
+        return PARSE_SYNTAX;
+    long long port;
+    return parse_dec(colon + 1, bind ? 0 : 1, 65535, &port);
 }
 
 struct int_var {
     const char *name;
     long long lo, hi;
     size_t off;
+    int u32; /* the field is a uint32_t / unsigned, not an int */
     const char *want;
 };
+_Static_assert(sizeof(((serene_config *)0)->cpu_mask) == sizeof(uint32_t) &&
+                   sizeof(((serene_config *)0)->job_nonce) == sizeof(uint32_t),
+               "env_ints stores the unsigned fields as uint32_t");
 
-SERENE_API int serene_config_from_env(serene_config *cfg)
+static int env_ints(serene_config *cfg)
 {
-    if (!cfg)
-        return SERENE_ERR_INVAL;
     static const struct int_var ints[] = {
-        {"SERENE_RANK", 0, SR_WIRE_MAX_WORKERS - 1, offsetof(serene_config, rank), "0..63"},
-        {"SERENE_WORLD_SIZE", 1, SR_WIRE_MAX_WORKERS, offsetof(serene_config, world_size),
-         "1..64"},
-        {"SERENE_JOB", 0, 65535, offsetof(serene_config, job_id), "0..65535"},
-        {"SERENE_TIMEOUT_MS", 1, INT_MAX, offsetof(serene_config, timeout_ms),
-         "a positive number of milliseconds"},
-        {"SERENE_RTO_US", 1, INT_MAX, offsetof(serene_config, rto_us),
-         "a positive number of microseconds"},
-        {"SERENE_RTO_MAX_US", 1, INT_MAX, offsetof(serene_config, rto_max_us),
-         "a positive number of microseconds"},
-        {"SERENE_RETRY_LIMIT", 0, INT_MAX, offsetof(serene_config, retry_limit),
-         "0 (no limit) or a positive count"},
-        {"SERENE_WINDOW", 0, SR_WIRE_MAX_SLOTS, offsetof(serene_config, window),
-         "0 (the switch's pool) or 1..32768"},
-        {"SERENE_STORE_FRAC_BITS", 0, 30, offsetof(serene_config, store_frac_bits), "0..30"},
+        {"SERENE_RANK", 0, SR_WIRE_MAX_WORKERS - 1, offsetof(serene_config, rank), 0,
+         "a decimal number in 0..63"},
+        {"SERENE_WORLD_SIZE", 1, SR_WIRE_MAX_WORKERS, offsetof(serene_config, world_size), 0,
+         "a decimal number in 1..64"},
+        {"SERENE_JOB", 0, 65535, offsetof(serene_config, job_id), 0,
+         "a decimal number in 0..65535"},
+        {"SERENE_TIMEOUT_MS", 1, INT_MAX, offsetof(serene_config, timeout_ms), 0,
+         "a decimal number of milliseconds in 1..2147483647"},
+        {"SERENE_RTO_US", 1, INT_MAX, offsetof(serene_config, rto_us), 0,
+         "a decimal number of microseconds in 1..2147483647"},
+        {"SERENE_RTO_MAX_US", 1, INT_MAX, offsetof(serene_config, rto_max_us), 0,
+         "a decimal number of microseconds in 1..2147483647"},
+        {"SERENE_RETRY_LIMIT", 0, INT_MAX, offsetof(serene_config, retry_limit), 0,
+         "0 (no limit) or a decimal count in 1..2147483647"},
+        {"SERENE_WINDOW", 0, SR_WIRE_MAX_SLOTS, offsetof(serene_config, window), 0,
+         "0 (the switch's pool) or a decimal number in 1..32768"},
+        {"SERENE_STORE_FRAC_BITS", 0, 30, offsetof(serene_config, store_frac_bits), 0,
+         "a decimal number in 0..30"},
+        {"SERENE_JOB_NONCE", 0, UINT32_MAX, offsetof(serene_config, job_nonce), 1,
+         "a decimal number in 0..4294967295"},
+        {"SERENE_CPU_MASK", 0, UINT32_MAX, offsetof(serene_config, cpu_mask), 1,
+         "a decimal bit mask in 0..4294967295 (bit 0 AVX2, bit 1 AVX-512)"},
     };
-    int rc = 0;
+    int rc = 0, why;
     const char *v;
     long long x;
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
         if (!(v = getenv(ints[i].name)))
             continue;
-        if (parse_ll(v, ints[i].lo, ints[i].hi, &x))
-            rc = bad_env(cfg, ints[i].name, v, ints[i].want);
-        else
-            *(int *)(void *)((char *)cfg + ints[i].off) = (int)x;
+        if ((why = parse_dec(v, ints[i].lo, ints[i].hi, &x))) {
+            rc = bad_env(cfg, ints[i].name, v, why, ints[i].want);
+        } else if (ints[i].u32) {
+            uint32_t u = (uint32_t)x;
+            memcpy((char *)cfg + ints[i].off, &u, sizeof u);
+        } else {
+            int n = (int)x;
+            memcpy((char *)cfg + ints[i].off, &n, sizeof n);
+        }
     }
-    if ((v = getenv("SERENE_JOB_NONCE"))) {
-        if (parse_ll(v, 0, UINT32_MAX, &x))
-            rc = bad_env(cfg, "SERENE_JOB_NONCE", v, "an unsigned 32-bit number");
+    return rc;
+}
+
+static int env_strings(serene_config *cfg)
+{
+    enum { PLAIN, SWITCH, BIND };
+    const struct {
+        const char *name;
+        char *dst;
+        size_t cap;
+        int kind;
+    } strs[] = {
+        {"SERENE_SWITCH", cfg->switch_addr, sizeof cfg->switch_addr, SWITCH},
+        {"SERENE_BIND", cfg->bind_addr, sizeof cfg->bind_addr, BIND},
+        {"SERENE_TRANSPORT", cfg->transport, sizeof cfg->transport, PLAIN},
+        {"SERENE_PCAP", cfg->pcap_path, sizeof cfg->pcap_path, PLAIN},
+    };
+    int rc = 0, why;
+    const char *v;
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
+        if (!(v = getenv(strs[i].name)))
+            continue;
+        if (strlen(v) >= strs[i].cap)
+            rc = bad_env(cfg, strs[i].name, v, PARSE_SYNTAX, "a shorter value");
+        else if (strs[i].kind == SWITCH && (why = parse_addr(v, 0)))
+            rc = bad_env(cfg, strs[i].name, v, why,
+                         "HOST:PORT (an IPv4 address or host name; PORT 1..65535 in decimal "
+                         "digits; no blanks)");
+        else if (strs[i].kind == BIND && (why = parse_addr(v, 1)))
+            rc = bad_env(cfg, strs[i].name, v, why,
+                         "\"\", HOST, HOST:PORT or :PORT (an IPv4 address or host name; PORT "
+                         "0..65535 in decimal digits; no blanks)");
         else
-            cfg->job_nonce = (uint32_t)x;
+            memcpy(strs[i].dst, v, strlen(v) + 1);
     }
-    if ((v = getenv("SERENE_CPU_MASK"))) {
-        if (parse_ll(v, 0, UINT32_MAX, &x))
-            rc = bad_env(cfg, "SERENE_CPU_MASK", v, "a bit mask (bit 0 AVX2, bit 1 AVX-512)");
-        else
-            cfg->cpu_mask = (unsigned)x;
-    }
+    return rc;
+}
+
+SERENE_API int serene_config_from_env(serene_config *cfg)
+{
+    if (!cfg)
+        return SERENE_ERR_INVAL;
+    /* Every variable is checked, so one run reports every mistake. */
+    int rc = env_ints(cfg) | env_strings(cfg);
+    const char *v;
+    if ((v = getenv("SERENE_LOG_LEVEL")) && parse_level(v, &cfg->log_level))
+        rc = bad_env(cfg, "SERENE_LOG_LEVEL", v, PARSE_SYNTAX,
+                     "error, warn, info, debug or a decimal number in 0..3");
     /* DPDK: the strings are referred to, not copied (serene.h). */
     if ((v = getenv("SERENE_DPDK_EAL_ARGS")))
         cfg->dpdk_eal_args = v;
     if ((v = getenv("SERENE_DPDK_PORT")))
         cfg->dpdk_port = v;
     if ((v = getenv("SERENE_DPDK_MAC")) && parse_mac(v, cfg->dpdk_mac))
-        rc = bad_env(cfg, "SERENE_DPDK_MAC", v, "an Ethernet address aa:bb:cc:dd:ee:ff");
+        rc = bad_env(cfg, "SERENE_DPDK_MAC", v, PARSE_SYNTAX,
+                     "an Ethernet address aa:bb:cc:dd:ee:ff");
     if ((v = getenv("SERENE_DPDK_PEER_MAC")) && parse_mac(v, cfg->dpdk_peer_mac))
-        rc = bad_env(cfg, "SERENE_DPDK_PEER_MAC", v, "an Ethernet address aa:bb:cc:dd:ee:ff");
-    if ((v = getenv("SERENE_LOG_LEVEL")) && parse_level(v, &cfg->log_level))
-        rc = bad_env(cfg, "SERENE_LOG_LEVEL", v, "error, warn, info, debug or 0..3");
-    const struct {
-        const char *name;
-        char *dst;
-        size_t cap;
-    } strs[] = {
-        {"SERENE_SWITCH", cfg->switch_addr, sizeof cfg->switch_addr},
-        {"SERENE_BIND", cfg->bind_addr, sizeof cfg->bind_addr},
-        {"SERENE_TRANSPORT", cfg->transport, sizeof cfg->transport},
-        {"SERENE_PCAP", cfg->pcap_path, sizeof cfg->pcap_path},
-    };
-    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
-        if (!(v = getenv(strs[i].name)))
-            continue;
-        if (strlen(v) >= strs[i].cap)
-            rc = bad_env(cfg, strs[i].name, v, "a shorter value");
-        else
-            memcpy(strs[i].dst, v, strlen(v) + 1);
-    }
-    return rc;
+        rc = bad_env(cfg, "SERENE_DPDK_PEER_MAC", v, PARSE_SYNTAX,
+                     "an Ethernet address aa:bb:cc:dd:ee:ff");
+    return rc ? SERENE_ERR_CONFIG : 0;
 }
 
 SERENE_API int serene_config_dump(const serene_config *cfg, char *buf, size_t len)

@@ -133,7 +133,7 @@ static void test_config_env(void **state)
     assert_string_equal(cfg.transport, "udp");
     setenv("SERENE_RANK", "2", 1);
     setenv("SERENE_WORLD_SIZE", "4", 1);
-    setenv("SERENE_JOB_NONCE", "0xdeadbeef", 1);
+    setenv("SERENE_JOB_NONCE", "3735928559", 1); /* decimal only: 0xdeadbeef */
     setenv("SERENE_LOG_LEVEL", "debug", 1);
     setenv("SERENE_SWITCH", "10.1.2.3:9", 1);
     assert_int_equal(serene_config_from_env(&cfg), 0);
