@@ -34,6 +34,9 @@ struct proc {
     int signalled;       /* we sent SIGTERM: its exit is then expected */
     int killed;          /* we sent SIGKILL */
     int64_t term_at;     /* when SIGTERM went out (monotonic ms) */
+    int ended;           /* reaped: status and end_ms say how and when */
+    int status;          /* its wait status, once ended */
+    int64_t end_ms;      /* when it was reaped, ms after the ranks started */
     char name[16];       /* "rank 3" or "switch", for messages */
     char prefix[16];     /* "[3] ", "[switch] " or "" */
     struct stream io[2]; /* its stdout, its stderr */
@@ -65,6 +68,13 @@ struct launch {
     int signals_seen;
     int64_t deadline;   /* --timeout, monotonic ms; 0: none */
     int64_t t_ranks;    /* when the first rank started */
+    /* The first rank to end while others still ran and before any stop,
+     * and the ranks still running then: when the job later fails, the
+     * likely cause (a rank that returns early leaves its peers waiting
+     * until they time out, and the first of them is what stops the job).
+     * -1: none yet. */
+    int first_end;
+    uint64_t first_end_others;
     uint32_t nonce;
     char port_dir[PATH_MAX]; /* private temp dir holding the port file */
     char switch_addr[SERENE_ADDR_MAX];
@@ -99,5 +109,8 @@ int check_timeout(struct launch *L, int64_t now);
 void poll_once(struct launch *L, int timeout_ms);
 /* Relay and supervise until every started process is reaped or given up. */
 void supervise(struct launch *L);
+/* After a failed job: if its first rank to end did so with status 0 while
+ * others still ran, name it as the likely cause, then how the others ended. */
+void report_first_end(const struct launch *L);
 
 #endif /* SERENE_LAUNCH_RUN_H */

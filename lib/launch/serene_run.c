@@ -11,6 +11,10 @@
  * SERENE_JOB, SERENE_JOB_NONCE and SERENE_SWITCH set, relays their output
  * line by line behind a "[rank] " prefix, and supervises them: the first
  * failure stops the whole job. The exit codes are listed in help_text.
+ * A rank that returns early, even with status 0, leaves its peers waiting
+ * until they time out; the first of them is then the failure, so when a
+ * job fails after a rank ended early, that rank is named as the likely
+ * cause.
  * This file parses the options and starts the switch and the ranks;
  * supervise.c spawns, relays and supervises (run.h joins the two).
  *
@@ -72,7 +76,9 @@ static const char help_text[] =
     "Exit status: 0 all ranks exited 0; else the first failing rank's status\n"
     "(128+SIG if a signal killed it); 1 launcher or switch failure; 2 bad usage;\n"
     "124 --timeout; 126 PROGRAM not executable; 127 PROGRAM not found;\n"
-    "128+SIG serene-run got SIGINT, SIGTERM or SIGHUP.\n";
+    "128+SIG serene-run got SIGINT, SIGTERM or SIGHUP.\n"
+    "When the job fails after a rank exited while the others still ran (even\n"
+    "with status 0), that rank is named as the likely cause.\n";
 
 /* One fprintf per message: stderr is unbuffered, so a message never
  * interleaves with the relayed lines we write to the same descriptor. */
@@ -442,6 +448,7 @@ int main(int argc, char **argv)
     for (int fd = open("/dev/null", O_RDWR); fd >= 0 && fd <= 2; fd = open("/dev/null", O_RDWR))
         ;
     parse_opts(argc, argv, &L->o);
+    L->first_end = -1;
     for (int i = 0; i < MAX_PROCS; i++) {
         L->procs[i].io[0] = (struct stream){.fd = -1, .out = STDOUT_FILENO};
         L->procs[i].io[1] = (struct stream){.fd = -1, .out = STDERR_FILENO};
@@ -490,6 +497,7 @@ int main(int argc, char **argv)
             stream_close(&L->procs[i], &L->procs[i].io[k]);
     }
     remove_port_dir(L);
+    report_first_end(L);
     if (L->nstarted) {
         double secs = (double)(now_ms() - L->t_ranks) / 1000.0;
         if (L->exit_code)

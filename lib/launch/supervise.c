@@ -3,13 +3,15 @@
  * supervise.c - serene-run's process handling: starting a child on fresh
  * pipes (spawn), relaying its output line by line behind its prefix, and
  * supervising the job: reaping, signals, --timeout and the SIGTERM ->
- * SIGKILL -> give-up escalation. The invariants it keeps are listed at the
- * top of serene_run.c.
+ * SIGKILL -> give-up escalation. It records how and when each rank ended,
+ * so a failed job's report can name a rank that left early as the cause.
+ * The invariants it keeps are listed at the top of serene_run.c.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -273,6 +275,29 @@ int check_timeout(struct launch *L, int64_t now)
     return 1;
 }
 
+_Static_assert(SR_WIRE_MAX_WORKERS <= 64, "first_end_others is one 64-bit word");
+
+/* Remember how and when a rank ended; the first one to end while others
+ * still run, unless we are already stopping the job, is kept as the
+ * likely cause of a failure that follows. */
+static void record_end(struct launch *L, struct proc *p, int status, int64_t now)
+{
+    int rank = (int)(p - &L->procs[1]);
+    p->ended = 1;
+    p->status = status;
+    p->end_ms = now - L->t_ranks;
+    if (L->first_end >= 0 || L->stopping)
+        return;
+    uint64_t others = 0;
+    for (int r = 0; r < L->nstarted; r++)
+        if (L->procs[1 + r].running)
+            others |= UINT64_C(1) << r;
+    if (others) {
+        L->first_end = rank;
+        L->first_end_others = others;
+    }
+}
+
 static void reap(struct launch *L, int64_t now)
 {
     int status;
@@ -296,9 +321,12 @@ static void reap(struct launch *L, int64_t now)
             else if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) &&
                      !(WIFSIGNALED(status) && WTERMSIG(status) == (p->killed ? SIGKILL : SIGTERM)))
                 note("switch (pid %d) %s on shutdown", (int)pid, what);
-        } else if (status != 0 && !p->signalled) {
-            note("%s %s", p->name, what);
-            stop(L, exit_code_of(status), now);
+        } else {
+            record_end(L, p, status, now);
+            if (status != 0 && !p->signalled) {
+                note("%s %s", p->name, what);
+                stop(L, exit_code_of(status), now);
+            }
         }
     }
 }
@@ -406,4 +434,107 @@ void supervise(struct launch *L)
         int64_t wait = next == INT64_MAX ? 1000 : next - now;
         poll_once(L, (int)(wait < 0 ? 0 : wait > 1000 ? 1000 : wait));
     }
+}
+
+/* ---- The report on a failed job ---------------------------------------- */
+
+/* Append to buf (capacity cap, *len used). Four bytes always stay free so
+ * that a piece that does not fit is replaced by "..."; *len = cap then
+ * marks buf full, and later calls add nothing. */
+__attribute__((format(printf, 4, 5))) static void append(char *buf, size_t cap, size_t *len,
+                                                         const char *fmt, ...)
+{
+    if (*len >= cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && *len + (size_t)n + 4 <= cap) {
+        *len += (size_t)n;
+        return;
+    }
+    memcpy(buf + *len, "...", 4);
+    *len = cap;
+}
+
+/* "rank 0 was" or "ranks 0,2-5 were". */
+static void format_ranks(uint64_t set, char *buf, size_t cap)
+{
+    int count = __builtin_popcountll(set), first = 1;
+    size_t len = 0;
+    buf[0] = '\0';
+    append(buf, cap, &len, "%s ", count > 1 ? "ranks" : "rank");
+    for (int r = 0; r < 64; r++) {
+        if (!(set >> r & 1) || (r > 0 && (set >> (r - 1) & 1)))
+            continue; /* not in the set, or inside a run already written */
+        int last = r;
+        while (last < 63 && (set >> (last + 1) & 1))
+            last++;
+        if (last >= r + 2)
+            append(buf, cap, &len, "%s%d-%d", first ? "" : ",", r, last);
+        else if (last == r + 1)
+            append(buf, cap, &len, "%s%d,%d", first ? "" : ",", r, last);
+        else
+            append(buf, cap, &len, "%s%d", first ? "" : ",", r);
+        first = 0;
+    }
+    append(buf, cap, &len, " %s", count > 1 ? "were" : "was");
+}
+
+/* The exit we caused: SIGTERM from stop(), or SIGKILL from escalate(). */
+static int stopped_by_us(const struct proc *p)
+{
+    return p->signalled && WIFSIGNALED(p->status) &&
+           (WTERMSIG(p->status) == SIGTERM || (p->killed && WTERMSIG(p->status) == SIGKILL));
+}
+
+/* How the ranks other than `first` ended, in the order they ended: the
+ * failures (their own exits) one by one, then a count of those we stopped. */
+static void describe_others(const struct launch *L, int first, char *buf, size_t cap)
+{
+    int order[MAX_PROCS], n = 0, stopped = 0;
+    for (int r = 0; r < L->nstarted; r++) {
+        const struct proc *p = &L->procs[1 + r];
+        if (r == first)
+            continue;
+        if (!p->ended || stopped_by_us(p)) {
+            stopped++; /* signalled, or survived SIGKILL: already reported */
+            continue;
+        }
+        int k = n++;
+        for (; k > 0 && L->procs[1 + order[k - 1]].end_ms > p->end_ms; k--)
+            order[k] = order[k - 1];
+        order[k] = r;
+    }
+    size_t len = 0;
+    char what[64];
+    buf[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        const struct proc *p = &L->procs[1 + order[i]];
+        describe_status(p->status, what, sizeof what);
+        append(buf, cap, &len, "%s%s %s after %.2f s", i ? ", " : "", p->name, what,
+               (double)p->end_ms / 1000.0);
+    }
+    if (stopped)
+        append(buf, cap, &len, "%s%d %s stopped by serene-run", n ? ", " : "", stopped,
+               stopped > 1 ? "ranks" : "rank");
+}
+
+void report_first_end(const struct launch *L)
+{
+    if (!L->exit_code || L->first_end < 0)
+        return;
+    const struct proc *p = &L->procs[1 + L->first_end];
+    if (p->status != 0)
+        return; /* the first to end was the failure itself, reported as it ended */
+    /* Sized so the whole note fits note()'s 1024-byte line; a longer list
+     * ends in "..." (append) rather than being cut mid-word. */
+    char what[64], running[256], rest[512];
+    describe_status(p->status, what, sizeof what);
+    format_ranks(L->first_end_others, running, sizeof running);
+    describe_others(L, L->first_end, rest, sizeof rest);
+    note("%s left first: it %s after %.2f s while %s still running, the likely cause of the "
+         "failure%s%s",
+         p->name, what, (double)p->end_ms / 1000.0, running, rest[0] ? "; then " : "", rest);
 }

@@ -17,6 +17,8 @@
  *   --sleep-rank R   rank R (-1: every rank but --fail-rank) sleeps --ms
  *   --ms MS          sleep length (default 100000)
  *   --ignore-term    sleepers ignore SIGTERM (tests the SIGKILL escalation)
+ *   --leave-rank R   rank R exits 0 at once, before any sleep or failure: a
+ *                    rank that finishes early while its peers still work
  *   --fail-rank R    rank R exits with --code (default 1) or dies by --signal,
  *                    after --fail-after MS (default 0: at once)
  *   --code C, --signal SIG
@@ -56,6 +58,7 @@ int main(int argc, char **argv)
 {
     int lines = 0, long_len = 0, partial = 0, sleep_rank = -2, ms = 100000;
     int ignore_term = 0, fail_rank = -2, fail_after = 0, code = 1, sig = 0, args_at = 0;
+    int leave_rank = -2;
     for (int i = 1; i < argc && !args_at; i++) {
         if (!strcmp(argv[i], "--lines")) lines = int_arg(argc, argv, &i);
         else if (!strcmp(argv[i], "--long")) long_len = int_arg(argc, argv, &i);
@@ -63,6 +66,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--sleep-rank")) sleep_rank = int_arg(argc, argv, &i);
         else if (!strcmp(argv[i], "--ms")) ms = int_arg(argc, argv, &i);
         else if (!strcmp(argv[i], "--ignore-term")) ignore_term = 1;
+        else if (!strcmp(argv[i], "--leave-rank")) leave_rank = int_arg(argc, argv, &i);
         else if (!strcmp(argv[i], "--fail-rank")) fail_rank = int_arg(argc, argv, &i);
         else if (!strcmp(argv[i], "--fail-after")) fail_after = int_arg(argc, argv, &i);
         else if (!strcmp(argv[i], "--code")) code = int_arg(argc, argv, &i);
@@ -102,6 +106,8 @@ int main(int argc, char **argv)
     fflush(stdout);
     fprintf(stderr, "stderr of rank %ld\n", rank);
 
+    if (rank == leave_rank)
+        return 0;
     if (rank == fail_rank) {
         sleep_ms(fail_after);
         if (sig) {

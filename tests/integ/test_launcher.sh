@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# test_launcher.sh SERENE_RUN LAUNCHER_CHILD - integration test of serene-run.
+# test_launcher.sh SERENE_RUN LAUNCHER_CHILD [AR_WORKER] - integration test
+# of serene-run.
 #
 # Checks the environment each rank gets, the output relay, supervision
-# (failure, signals, SIGKILL escalation, --timeout), command-line errors,
-# and the embedded switch's start and stop. Every run is bounded by
+# (failure, signals, SIGKILL escalation, --timeout, naming a rank that left
+# early as the cause of a failure), command-line errors, and the embedded
+# switch's start and stop. AR_WORKER (tests/integ/ar_worker.c) runs the one
+# check with a real allreduce: a rank leaves and its peer times out. Every run is bounded by
 # `timeout`; every failed check says what it expected and shows the run's
 # output; the script exits 1 if any check failed.
 #
@@ -16,12 +19,13 @@
 # a real switch does not fail on demand.
 set -euo pipefail
 
-if [ $# -ne 2 ]; then
-    echo "usage: $0 SERENE_RUN LAUNCHER_CHILD" >&2
+if [ $# -ne 2 ] && [ $# -ne 3 ]; then
+    echo "usage: $0 SERENE_RUN LAUNCHER_CHILD [AR_WORKER]" >&2
     exit 2
 fi
 RUN=$1
 CHILD=$2
+AR_WORKER=${3:-}
 EXT=127.0.0.1:9 # --switch for checks that need no switch: ranks never talk to it
 
 work=$(mktemp -d)
@@ -161,6 +165,7 @@ if [ -z "$sw" ] || [ "$addrs" != "$(switch_addr)" ]; then
     fail "$name: ranks' SERENE_SWITCH ($addrs) is not the switch's address ($(switch_addr))"
 fi
 expect "$err" '^serene-run: 4 ranks finished in [0-9]+\.[0-9]{2} s$' "summary line"
+expect_not "$err" 'left first' "ranks 1-3 ended early, but the job succeeded"
 stderr_tagged
 [ "$real_switch" = 1 ] || expect "$err" '^\[switch\] fake listening on 127\.0\.0\.1:4321$' "switch stderr prefixed"
 if [ -n "$sw" ]; then expect_gone "$sw"; fi
@@ -208,6 +213,7 @@ sr fail 30 -n 4 --switch $EXT -- "$CHILD" --fail-rank 2 --fail-after 300 --code 
 expect_rc 3
 expect "$err" '^serene-run: rank 2 exited with status 3$' "failure report"
 expect "$err" '^serene-run: 4 ranks finished in .* \(exit status 3\)$' "summary line"
+expect_not "$err" 'left first' "the first rank to end is the failure itself"
 faster_than 2500
 [ "$(child_pids | wc -l)" -eq 4 ] || fail "$name: expected 4 env lines"
 children_gone
@@ -231,9 +237,37 @@ ok "SIGKILL after the grace period (${ms} ms)"
 sr timeout 30 -n 2 --switch $EXT --timeout 1 -- "$CHILD" --sleep-rank -1
 expect_rc 124
 expect "$err" '^serene-run: timeout of 1 s exceeded; stopping the job$' "timeout message"
+expect_not "$err" 'left first' "no rank ended before the timeout"
 faster_than 2900
 children_gone
 ok "--timeout (${ms} ms)"
+
+# A rank that returns early (status 0) leaves its peers waiting; the first
+# of them to give up is the failure, but the rank that left is the cause.
+sr leave 30 -n 3 --switch $EXT -- "$CHILD" --leave-rank 1 --fail-rank 0 --fail-after 500 --code 3 --sleep-rank -1
+expect_rc 3
+expect "$err" '^serene-run: rank 0 exited with status 3$' "failure report"
+expect "$err" '^serene-run: rank 1 left first: it exited with status 0 after [0-9]+\.[0-9]{2} s while ranks 0,2 were still running, the likely cause of the failure; then rank 0 exited with status 3 after [0-9]+\.[0-9]{2} s, 1 rank stopped by serene-run$' "rank 1 named as the cause"
+expect "$err" '^serene-run: 3 ranks finished in .* \(exit status 3\)$' "summary line"
+children_gone
+sr leave-timeout 30 -n 3 --switch $EXT --timeout 1 -- "$CHILD" --leave-rank 2 --sleep-rank -1
+expect_rc 124
+expect "$err" '^serene-run: rank 2 left first: it exited with status 0 after [0-9]+\.[0-9]{2} s while ranks 0,1 were still running, the likely cause of the failure; then 2 ranks stopped by serene-run$' "rank 2 named when --timeout ends the job"
+children_gone
+if [ -n "$AR_WORKER" ] && [ "$real_switch" = 1 ]; then
+    # The real thing: rank 1 exits 0 before joining; rank 0's allreduce
+    # times out after SERENE_TIMEOUT_MS and it exits 3 (ar_worker's
+    # --expect-timeout status).
+    SERENE_TIMEOUT_MS=2000 sr leave-allreduce 30 -n 2 -- "$AR_WORKER" --elems 256 --sizes 1000 --absent-rank 1 --expect-timeout
+    expect_rc 3
+    expect "$out" '^\[0\] rank 0: allreduce returned SERENE_ERR_TIMEOUT after [0-9]+ ms \(deadline 2000 ms\): as expected$' "rank 0 timed out"
+    expect "$err" '^serene-run: rank 0 exited with status 3$' "failure report"
+    expect "$err" '^serene-run: rank 1 left first: it exited with status 0 after [0-9]+\.[0-9]{2} s while rank 0 was still running, the likely cause of the failure; then rank 0 exited with status 3 after [0-9]+\.[0-9]{2} s$' "rank 1 named as the cause"
+    faster_than 10000
+    ok "a rank that left early is named as the cause (allreduce timeout, ${ms} ms)"
+else
+    ok "a rank that left early is named as the cause (allreduce case skipped: no AR_WORKER or real switch)"
+fi
 
 # serene-run's own SIGTERM/SIGINT, with the embedded switch running.
 launcher_signal() { # NAME SIGNAL WANT
