@@ -206,6 +206,7 @@ static void send_round(serene_ctx *ctx, uint32_t s, uint32_t chunk, int data, in
     h.exp = (int8_t)(data ? exp : 0);
     h.next_exp = (int8_t)(hint_chunk < ctx->n_chunks ? ctx->exps[hint_chunk] : SR_WIRE_EXP_NONE);
     h.offset = chunk * epp;
+    h.aux = (uint32_t)op->count; /* the switch compares it: see SR_OP_AR_DATA */
     sr_hdr_pack(sl->msg, &h);
     if (h.count) {
         uint8_t *pl = sl->msg + SR_WIRE_HDR_LEN;
@@ -250,6 +251,11 @@ static void ar_begin(serene_ctx *ctx, uint64_t now)
     }
     ctx->call_seq++;
     ctx->w_eff = ctx->n_chunks < ctx->window ? ctx->n_chunks : ctx->window;
+    /* A call of 0 values still meets the others' call in slot 0 (one hint
+     * round): calls pair up the same on every worker, and a count that
+     * differs is reported there. */
+    if (ctx->w_eff == 0)
+        ctx->w_eff = 1;
     sr_rel_set_deadline(&ctx->rel, op->deadline_ns);
     for (uint32_t s = 0; s < ctx->w_eff; s++)
         send_round(ctx, s, s, 0, 0, now);
@@ -261,7 +267,7 @@ static void on_ar_result(serene_ctx *ctx, const sr_hdr *h, const uint8_t *payloa
     sr_slot *sl = h->slot < ctx->window ? &ctx->slots[h->slot] : NULL;
     if (!op || op->kind != SR_OPK_ALLREDUCE || h->seq != ctx->call_seq || !sl || !sl->busy ||
         h->shadow != sl->ver || h->offset != sl->offset || h->count != sl->count ||
-        h->worker != ctx->cfg.rank) {
+        h->aux != (uint32_t)op->count || h->worker != ctx->cfg.rank) {
         SR_STAT_ADD(ctx, duplicates, 1);
         return;
     }

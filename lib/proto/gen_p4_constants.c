@@ -97,7 +97,7 @@ static const struct constant constants[] = {
     CONST(SR_OP_JOIN_ACK, 8, 0, "seq = token echoed; payload = join parameters (4 words)"),
     CONST(SR_OP_LEAVE, 8, 0, "a worker's context ends: seq = token; the switch unbinds it"),
     CONST(SR_OP_ERROR, 8, 0, "status = SR_ST_*, aux = the refused op"),
-    CONST(SR_OP_AR_DATA, 8, 0, "allreduce contribution for (slot, shadow bit)"),
+    CONST(SR_OP_AR_DATA, 8, 0, "allreduce contribution for (slot, shadow bit); aux = call's total"),
     CONST(SR_OP_AR_RESULT, 8, 0, "the slot's sum, sent to every worker of the job"),
     CONST(SR_OP_PUSH, 8, 0, "SSP store: add values; seq = push number, applied once per row and worker"),
     CONST(SR_OP_PUSH_ACK, 8, 0, "SSP store: push acknowledged; aux = 1 applied now, 0 duplicate"),
@@ -113,7 +113,7 @@ static const struct constant constants[] = {
     CONST(SR_ST_UNKNOWN_JOB, 8, 0, "no such job in the switch"),
     CONST(SR_ST_NOT_MEMBER, 8, 0, "worker id >= N, or bound to another address"),
     CONST(SR_ST_STALE, 8, 0, "a bound worker joined again with a new token, same nonce"),
-    CONST(SR_ST_MISMATCH, 8, 0, "contribution disagrees with the slot's seq/offset/count/exp"),
+    CONST(SR_ST_MISMATCH, 8, 0, "contribution disagrees with the round: the round is poisoned"),
     CONST(SR_ST_BAD_COUNT, 8, 0, "count above the job's elements per packet"),
     CONST(SR_ST_BAD_SLOT, 8, 0, "slot index >= the job's pool size"),
     CONST(SR_ST_UNSUPPORTED, 8, 0, "op not implemented by this switch"),
@@ -152,6 +152,10 @@ static const struct constant constants[] = {
     SIGNED(SR_WIRE_EXP_NONFINITE, 8,
            "hint: the chunk holds NaN/Inf on some worker; max-reduction spreads it"),
     SIGNED(SR_WIRE_EXP_NONE, 8, "next_exp when the slot has no next round"),
+
+    SEC("Allreduce cells"),
+    CONST(SR_WIRE_COUNT_POISON, 16, 1,
+          "a round's count that marks it poisoned by a mismatch (no packet carries it)"),
 
     SEC("Byte offsets of the Serene header fields"),
     DEFINE(SR_WIRE_OFF_MAGIC, "magic, 2 bytes"),

@@ -87,6 +87,12 @@
                                      max-reduction spreads it to every worker */
 #define SR_WIRE_EXP_NONE (-128) /* next_exp when the slot has no next round */
 
+/* Not a count any packet can carry (it exceeds SR_WIRE_MAX_ELEMS): the
+ * switch stores it as an allreduce round's count to mark the round
+ * poisoned by a mismatch (see SR_ST_MISMATCH). */
+#define SR_WIRE_COUNT_POISON 0xffffu
+_Static_assert(SR_WIRE_COUNT_POISON > SR_WIRE_MAX_ELEMS, "the poison mark is no real count");
+
 /* Ops. Requests go worker -> switch, answers switch -> worker. */
 enum sr_wire_op {
     SR_OP_JOIN = 1,      /* seq = context token, aux = job nonce */
@@ -96,8 +102,11 @@ enum sr_wire_op {
     SR_OP_ERROR = 3,     /* status = enum sr_wire_status, aux = the refused op;
                             other fields echo the refused request, but
                             count = 0 and there is no payload */
-    SR_OP_AR_DATA = 16,  /* allreduce contribution for (slot, shadow bit) */
-    SR_OP_AR_RESULT = 17,/* the slot's sum, sent to every worker of the job */
+    SR_OP_AR_DATA = 16,  /* allreduce contribution for (slot, shadow bit);
+                            aux = the call's total count of values, so
+                            workers that disagree on it meet a MISMATCH */
+    SR_OP_AR_RESULT = 17,/* the slot's sum, sent to every worker of the job;
+                            aux echoes the round's total count */
     /* SSP parameter store and barrier. The store is int32 words, added
      * modulo 2^32, in rows of the job's elems_per_pkt words; a PUSH or PULL
      * stays within one row. */
@@ -129,7 +138,9 @@ enum sr_wire_status {
     SR_ST_UNKNOWN_JOB = 1,  /* no such job in the switch */
     SR_ST_NOT_MEMBER = 2,   /* worker id >= N, or bound to another address */
     SR_ST_STALE = 3,        /* a bound worker joined again with a new token, same nonce */
-    SR_ST_MISMATCH = 4,     /* contribution disagrees with the slot's seq/offset/count/exp */
+    SR_ST_MISMATCH = 4,     /* contribution disagrees with the round's seq/offset/count/
+                               exp/total; the round is poisoned: every contribution to it
+                               is answered MISMATCH until the job is reset */
     SR_ST_BAD_COUNT = 5,    /* count above the job's elements per packet */
     SR_ST_BAD_SLOT = 6,     /* slot index >= the job's pool size */
     SR_ST_UNSUPPORTED = 7,  /* op not implemented by this switch */

@@ -7,10 +7,14 @@
  * A cell is (job block, slot, version): index 2 * (blk * SR_P4_SLOTS +
  * slot) + shadow. Per cell: the workers seen in its round, the count of
  * contributors mod N (0: idle or complete), the round's metadata (seq,
- * offset, count, exp), the max of the next exponents, and one accumulator
- * per lane (val_reg_0 .. val_reg_31). The packet that completes a round
- * leaves as the AR_RESULT, multicast to the job's group; a retransmission
- * to a complete cell gets the cell's result back alone.
+ * offset, count, exp, and the call's total count from aux), the max of the
+ * next exponents, and one accumulator per lane (val_reg_0 .. val_reg_31).
+ * The packet that completes a round leaves as the AR_RESULT, multicast to
+ * the job's group; a retransmission to a complete cell gets the cell's
+ * result back alone. A contribution that disagrees with an open round
+ * poisons it (count SR_WIRE_COUNT_POISON): from then on every contribution
+ * to the cell is answered MISMATCH, so the workers that came first learn
+ * it from their retransmissions.
  */
 #ifndef SERENE_P4_ALLREDUCE_P4_
 #define SERENE_P4_ALLREDUCE_P4_
@@ -50,6 +54,7 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
     @name(".cnt_reg") register<bit<8>>(SR_P4_CELLS) cnt_reg;
     @name(".mseq_reg") register<bit<32>>(SR_P4_CELLS) mseq_reg;
     @name(".moff_reg") register<bit<32>>(SR_P4_CELLS) moff_reg;
+    @name(".mtotal_reg") register<bit<32>>(SR_P4_CELLS) mtotal_reg;
     @name(".mcount_reg") register<bit<16>>(SR_P4_CELLS) mcount_reg;
     @name(".mexp_reg") register<bit<8>>(SR_P4_CELLS) mexp_reg;
     @name(".nexp_reg") register<bit<8>>(SR_P4_CELLS) nexp_reg;
@@ -57,7 +62,7 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
 
     // The AR_RESULT header of a cell; payload set by the caller.
     action result_hdr(bit<32> m_seq, bit<32> m_off, bit<16> m_count, bit<8> m_exp,
-                      bit<8> nexp) {
+                      bit<8> nexp, bit<32> m_total) {
         hdr.serene.op = SR_OP_AR_RESULT;
         hdr.serene.seq = m_seq;
         hdr.serene.offset = m_off;
@@ -66,7 +71,7 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         hdr.serene.next_exp = nexp;
         hdr.serene.flags = 0;
         hdr.serene.status = 0;
-        hdr.serene.aux = 0;
+        hdr.serene.aux = m_total;
     }
 
     apply {
@@ -79,6 +84,7 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         bit<8> cnt_other;
         bit<32> m_seq;
         bit<32> m_off;
+        bit<32> m_total;
         bit<16> m_count;
         bit<8> m_exp;
         bit<8> nexp;
@@ -103,16 +109,22 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         cnt_reg.read(cnt_other, other);
         mseq_reg.read(m_seq, cell);
         moff_reg.read(m_off, cell);
+        mtotal_reg.read(m_total, cell);
         mcount_reg.read(m_count, cell);
         mexp_reg.read(m_exp, cell);
         nexp_reg.read(nexp, cell);
         meta_eq = hdr.serene.seq == m_seq && hdr.serene.offset == m_off &&
-                  hdr.serene.count == m_count && hdr.serene.exp == m_exp;
+                  hdr.serene.count == m_count && hdr.serene.exp == m_exp &&
+                  hdr.serene.aux == m_total;
 
+        if (m_count == SR_WIRE_COUNT_POISON) {
+            meta.err = SR_ST_MISMATCH; // poisoned: everyone learns it
+            return;
+        }
         if ((seen & meta.wbit) != 0) {
             if (cnt == 0) {
                 // Complete: the worker lost its result; the shadow copy.
-                result_hdr(m_seq, m_off, m_count, m_exp, nexp);
+                result_hdr(m_seq, m_off, m_count, m_exp, nexp, m_total);
                 SR_LANES(SR_RESULT_LANE)
                 meta.route = SR_P4_OUT_UNICAST;
             } else {
@@ -126,6 +138,7 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
             return;
         }
         if (cnt != 0 && !meta_eq) {
+            mcount_reg.write(cell, SR_WIRE_COUNT_POISON); // the round cannot complete
             meta.err = SR_ST_MISMATCH;
             return;
         }
@@ -136,6 +149,7 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         if (first) {
             mseq_reg.write(cell, hdr.serene.seq);
             moff_reg.write(cell, hdr.serene.offset);
+            mtotal_reg.write(cell, hdr.serene.aux);
             mcount_reg.write(cell, hdr.serene.count);
             mexp_reg.write(cell, hdr.serene.exp);
             nexp = hdr.serene.next_exp;
@@ -155,7 +169,8 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
             return;
         }
         // Round complete: the sums, already in the packet, to every worker.
-        result_hdr(hdr.serene.seq, hdr.serene.offset, hdr.serene.count, hdr.serene.exp, nexp);
+        result_hdr(hdr.serene.seq, hdr.serene.offset, hdr.serene.count, hdr.serene.exp, nexp,
+                   hdr.serene.aux);
         meta.route = SR_P4_OUT_MULTICAST;
     }
 }

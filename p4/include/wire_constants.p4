@@ -33,7 +33,7 @@ const bit<8> SR_OP_JOIN_ACK = 2;
 const bit<8> SR_OP_LEAVE = 4;
 // status = SR_ST_*, aux = the refused op
 const bit<8> SR_OP_ERROR = 3;
-// allreduce contribution for (slot, shadow bit)
+// allreduce contribution for (slot, shadow bit); aux = call's total
 const bit<8> SR_OP_AR_DATA = 16;
 // the slot's sum, sent to every worker of the job
 const bit<8> SR_OP_AR_RESULT = 17;
@@ -64,7 +64,7 @@ const bit<8> SR_ST_UNKNOWN_JOB = 1;
 const bit<8> SR_ST_NOT_MEMBER = 2;
 // a bound worker joined again with a new token, same nonce
 const bit<8> SR_ST_STALE = 3;
-// contribution disagrees with the slot's seq/offset/count/exp
+// contribution disagrees with the round: the round is poisoned
 const bit<8> SR_ST_MISMATCH = 4;
 // count above the job's elements per packet
 const bit<8> SR_ST_BAD_COUNT = 5;
@@ -133,6 +133,11 @@ const bit<8> SR_WIRE_EXP_MAX = 0x7e; // 126
 const bit<8> SR_WIRE_EXP_NONFINITE = 0x7f; // 127
 // next_exp when the slot has no next round
 const bit<8> SR_WIRE_EXP_NONE = 0x80; // -128
+
+/* ---- Allreduce cells */
+
+// a round's count that marks it poisoned by a mismatch (no packet carries it)
+const bit<16> SR_WIRE_COUNT_POISON = 0xffff;
 
 /* ---- Byte offsets of the Serene header fields */
 

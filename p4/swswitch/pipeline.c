@@ -41,6 +41,7 @@ static void job_free(sr_pipe_job *j)
     free(j->cnt);
     free(j->m_seq);
     free(j->m_off);
+    free(j->m_total);
     free(j->m_count);
     free(j->m_exp);
     free(j->nexp);
@@ -70,6 +71,7 @@ static int job_reset(sr_pipe_job *j)
     memset(j->cnt, 0, cells * sizeof *j->cnt);
     memset(j->m_seq, 0, cells * sizeof *j->m_seq);
     memset(j->m_off, 0, cells * sizeof *j->m_off);
+    memset(j->m_total, 0, cells * sizeof *j->m_total);
     memset(j->m_count, 0, cells * sizeof *j->m_count);
     memset(j->m_exp, 0, cells * sizeof *j->m_exp);
     memset(j->nexp, 0, cells * sizeof *j->nexp);
@@ -173,12 +175,13 @@ int sr_pipe_job_add(sr_pipe *p, uint16_t job_id, const sr_pipe_job_params *jp)
     j->cnt = calloc(cells, sizeof *j->cnt);
     j->m_seq = calloc(cells, sizeof *j->m_seq);
     j->m_off = calloc(cells, sizeof *j->m_off);
+    j->m_total = calloc(cells, sizeof *j->m_total);
     j->m_count = calloc(cells, sizeof *j->m_count);
     j->m_exp = calloc(cells, sizeof *j->m_exp);
     j->nexp = calloc(cells, sizeof *j->nexp);
     j->values = calloc(cells * j->elems, sizeof *j->values);
-    if (!j->seen || !j->cnt || !j->m_seq || !j->m_off || !j->m_count || !j->m_exp || !j->nexp ||
-        !j->values || sr_pipei_ssp_alloc(j) < 0) {
+    if (!j->seen || !j->cnt || !j->m_seq || !j->m_off || !j->m_total || !j->m_count ||
+        !j->m_exp || !j->nexp || !j->values || sr_pipei_ssp_alloc(j) < 0) {
         job_free(j);
         return -ENOMEM;
     }
@@ -445,6 +448,7 @@ static void result_fill(sr_pipe_action *a, const sr_pipe_job *j, size_t cell, ui
     a->hdr.exp = j->m_exp[cell];
     a->hdr.next_exp = j->nexp[cell];
     a->hdr.offset = j->m_off[cell];
+    a->hdr.aux = j->m_total[cell];
     for (unsigned i = 0; i < count; i++)
         sr_put_be32(a->payload + 4u * i, v[i]);
     a->payload_len = 4u * (size_t)count;
@@ -454,7 +458,8 @@ static void result_fill(sr_pipe_action *a, const sr_pipe_job *j, size_t cell, ui
 static int meta_eq(const sr_pipe_job *j, size_t cell, const sr_hdr *h)
 {
     return h->seq == j->m_seq[cell] && h->offset == j->m_off[cell] &&
-           h->count == j->m_count[cell] && h->exp == j->m_exp[cell];
+           h->count == j->m_count[cell] && h->exp == j->m_exp[cell] &&
+           h->aux == j->m_total[cell];
 }
 
 /*
@@ -527,6 +532,13 @@ static void do_ar_data(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_
     cell = 2u * (size_t)h->slot + h->shadow;
     v = j->values + cell * j->elems;
 
+    /* A poisoned round answers everyone MISMATCH (see below), the workers
+     * that contributed before the mismatch included: their resends learn it. */
+    if (j->m_count[cell] == SR_WIRE_COUNT_POISON) {
+        j->c.mismatches++;
+        sr_pipei_reply_error(p, j, src, h, SR_ST_MISMATCH, out);
+        return;
+    }
     if (j->seen[cell] & bit) {
         if (j->cnt[cell] == 0) {
             /* Complete: the worker lost its result; resend the shadow copy. */
@@ -552,9 +564,15 @@ static void do_ar_data(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_
         return;
     }
     /* A round in progress only takes contributions to the same piece of the
-     * same call, quantized with the same exponent. Checked before any state
-     * changes, so a mismatching packet leaves the cell as it was. */
+     * same call (same total count), quantized with the same exponent. The
+     * workers disagree, so the round can never complete: it is poisoned,
+     * and every contribution to it, earlier or later, is answered MISMATCH.
+     * Every worker sends to slot 0 in the first round of every call, with
+     * the call's total count, so workers that disagree on the count all
+     * learn it there, before any of them can finish the call. The values
+     * are left as they were; a job reset clears the mark. */
     if (j->cnt[cell] != 0 && !meta_eq(j, cell, h)) {
+        j->m_count[cell] = SR_WIRE_COUNT_POISON;
         j->c.mismatches++;
         sr_pipei_reply_error(p, j, src, h, SR_ST_MISMATCH, out);
         return;
@@ -565,6 +583,7 @@ static void do_ar_data(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_
     if (j->cnt[cell] == 0) {
         j->m_seq[cell] = h->seq;
         j->m_off[cell] = h->offset;
+        j->m_total[cell] = h->aux;
         j->m_count[cell] = h->count;
         j->m_exp[cell] = h->exp;
         j->nexp[cell] = h->next_exp;

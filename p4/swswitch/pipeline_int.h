@@ -34,7 +34,8 @@ typedef struct sr_pipe_job {
     uint8_t *cnt;      /* contributors so far, mod n (0: idle or complete) */
     uint32_t *m_seq;   /* round metadata, set by the first contributor */
     uint32_t *m_off;
-    uint16_t *m_count;
+    uint32_t *m_total; /* the call's total count (aux of AR_DATA) */
+    uint16_t *m_count; /* SR_WIRE_COUNT_POISON: the round saw a mismatch */
     int8_t *m_exp;
     int8_t *nexp;      /* max of the contributors' next_exp */
     uint32_t *values;  /* sums mod 2^32 (int32 on the wire) */
