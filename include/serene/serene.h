@@ -78,7 +78,8 @@ extern "C" {
     X(STALE, 15, "worker rejoined the same job incarnation")                   \
     X(RANGE, 16, "access beyond the store's capacity")                         \
     X(SHUTDOWN, 17, "context is shutting down")                                \
-    X(JOB_IN_USE, 18, "the job's previous run still has workers bound at the switch")
+    X(JOB_IN_USE, 18, "the job's previous run still has workers bound at the switch")     \
+    X(CONCURRENT, 19, "another thread is inside a call on this context")
 
 typedef enum serene_err {
     SERENE_OK = 0,

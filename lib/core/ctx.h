@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "core/handle.h"
 #include "core/log.h"
 #include "proto/wire.h"
 #include "quant/quant.h"
@@ -27,7 +28,10 @@
 enum sr_op_state { SR_OPS_FREE = 0, SR_OPS_QUEUED = 1, SR_OPS_DONE = 2 };
 enum sr_op_kind { SR_OPK_JOIN = 1, SR_OPK_ALLREDUCE = 2, SR_OPK_PUSH = 3, SR_OPK_PULL = 4, SR_OPK_CLOCK = 5 };
 
+/* One per SR_OP_STRIDE bytes of the region: handle.h says why. */
 struct serene_op {
+    _Alignas(SR_OP_STRIDE) uint32_t magic; /* SR_OP_MAGIC; 0 once the context is gone */
+    _Atomic uint32_t gen; /* allocations of this descriptor; its low bits tag the handle */
     serene_ctx *ctx;
     _Atomic int state;
     int kind;
@@ -44,6 +48,7 @@ struct serene_op {
     int32_t *dst_i32;
     unsigned flags;
 };
+_Static_assert(sizeof(struct serene_op) == SR_OP_STRIDE, "one descriptor per stride (handle.h)");
 
 /* Worker-side state of one switch slot (one packet in flight at most). */
 typedef struct sr_slot {
@@ -75,6 +80,11 @@ typedef struct sr_sync_view {
                           memory_order_relaxed)
 
 struct serene_ctx {
+    uint32_t magic;     /* SR_CTX_MAGIC while alive; 0 once destroyed (handle.h) */
+    size_t region_size; /* bytes of the mapping that holds this and the ops */
+    /* Misuse guards: a call that starts operations holds `entered` (one
+     * thread at a time); op waiters count themselves; destroy sets dying. */
+    _Atomic int entered, waiters, dying;
     serene_config cfg; /* its string pointers point at the copies below */
     char *dpdk_eal_args; /* copies of the caller's strings (NULL if none) */
     char *dpdk_port;
@@ -93,8 +103,9 @@ struct serene_ctx {
     pthread_mutex_t mu; /* guards op completion for waiters */
     pthread_cond_t cv;
     pthread_mutex_t start_mu; /* serializes producers on the ring */
-    serene_op *ops;
+    serene_op *ops; /* in the region, after this struct */
     unsigned max_ops;
+    unsigned next_op; /* where op_alloc looks first: descriptors are used in turn */
     unsigned *ring; /* max_ops entries */
     _Atomic unsigned ring_head, ring_tail;
 
