@@ -107,10 +107,14 @@ __attribute__((format(printf, 1, 2), noreturn)) static void usage_error(const ch
     exit(2);
 }
 
-/* Strict decimal: the whole string, within [lo, hi]. */
+/* Strict decimal: digits only (strtol alone would take " 5" and "+5", which
+ * the ranks' SERENE_* parsing refuses), the whole string, within [lo, hi];
+ * no option takes a negative number. */
 static int parse_long(const char *s, long lo, long hi, long *out)
 {
     char *end;
+    if (s[strspn(s, "0123456789")] != '\0')
+        return -1;
     errno = 0;
     long v = strtol(s, &end, 10);
     if (errno || end == s || *end || v < lo || v > hi)
