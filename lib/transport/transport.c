@@ -35,9 +35,13 @@ int sr_parse_hostport(const char *s, int default_port, struct sockaddr_in *out, 
     char *colon = strrchr(host, ':');
     if (colon) {
         *colon = '\0';
-        char *end = NULL;
-        port = strtol(colon + 1, &end, 10);
-        if (!colon[1] || *end || port < 0 || port > 65535) {
+        /* Decimal digits only, as serene_config_from_env reads them: no
+         * blank, sign or base prefix slips through strtol. */
+        const char *d = colon + 1;
+        port = 0;
+        while (*d >= '0' && *d <= '9' && port <= 65535)
+            port = port * 10 + (*d++ - '0');
+        if (!colon[1] || *d || port > 65535) {
             SR_ERR(log, "address \"%s\": port must be 0..65535", s);
             return SERENE_ERR_CONFIG;
         }

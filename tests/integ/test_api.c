@@ -160,6 +160,13 @@ static void test_create_errors(void **state)
     base_cfg(&cfg, 1, 0, 2);
     snprintf(cfg.switch_addr, sizeof cfg.switch_addr, "127.0.0.1:notaport");
     assert_int_equal(serene_ctx_create(&ctx, &cfg), SERENE_ERR_CONFIG);
+    /* Set in code, the port follows the environment's rule: decimal only. */
+    const char *loose[] = {"127.0.0.1: 9", "127.0.0.1:+9", "127.0.0.1:0x10", "127.0.0.1:9 ",
+                           "127.0.0.1:65536", "127.0.0.1:99999999999999999999"};
+    for (size_t i = 0; i < sizeof loose / sizeof loose[0]; i++) {
+        snprintf(cfg.switch_addr, sizeof cfg.switch_addr, "%s", loose[i]);
+        assert_int_equal(serene_ctx_create(&ctx, &cfg), SERENE_ERR_CONFIG);
+    }
     base_cfg(&cfg, 1, 0, 2);
     cfg.reserved_[3] = 1;
     assert_int_equal(serene_ctx_create(&ctx, &cfg), SERENE_ERR_CONFIG);
