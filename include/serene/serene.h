@@ -281,16 +281,33 @@ typedef struct serene_op serene_op;
 
 /*
  * Sum (or average) count float32 values over all workers of the job:
- * on return recvbuf[i] = sum over workers of their sendbuf[i], within the
- * quantization bound (see the README: |error| <= world_size * 2^(E-B)
- * where 2^E bounds the largest magnitude in the element's packet on any
- * worker and B = 30 - ceil(log2(world_size))).
+ * on return recvbuf[i] = the sum (SERENE_SUM) or mean (SERENE_AVG) over the
+ * N = world_size workers w of their sendbuf x_w[i], within this bound. For
+ * element i of packet k (elements [k*P, (k+1)*P), P the job's values per
+ * packet, 256 by default) let E = max over w of
+ * clamp(floor(log2(max_{j in k} |x_w[j]|)), -96, 126) (-96 when all are
+ * 0), B = 30 - ceil(log2 N), and ulp(r) the spacing of floats at |r|:
+ * 2^(e-23) for |r| in [2^e, 2^(e+1)), 2^-149 below 2^-126. Then
+ *     SUM: |r_i - sum_w x_w[i]|       <= N * 2^(E-B) + ulp(r_i)/2
+ *     AVG: |r_i - (sum_w x_w[i]) / N| <=     2^(E-B) + ulp(r_i)/2
+ * whenever r_i is finite, in the default floating point environment (round
+ * to nearest, no flush-to-zero); an average is rounded once. E never goes
+ * below -96: values under 2^-96 (1.26e-29) get the absolute bound
+ * N * 2^(-96-B), not a relative one, and subnormal inputs typically come
+ * back as 0.
+ * Non-finite results: a NaN or Inf in any worker's sendbuf makes its
+ * packet NaN; a SUM element beyond the float range (|exact sum| above
+ * 2^128 - 2^103, give or take N * 2^(E-B)) is +-Inf. Either way the call
+ * completes on every worker with SERENE_ERR_NONFINITE, the other elements
+ * obey the bound and the context stays usable. An AVG of finite inputs is
+ * finite (3e38 on 3 workers averages to 3e38).
  * Every worker of the job must make the same sequence of calls with the
  * same count. sendbuf may equal recvbuf (in place); otherwise they must not
  * overlap. count 0 returns at once.
- * Returns SERENE_ERR_NONFINITE (NaN/Inf in sendbuf; nothing sent),
- * SERENE_ERR_TIMEOUT (deadline passed; the context is then broken),
- * SERENE_ERR_MISMATCH, SERENE_ERR_BROKEN, SERENE_ERR_INVAL.
+ * Returns SERENE_ERR_NONFINITE (NaN/Inf in some sendbuf, or a sum beyond
+ * the float range: above), SERENE_ERR_TIMEOUT (deadline passed; the
+ * context is then broken), SERENE_ERR_MISMATCH, SERENE_ERR_BROKEN,
+ * SERENE_ERR_INVAL.
  */
 SERENE_API int serene_allreduce(serene_ctx *ctx, const float *sendbuf, float *recvbuf,
                                 size_t count, serene_reduce_op op);

@@ -280,10 +280,18 @@ static void on_ar_result(serene_ctx *ctx, const sr_hdr *h, const uint8_t *payloa
             for (uint32_t i = 0; i < h->count; i++)
                 dst[i] = NAN;
         } else {
-            float mul = sr_quant_decode_mul(h->exp, ctx->bits);
-            if (op->redop == SERENE_AVG)
-                mul /= (float)ctx->params.n_workers;
-            ctx->qk.decode(dst, payload, h->count, mul);
+            if (op->redop == SERENE_AVG) { /* rounded once: quant.h */
+                double hi, lo;
+                sr_quant_avg_mul(h->exp, ctx->bits, ctx->params.n_workers, &hi, &lo);
+                ctx->qk.decode_avg(dst, payload, h->count, hi, lo);
+            } else {
+                ctx->qk.decode(dst, payload, h->count, sr_quant_decode_mul(h->exp, ctx->bits));
+            }
+            /* A sum past FLT_MAX is +-Inf, reported like NaN/Inf input; only
+             * packets of the top binades can get there. */
+            float big;
+            if (sr_quant_sum_may_overflow(h->exp, ctx->bits) && ctx->qk.maxabs(dst, h->count, &big))
+                ctx->nonfinite = 1;
         }
         ctx->chunks_done++;
     }

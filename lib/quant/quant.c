@@ -128,10 +128,44 @@ static void decode_c(float *dst, const uint8_t *src, size_t n, float mul)
         dst[i] = i32_to_f32_rne((int32_t)sr_get_be32(src + 4 * i)) * mul;
 }
 
+/* The average in one rounding. Let q = s * 2^k / N be the exact mean
+ * (s an int32, 1 <= N <= 64) and hi + lo the multiplier of
+ * sr_quant_avg_mul, within 2^-73 of 2^k / N, with s * hi exact (hi has
+ * 22 bits) and lo < 2^-21 (hi + lo). In round-to-nearest:
+ * - x = s * hi + fl(s * lo) is within 2^-72 |q| of q, and d = fl(x), a
+ *   double, within 2^-52 |q|. Where q is a double d == q, since half a
+ *   double ulp is at least 2^-54 |q|.
+ * - A float midpoint m (where rounding to nearest flips) other than q is
+ *   about 2^-31 |q| or more away from q: m = odd * 2^j, so s * 2^k - N * m
+ *   is a nonzero multiple of 2^min(k, j) and |q - m| >= 2^min(k, j) / N,
+ *   which is about 2^-31 |q| or more because |s| <= 2^31, N <= 64 and
+ *   j >= e - 24 for |m| near 2^e (j = -150 in the subnormal range).
+ * - So no midpoint lies between q and d, and a q that is a midpoint (a
+ *   tie, to be broken to even) is itself a double, d == q: narrowing d to
+ *   float gives the float nearest to q, subnormal results and the overflow
+ *   to Inf included.
+ * In a directed rounding mode d stays within 2^-51 |q| of q, so between
+ * the floats around q (the same distance argument holds for floats, j >=
+ * e - 23): the result is one of them, within 1 ulp.
+ * A single double multiplier 2^k / N is not enough: rounded to 53 bits it
+ * is off by up to 2^-53 relative (0.72 * 2^-53 for N = 49), so s * dmul
+ * can miss a tie q by a double ulp and round it the wrong way. All steps
+ * stay far from double underflow and overflow (|s * lo| >= 2^-210), so
+ * DAZ cannot touch them and FTZ only acts on the final narrowing; the SIMD
+ * kernels do the same IEEE operations in the same order. */
+static void decode_avg_c(float *dst, const uint8_t *src, size_t n, double hi, double lo)
+{
+    for (size_t i = 0; i < n; i++) {
+        double s = (double)(int32_t)sr_get_be32(src + 4 * i);
+        dst[i] = (float)(s * hi + s * lo);
+    }
+}
+
 static const sr_quant_kernels kernels_c = {
     .maxabs = maxabs_c,
     .encode = encode_c,
     .decode = decode_c,
+    .decode_avg = decode_avg_c,
     .name = "c",
 };
 
@@ -239,4 +273,30 @@ float sr_quant_encode_mul(int exp, int bits)
 float sr_quant_decode_mul(int exp, int bits)
 {
     return ldexpf(1.0f, exp + 1 - bits);
+}
+
+void sr_quant_avg_mul(int exp, int bits, unsigned n_workers, double *hi, double *lo)
+{
+    unsigned n = n_workers ? n_workers : 1, a = 0, c = 0;
+    while (!(n & 1)) { /* N = 2^a * n, n odd: 2^a divides exactly */
+        n >>= 1;
+        a++;
+    }
+    while ((1u << c) < n) /* 2^(c-1) < n <= 2^c */
+        c++;
+    /* 1/n = 2^-(21+c) * (h + r/n), h in [2^21, 2^22): 22 bits. lo keeps 52
+     * bits of r/n, truncated: an error below 2^-52 * 2^-(21+c), which is
+     * 2^-73 of 1/n (>= 2^-c). Every integer is exact as a double and the
+     * scaling by 2^(k-a) is exact, so no step depends on the rounding mode. */
+    uint64_t num = (uint64_t)1 << (21 + c);
+    uint64_t h = num / n, r = num % n;
+    uint64_t l = (r << 52) / n; /* r < n < 64: no overflow, l < 2^52 */
+    int k = exp + 1 - bits - (int)a - 21 - (int)c;
+    *hi = ldexp((double)h, k);
+    *lo = ldexp((double)l, k - 52);
+}
+
+int sr_quant_sum_may_overflow(int exp, int bits)
+{
+    return exp + 1 + (30 - bits) >= 128;
 }

@@ -11,19 +11,41 @@
  * - With B = 30 - ceil(log2 N) payload bits, q = rne(x * 2^(B-1-E)) has
  *   |q| <= 2^B, and a sum of N such values is at most N * 2^B <= 2^30:
  *   the int32 sum in the switch cannot overflow.
- * - The sum s dequantizes as r = fl(s) * 2^(E+1-B), fl = float32 RNE.
- *   Each worker's error is at most half a step, 2^(E-B), so
- *       |r - sum(x)| <= N * 2^(E-B) + ulp(r)/2
- *   whenever r is finite (test_quant checks this bound exactly, in
- *   integers). The first term is N/2 steps of 2^(E+1-B); the second only
- *   matters when |s| >= 2^24, where float32 cannot hold every integer.
+ * - The switch's sum s dequantizes, for SERENE_SUM, as
+ *   r = fl(s) * 2^(E+1-B) (fl = float32 RNE; the product is exact), and for
+ *   SERENE_AVG as r = the float nearest to s * 2^(E+1-B) / N, one rounding
+ *   (decode_avg with the multiplier of sr_quant_avg_mul).
+ * - The bound. For element i of packet k (the elements [k*P, (k+1)*P), P
+ *   the job's values per packet), with E the exponent above, i.e. the max
+ *   over workers w of clamp(floor(log2(max_{j in k} |x_w[j]|)),
+ *   SR_WIRE_EXP_MIN, SR_WIRE_EXP_MAX) (SR_WIRE_EXP_MIN when all are 0):
+ *       SUM: |r_i - sum_w x_w[i]|       <= N * 2^(E-B) + ulp(r_i)/2
+ *       AVG: |r_i - (sum_w x_w[i]) / N| <=     2^(E-B) + ulp(r_i)/2
+ *   where ulp(r) is the spacing of floats at |r|: 2^(e-23) for |r| in
+ *   [2^e, 2^(e+1)), and 2^-149 below 2^-126 (subnormals and 0). Each
+ *   worker's error is at most half a step, 2^(E-B); so is the error of the
+ *   exact mean of the quantized values; the last term is the one final
+ *   rounding. It holds whenever r_i is finite, in the default floating
+ *   point environment (round to nearest, no FTZ); test_quant checks it
+ *   exactly.
+ * - The floor: E never goes below SR_WIRE_EXP_MIN = -96, so values under
+ *   2^-96 (1.26e-29) get the absolute bound N * 2^(-96-B) (the SUM bound
+ *   with E clamped) instead of a relative one; subnormal inputs typically
+ *   come back as 0.
+ * - Overflow: only a SUM can leave the float range. For E below
+ *   SR_WIRE_EXP_MAX, |s| <= N * 2^B gives |r| <= 2^(E+1+ceil(log2 N)); at
+ *   SR_WIRE_EXP_MAX each |q| * 2^(E+1-B) <= FLT_MAX, so |r| <= N * FLT_MAX.
+ *   So r can only be infinite when E + 1 + ceil(log2 N) >= 128
+ *   (sr_quant_sum_may_overflow); it is then +-Inf in the default rounding
+ *   mode, and the engine reports the call as non-finite. An AVG cannot
+ *   overflow: the exact mean is at most max |q| * 2^(E+1-B) <= FLT_MAX.
  * - If SR_WIRE_EXP_MAX < 127, values of magnitude >= 2^(SR_WIRE_EXP_MAX+1)
  *   break |x| < 2^(E+1) by one binade: their |q| < 2^(B+1), the sum stays
  *   below N * 2^(B+1) <= 2^31, so it still fits an int32, nothing
  *   saturates, and the bound above still holds.
  *
- * Rounding is round-to-nearest-even independent of the caller's floating
- * point rounding mode. Values beyond int32 saturate to INT32_MIN/INT32_MAX
+ * encode and decode round to nearest even independent of the caller's
+ * floating point rounding mode (decode_avg: see there). Values beyond int32 saturate to INT32_MIN/INT32_MAX
  * and are counted (they cannot occur under the scheme above, only when a
  * caller passes a scale too large). NaN and Inf cannot be quantized: maxabs
  * counts them so callers can keep them off the wire; encode maps +Inf to
@@ -61,14 +83,21 @@ typedef struct sr_quant_kernels {
      * callers reject non-finite input first with maxabs. */
     size_t (*encode)(uint8_t *dst, const float *src, size_t n, float mul);
     /* dst[i] = (float)be32(src + 4i) * mul, where (float) rounds to nearest
-     * even in every rounding mode; mul is any finite float (2^k, or 2^k / N
-     * for an average). The multiply rounds in the caller's mode, which
-     * only matters when mul is not a power of two or the product leaves the
-     * normal range; src may have any alignment. For an average, fl(s),
-     * fl(2^k / N) and the product each round: up to about 2 ulp of the
-     * result besides the quantization error / N (1.33 ulp seen at N = 3,
-     * 1.97 at N = 63), against ulp/2 for a sum. */
+     * even in every rounding mode; mul is any finite float (2^(E+1-B) for a
+     * sum). The multiply rounds in the caller's mode, which only matters
+     * when mul is not a power of two or the product leaves the normal range;
+     * src may have any alignment. */
     void (*decode)(float *dst, const uint8_t *src, size_t n, float mul);
+    /* The average: dst[i] = (float)((double)s * hi + (double)s * lo) with
+     * s = be32(src + 4i), every operation IEEE in this order. With (hi, lo)
+     * from sr_quant_avg_mul and the default rounding mode this is the float
+     * nearest to s * 2^k / N (ties to even): one rounding, for every int32
+     * s (quant.c has the proof). In another rounding mode each step rounds
+     * in that mode and the result is within 1 ulp of s * 2^k / N. The
+     * kernels agree bit for bit in every mode and under FTZ/DAZ (the double
+     * steps never meet a subnormal; only the final narrowing can, and it
+     * flushes alike). src may have any alignment. */
+    void (*decode_avg)(float *dst, const uint8_t *src, size_t n, double hi, double lo);
     const char *name; /* "c", "avx2", "avx512" */
 } sr_quant_kernels;
 
@@ -94,5 +123,15 @@ int sr_quant_exponent(float maxabs);
  * [SR_WIRE_EXP_MIN, SR_WIRE_EXP_MAX] and bits in [24, 30]. */
 float sr_quant_encode_mul(int exp, int bits);
 float sr_quant_decode_mul(int exp, int bits);
+/* The decode_avg multiplier for 2^(exp+1-bits) / n_workers, with exp and
+ * bits as for sr_quant_decode_mul and n_workers in 1..SR_WIRE_MAX_WORKERS
+ * (0 counts as 1), exact in integers and so independent of the rounding mode: hi
+ * has at most 22 significant bits, so that (double)s * hi is exact for
+ * any int32 s, and hi + lo is within 2^-73 (relative) of the quotient. */
+void sr_quant_avg_mul(int exp, int bits, unsigned n_workers, double *hi, double *lo);
+/* Whether a sum decoded with (exp, bits) can exceed the float range:
+ * exp + 1 + ceil(log2 N) >= 128, where ceil(log2 N) = 30 - bits. Only then
+ * need the decoded values be checked for Inf. */
+int sr_quant_sum_may_overflow(int exp, int bits);
 
 #endif /* SERENE_QUANT_QUANT_H */

@@ -13,7 +13,11 @@
  * - the end-to-end property of the scheme in quant.h: N workers quantize
  *   with the common exponent, the int32 sum cannot overflow, and the decoded
  *   sum is within N * 2^(E-B) + ulp(r)/2 of the exact sum, checked exactly
- *   in 64-bit integers.
+ *   in 64-bit integers;
+ * - decode_avg against an exact integer reference: the float nearest to
+ *   s * 2^k / N for random s, k and every N in 1..64, ties built on
+ *   purpose (which a single double multiplier gets wrong for N = 49),
+ *   subnormal results and overflow to Inf; and its multiplier helpers.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -184,6 +188,40 @@ static void cmp_decode(fixture *f, const sr_quant_kernels *k, const uint8_t *w, 
     guard_check(f->f_var, 4 * dst_off, 4 * n);
 }
 
+/* decode_avg of the n words at w with k and with the reference. */
+static void cmp_decode_avg(fixture *f, const sr_quant_kernels *k, const uint8_t *w, size_t n,
+                           const double m[2], size_t dst_off)
+{
+    guard_fill(f->f_var, 4 * dst_off, 4 * n);
+    uint8_t *r = (uint8_t *)f->f_ref + GUARD, *v = (uint8_t *)f->f_var + GUARD + 4 * dst_off;
+    f->ref.decode_avg((float *)(void *)r, w, n, m[0], m[1]);
+    k->decode_avg((float *)(void *)v, w, n, m[0], m[1]);
+    assert_memory_equal(v, r, 4 * n);
+    guard_check(f->f_var, 4 * dst_off, 4 * n);
+}
+
+/* An average's multiplier: any worker count, any exponent in range and,
+ * now and then, one below the floor (subnormal results) or a multiplier
+ * that is not of sr_quant_avg_mul's form at all (the kernels must still
+ * agree). */
+static void rnd_avg_mul(fixture *f, double m[2])
+{
+    unsigned nw = (unsigned)rnd_range(f, 1, (int)SR_WIRE_MAX_WORKERS);
+    switch (rnd32(f) % 8) {
+    case 0:
+        sr_quant_avg_mul(rnd_range(f, -150, SR_WIRE_EXP_MIN), sr_quant_bits(nw), nw, &m[0], &m[1]);
+        break;
+    case 1:
+        m[0] = ldexp(1.0, rnd_range(f, -180, 100)) / 3.0;
+        m[1] = m[0] * 0x1p-30 / 7.0;
+        break;
+    default:
+        sr_quant_avg_mul(rnd_range(f, SR_WIRE_EXP_MIN, SR_WIRE_EXP_MAX), sr_quant_bits(nw), nw, &m[0],
+                         &m[1]);
+        break;
+    }
+}
+
 static void fill_inputs(fixture *f, float *x, size_t n, float mul)
 {
     for (size_t i = 0; i < n; i++)
@@ -210,6 +248,32 @@ static void fill_words(fixture *f, uint8_t *w, size_t n)
         }
         sr_put_be32(w + 4 * i, v);
     }
+}
+
+/* The float nearest to s * 2^k / n (ties to even; +-Inf beyond the float
+ * range; -0 for a negative s that rounds to 0), in integers only: the
+ * reference decode_avg must match. n in 1..64, |k| small enough that the
+ * quotient's binade is known (asserted). */
+static float exact_avg(int32_t s, int k, unsigned n)
+{
+    if (s == 0)
+        return 0.0f;
+    uint64_t a = s < 0 ? (uint64_t)-(int64_t)s : (uint64_t)s; /* 1..2^31 */
+    int e0 = 32; /* floor(log2(a / n)), in -6..31 */
+    while (!(e0 >= 0 ? a >= ((uint64_t)n << e0) : (a << -e0) >= n))
+        e0--;
+    int e = e0 + k < -126 ? -126 : e0 + k; /* binade of the result, subnormals at -126 */
+    int t = k - (e - 23);                  /* q / 2^(e-23) = a * 2^t / n */
+    assert_true(t >= -40 && t <= 29);
+    uint64_t num = t >= 0 ? a << t : a, den = t >= 0 ? n : (uint64_t)n << -t;
+    uint64_t m = num / den, rem = num % den;
+    m += 2 * rem > den || (2 * rem == den && (m & 1));
+    if (m == 1u << 24) { /* rounded up into the next binade */
+        m = 1u << 23;
+        e++;
+    }
+    float r = e > 127 ? INFINITY : ldexpf((float)m, e - 23); /* exact */
+    return s < 0 ? -r : r;
 }
 
 /* ---- setup / teardown ---------------------------------------------------- */
@@ -317,6 +381,7 @@ static void test_cpu_and_init(void **state)
     assert_non_null(k.maxabs);
     assert_non_null(k.encode);
     assert_non_null(k.decode);
+    assert_non_null(k.decode_avg);
     sr_quant_init(&k, ~0u);
     assert_string_equal(k.name, feat & SR_CPU_AVX512 ? "avx512" : feat & SR_CPU_AVX2 ? "avx2" : "c");
 #if defined(__x86_64__)
@@ -526,9 +591,13 @@ static void sweep(fixture *f, size_t n)
         fill_words(f, words + so, n);
         float dmul = so & 1 ? sr_quant_decode_mul(rnd_range(f, SR_WIRE_EXP_MIN, SR_WIRE_EXP_MAX), 28)
                             : 0.1f;
+        double am[2];
+        rnd_avg_mul(f, am);
         for (size_t v = 0; v < f->nvar; v++)
-            for (size_t dof = 0; dof < 4; dof++)
+            for (size_t dof = 0; dof < 4; dof++) {
                 cmp_decode(f, &f->var[v], words + so, n, dmul, dof);
+                cmp_decode_avg(f, &f->var[v], words + so, n, am, dof);
+            }
     }
 }
 
@@ -629,6 +698,36 @@ static void test_rounding_modes(void **state)
         }
         assert_int_equal(fesetround(FE_TONEAREST), 0);
     }
+    /* decode_avg: the kernels agree in every mode, and the result is the
+     * nearest float (default mode) or one of the two around the exact mean
+     * (the others). */
+    static const struct { int exp; unsigned nw; } avgs[] = {
+        {0, 3}, {SR_WIRE_EXP_MIN, 49}, {SR_WIRE_EXP_MAX, 1}, {SR_WIRE_EXP_MAX, 3}, {-140, 7},
+        {17, 64}, {-5, 5}, {40, 63},
+    };
+    static const int all_modes[] = {FE_TONEAREST, FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO};
+    for (size_t a = 0; a < sizeof avgs / sizeof avgs[0]; a++) {
+        int bits = sr_quant_bits(avgs[a].nw), kx = avgs[a].exp + 1 - bits;
+        double am[2];
+        sr_quant_avg_mul(avgs[a].exp, bits, avgs[a].nw, &am[0], &am[1]);
+        for (size_t m = 0; m < sizeof all_modes / sizeof all_modes[0]; m++) {
+            assert_int_equal(fesetround(all_modes[m]), 0);
+            for (size_t v = 0; v < f->nvar; v++) {
+                cmp_decode_avg(f, &f->var[v], words + 4, n - 1, am, 2);
+                f->var[v].decode_avg(f->f_var, words, n, am[0], am[1]);
+                for (size_t i = 0; i < n; i++) {
+                    float near = exact_avg((int32_t)sr_get_be32(words + 4 * i), kx, avgs[a].nw);
+                    uint32_t got = f2u(f->f_var[i]);
+                    if (all_modes[m] == FE_TONEAREST)
+                        assert_int_equal(got, f2u(near));
+                    else
+                        assert_true(got == f2u(near) || got == f2u(nextafterf(near, INFINITY)) ||
+                                    got == f2u(nextafterf(near, -INFINITY)));
+                }
+            }
+        }
+        assert_int_equal(fesetround(FE_TONEAREST), 0);
+    }
     free(words);
     free(enc_rn);
     free(dec_rn);
@@ -641,6 +740,8 @@ static void test_ftz_daz(void **state)
 {
     fixture *f = *state;
     const size_t n = 517;
+    const char *pre = getenv("LD_PRELOAD");
+    const int valgrind = pre && strstr(pre, "vgpreload");
     _mm_setcsr(f->mxcsr | 0x8040u); /* FTZ | DAZ */
     for (int iter = 0; iter < 20; iter++) {
         float mul = ldexpf(1.0f, rnd_range(f, 100, 127));
@@ -654,6 +755,14 @@ static void test_ftz_daz(void **state)
             cmp_encode(f, &f->var[v], f->src, n, mul, 1);
             /* products below 2^-126 flush to zero */
             cmp_decode(f, &f->var[v], words, n, 0x1p-140f, 2);
+            double am[2];
+            rnd_avg_mul(f, am);
+            cmp_decode_avg(f, &f->var[v], words, n, am, 1);
+            sr_quant_avg_mul(-140, 28, 3, &am[0], &am[1]); /* subnormal means, flushed */
+            cmp_decode_avg(f, &f->var[v], words, n, am, 3);
+            f->var[v].decode_avg(f->f_var, words + 4 * 9, 1, am[0], am[1]);
+            if (!valgrind) /* which does not emulate FTZ */
+                assert_true(f->f_var[0] == 0.0f || fabsf(f->f_var[0]) >= 0x1p-126f);
             float mx;
             assert_int_equal(f->var[v].maxabs(f->src + 8, 1, &mx), 0);
             assert_int_equal(f2u(mx), 0x00012345u);
@@ -664,6 +773,119 @@ static void test_ftz_daz(void **state)
     _mm_setcsr(f->mxcsr);
 }
 #endif
+
+/* ---- the average, rounded once ------------------------------------------- */
+
+static int32_t rnd_word(fixture *f)
+{
+    switch (rnd32(f) % 8) {
+    case 0:
+        return rnd32(f) & 1 ? INT32_MIN : INT32_MAX;
+    case 1:
+        return rnd_range(f, -3, 3);
+    default: /* every length */
+        return (int32_t)rnd32(f) >> rnd_range(f, 0, 31);
+    }
+}
+
+/* decode_avg of one word with every variant: the exact nearest float. */
+static void check_avg(fixture *f, int32_t w, int exp, int bits, unsigned nw)
+{
+    double hi, lo;
+    sr_quant_avg_mul(exp, bits, nw, &hi, &lo);
+    float want = exact_avg(w, exp + 1 - bits, nw);
+    uint8_t b[4];
+    sr_put_be32(b, (uint32_t)w);
+    for (size_t v = 0; v < f->nvar; v++) {
+        float got;
+        f->var[v].decode_avg(&got, b, 1, hi, lo);
+        if (f2u(got) != f2u(want))
+            fail_msg("%s: s %d exp %d bits %d N %u: got %a want %a", f->var[v].name, w, exp, bits, nw,
+                     (double)got, (double)want);
+    }
+}
+
+static void test_avg_multiplier(void **state)
+{
+    (void)state;
+    for (unsigned nw = 1; nw <= SR_WIRE_MAX_WORKERS; nw++) {
+        for (int exp = -150; exp <= SR_WIRE_EXP_MAX; exp += 7) {
+            int bits = sr_quant_bits(nw), k = exp + 1 - bits;
+            double hi, lo;
+            sr_quant_avg_mul(exp, bits, nw, &hi, &lo);
+            int eh;
+            double mh = frexp(hi, &eh); /* hi = mh * 2^eh, mh in [0.5, 1) */
+            assert_true(ldexp(mh, 22) == floor(ldexp(mh, 22))); /* 22 bits at most */
+            assert_true(lo >= 0 && lo < ldexp(hi, -21));
+            if ((nw & (nw - 1)) == 0) { /* a power of two divides exactly */
+                assert_true(hi == ldexp(1.0, k) / nw);
+                assert_true(lo == 0);
+            }
+            /* N * hi is exact (28 bits) and within a factor 2 of 2^k, so
+             * the remainder 2^k - N * hi is exact too; N * lo must match it
+             * to 2^-71 (hi + lo is within 2^-73 of 2^k / N, and N * lo
+             * rounds at 2^-74). Plain doubles: valgrind's long double is
+             * only a double. */
+            double rem = ldexp(1.0, k) - nw * hi;
+            assert_true(fabs(nw * lo - rem) <= ldexp(1.0, k - 71));
+        }
+    }
+    /* Overflow is possible only from 2^(E+1+ceil(log2 N)) >= 2^128 on. */
+    assert_false(sr_quant_sum_may_overflow(SR_WIRE_EXP_MAX, sr_quant_bits(1)));
+    assert_true(sr_quant_sum_may_overflow(SR_WIRE_EXP_MAX, sr_quant_bits(2)));
+    assert_false(sr_quant_sum_may_overflow(SR_WIRE_EXP_MAX - 1, sr_quant_bits(2)));
+    assert_true(sr_quant_sum_may_overflow(SR_WIRE_EXP_MAX - 1, sr_quant_bits(3)));
+    assert_false(sr_quant_sum_may_overflow(SR_WIRE_EXP_MAX - 2, sr_quant_bits(4)));
+    assert_true(sr_quant_sum_may_overflow(121, sr_quant_bits(64)));
+    assert_false(sr_quant_sum_may_overflow(120, sr_quant_bits(64)));
+    assert_false(sr_quant_sum_may_overflow(SR_WIRE_EXP_MIN, 24));
+}
+
+static void test_avg_correctly_rounded(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(fegetround(), FE_TONEAREST);
+    /* Random words, every worker count, exponents over the whole range and
+     * below the floor (subnormal means, some rounding to 0). */
+    for (int iter = 0; iter < 100000; iter++) {
+        unsigned nw = (unsigned)rnd_range(f, 1, (int)SR_WIRE_MAX_WORKERS);
+        int exp = iter % 4 == 0 ? rnd_range(f, -150, SR_WIRE_EXP_MIN) : rnd_range(f, SR_WIRE_EXP_MIN, SR_WIRE_EXP_MAX);
+        check_avg(f, rnd_word(f), exp, sr_quant_bits(nw), nw);
+    }
+    /* The extremes of the range: the largest words at the top exponent go
+     * to +-Inf for small N, the smallest means at the floor. */
+    for (unsigned nw = 1; nw <= SR_WIRE_MAX_WORKERS; nw++) {
+        static const int32_t ws[] = {INT32_MAX, INT32_MIN, INT32_MAX - 64, -INT32_MAX + 63, 1, -1, 3};
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
+            check_avg(f, ws[i], SR_WIRE_EXP_MAX, sr_quant_bits(nw), nw);
+            check_avg(f, ws[i], SR_WIRE_EXP_MIN, sr_quant_bits(nw), nw);
+        }
+    }
+    /* Ties: s = n * t with N = 2^a * n (n odd) and t odd of 25 bits makes
+     * the mean t * 2^(k-a) exactly halfway between two floats. A single
+     * double multiplier fl(2^k / N) misses some of them (for N = 49 it is
+     * off by 0.72 * 2^-53); decode_avg breaks every one to even. */
+    unsigned single_wrong = 0;
+    for (unsigned nw = 1; nw <= SR_WIRE_MAX_WORKERS; nw++) {
+        unsigned odd = nw;
+        while (!(odd & 1))
+            odd >>= 1;
+        uint32_t tmax = (uint32_t)INT32_MAX / odd < (1u << 25) ? (uint32_t)INT32_MAX / odd : (1u << 25) - 1;
+        for (int iter = 0; iter < 300; iter++) {
+            uint32_t t = ((uint32_t)rnd_range(f, 1 << 24, (int)tmax)) | 1u;
+            if (t > tmax)
+                t -= 2;
+            int32_t w = (int32_t)(odd * t) * (rnd32(f) & 1 ? -1 : 1);
+            int exp = rnd_range(f, SR_WIRE_EXP_MIN, 90), bits = sr_quant_bits(nw), k = exp + 1 - bits;
+            check_avg(f, w, exp, bits, nw);
+            float single = (float)((double)w * (ldexp(1.0, k) / nw));
+            single_wrong += f2u(single) != f2u(exact_avg(w, k, nw));
+        }
+    }
+    printf("# a single double multiplier got %u of %u ties wrong\n", single_wrong,
+           300u * SR_WIRE_MAX_WORKERS);
+    assert_true(single_wrong > 0);
+}
 
 /* ---- end to end: N workers, common exponent, int32 sum, decode ---------- */
 
@@ -769,6 +991,8 @@ int main(void)
         cmocka_unit_test_teardown(test_ftz_daz, fp_teardown),
 #endif
         cmocka_unit_test(test_end_to_end),
+        cmocka_unit_test(test_avg_multiplier),
+        cmocka_unit_test_teardown(test_avg_correctly_rounded, fp_teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

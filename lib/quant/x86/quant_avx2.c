@@ -13,6 +13,7 @@
  *   INT32_MAX with the compare mask.
  * - decode converts with cvtdq2ps when MXCSR rounds to nearest (the normal
  *   case); in any other mode it takes an exact path through double.
+ * - decode_avg does the reference's double operations 4 lanes at a time.
  * Tails never touch memory outside the caller's n elements: loads use
  * vmaskmov (masked lanes do not fault) or a zero-padded stack copy, and
  * stores go through a stack buffer and memcpy (masked vmaskmov stores are
@@ -236,9 +237,51 @@ static void decode_avx2(float *dst, const uint8_t *src, size_t n, float mul)
         decode_loop(dst, src, n, vmul, 1);
 }
 
+/* ---- decode_avg ------------------------------------------------------------ */
+
+/* The reference's (float)(s * hi + s * lo) on 4 lanes: the same IEEE double
+ * operations (vcvtdq2pd is exact), then vcvtpd2ps in the MXCSR mode, like
+ * the scalar narrowing. */
+static inline __m128 avg4(__m128i v, __m256d hi, __m256d lo)
+{
+    __m256d s = _mm256_cvtepi32_pd(v);
+    return _mm256_cvtpd_ps(_mm256_add_pd(_mm256_mul_pd(s, hi), _mm256_mul_pd(s, lo)));
+}
+
+static inline __m256 decode_avg8(__m256i w, __m256d hi, __m256d lo)
+{
+    __m256i v = _mm256_shuffle_epi8(w, bswap32_ctl());
+    __m128 a = avg4(_mm256_castsi256_si128(v), hi, lo);
+    __m128 b = avg4(_mm256_extracti128_si256(v, 1), hi, lo);
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(a), b, 1);
+}
+
+static void decode_avg_avx2(float *dst, const uint8_t *src, size_t n, double mul_hi, double mul_lo)
+{
+    const __m256d hi = _mm256_set1_pd(mul_hi), lo = _mm256_set1_pd(mul_lo);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 f0 = decode_avg8(_mm256_loadu_si256((const __m256i *)(src + 4 * i)), hi, lo);
+        __m256 f1 = decode_avg8(_mm256_loadu_si256((const __m256i *)(src + 4 * i + 32)), hi, lo);
+        _mm256_storeu_ps(dst + i, f0);
+        _mm256_storeu_ps(dst + i + 8, f1);
+    }
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, decode_avg8(_mm256_loadu_si256((const __m256i *)(src + 4 * i)), hi, lo));
+    if (i < n) {
+        size_t rem = n - i;
+        uint8_t in[32] = {0};
+        float out[8];
+        memcpy(in, src + 4 * i, 4 * rem);
+        _mm256_storeu_ps(out, decode_avg8(_mm256_loadu_si256((const __m256i *)in), hi, lo));
+        memcpy(dst + i, out, 4 * rem);
+    }
+}
+
 const sr_quant_kernels sr_quant_kernels_avx2 = {
     .maxabs = maxabs_avx2,
     .encode = encode_avx2,
     .decode = decode_avx2,
+    .decode_avg = decode_avg_avx2,
     .name = "avx2",
 };

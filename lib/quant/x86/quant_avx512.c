@@ -11,7 +11,8 @@
  *   the selected lanes (faults included), so no stack buffer is needed;
  * - the saturation count is a masked add driven by compare masks.
  * The multiply by mul stays a plain vmulps, in the caller's mode, exactly
- * like the reference's float multiply.
+ * like the reference's float multiply; decode_avg's double steps likewise
+ * use the MXCSR mode, as the reference's do.
  */
 #include <immintrin.h>
 #include <string.h>
@@ -157,9 +158,48 @@ static void decode_avx512(float *dst, const uint8_t *src, size_t n, float mul)
     }
 }
 
+/* ---- decode_avg ------------------------------------------------------------ */
+
+/* The reference's (float)(s * hi + s * lo), 8 lanes per double vector; the
+ * narrowing rounds in the MXCSR mode like the scalar one. */
+static inline __m256 avg8(__m256i v, __m512d hi, __m512d lo)
+{
+    __m512d s = _mm512_cvtepi32_pd(v);
+    return _mm512_cvtpd_ps(_mm512_add_pd(_mm512_mul_pd(s, hi), _mm512_mul_pd(s, lo)));
+}
+
+static inline __m512 decode_avg16(__m512i w, __m512d hi, __m512d lo)
+{
+    __m512i v = _mm512_shuffle_epi8(w, bswap32_ctl());
+    __m256 a = avg8(_mm512_castsi512_si256(v), hi, lo);
+    __m256 b = avg8(_mm512_extracti64x4_epi64(v, 1), hi, lo);
+    /* vinsertf64x4 moves the 8 floats as 4 doubles' worth of bits (F only). */
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(a)),
+                                               _mm256_castps_pd(b), 1));
+}
+
+static void decode_avg_avx512(float *dst, const uint8_t *src, size_t n, double mul_hi,
+                              double mul_lo)
+{
+    const __m512d hi = _mm512_set1_pd(mul_hi), lo = _mm512_set1_pd(mul_lo);
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m512 f0 = decode_avg16(_mm512_loadu_si512(src + 4 * i), hi, lo);
+        __m512 f1 = decode_avg16(_mm512_loadu_si512(src + 4 * i + 64), hi, lo);
+        _mm512_storeu_ps(dst + i, f0);
+        _mm512_storeu_ps(dst + i + 16, f1);
+    }
+    for (; i < n; i += 16) {
+        __mmask16 valid = n - i >= 16 ? (__mmask16)0xffff : lanes_below(n - i);
+        __m512 f = decode_avg16(_mm512_maskz_loadu_epi32(valid, src + 4 * i), hi, lo);
+        _mm512_mask_storeu_ps(dst + i, valid, f);
+    }
+}
+
 const sr_quant_kernels sr_quant_kernels_avx512 = {
     .maxabs = maxabs_avx512,
     .encode = encode_avx512,
     .decode = decode_avx512,
+    .decode_avg = decode_avg_avx512,
     .name = "avx512",
 };
