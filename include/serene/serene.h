@@ -23,9 +23,20 @@
  *   serene_strerror(). Negative values above SERENE_ERR_BASE_ are -errno.
  * - No call blocks forever: each communication call ends by the deadline
  *   derived from serene_config.timeout_ms at the latest.
- * - A context may be used by one thread at a time. Several contexts may live
- *   in one process; the library has no global state except DPDK's EAL,
- *   which is per process (see dpdk_eal_args).
+ * - A context starts operations from one thread at a time: a call that
+ *   starts one (every allreduce, push, pull and clock form) while another
+ *   thread is inside such a call on the same context returns
+ *   SERENE_ERR_CONCURRENT and does nothing (the order of a context's calls
+ *   pairs them with the other workers' calls, so two threads at once would
+ *   mix their data). serene_op_test and serene_op_wait may run on any
+ *   thread, once per op. Several contexts may live in one process; the
+ *   library has no global state except DPDK's EAL, which is per process
+ *   (see dpdk_eal_args).
+ * - Stale handles fail cleanly: a call through a destroyed context (a copy
+ *   of its pointer) returns SERENE_ERR_INVAL, and destroying it again does
+ *   nothing; so does waiting for or testing an op that was already waited
+ *   for. To make this safe, a destroyed context leaves a few KiB of
+ *   reserved address space behind (no memory), never reused.
  * - The library never exits, aborts, or prints on the data path; it logs
  *   through serene_config.log_fn.
  */
@@ -260,8 +271,11 @@ typedef struct serene_ctx serene_ctx;
 SERENE_API int serene_ctx_create(serene_ctx **ctx, const serene_config *cfg);
 
 /* Stop the data-path thread, tell the switch this worker leaves (best
- * effort), close the transport, free everything and set *ctx to NULL. Operations not yet waited for are abandoned. Accepts NULL
- * and a pointer to NULL. */
+ * effort), close the transport, free everything and set *ctx to NULL.
+ * Operations not yet waited for are abandoned. Accepts NULL, a pointer to
+ * NULL, and a copy of an already destroyed context (then only sets *ctx to
+ * NULL). Refused, with an error logged and nothing changed, while another
+ * thread is inside a call on the context or waits for one of its ops. */
 SERENE_API void serene_ctx_destroy(serene_ctx **ctx);
 
 /* The effective configuration (with values announced by the switch, such as
@@ -302,12 +316,20 @@ typedef struct serene_op serene_op;
  * obey the bound and the context stays usable. An AVG of finite inputs is
  * finite (3e38 on 3 workers averages to 3e38).
  * Every worker of the job must make the same sequence of calls with the
- * same count. sendbuf may equal recvbuf (in place); otherwise they must not
- * overlap. count 0 returns at once.
+ * same count; a call of count 0 is a call too (it completes when every
+ * worker has made it; sendbuf and recvbuf may then be NULL). Workers whose
+ * counts differ all get SERENE_ERR_MISMATCH,
+ * promptly (the switch compares every packet of the call with the others'
+ * and answers every worker of a round that disagrees); allreduce on their
+ * contexts then returns SERENE_ERR_BROKEN, while push, pull and clock go
+ * on: start a new run of the job (destroy every worker's context, create
+ * new ones with a new job_nonce). sendbuf may equal recvbuf (in place);
+ * otherwise they must not overlap.
  * Returns SERENE_ERR_NONFINITE (NaN/Inf in some sendbuf, or a sum beyond
  * the float range: above), SERENE_ERR_TIMEOUT (deadline passed; the
- * context is then broken), SERENE_ERR_MISMATCH, SERENE_ERR_BROKEN,
- * SERENE_ERR_INVAL.
+ * context is then broken), SERENE_ERR_MISMATCH (above), SERENE_ERR_BROKEN,
+ * SERENE_ERR_CONCURRENT, SERENE_ERR_INVAL (bad argument, or a destroyed
+ * context).
  */
 SERENE_API int serene_allreduce(serene_ctx *ctx, const float *sendbuf, float *recvbuf,
                                 size_t count, serene_reduce_op op);
@@ -320,11 +342,18 @@ SERENE_API int serene_allreduce_start(serene_ctx *ctx, const float *sendbuf, flo
                                       size_t count, serene_reduce_op op, serene_op **op_out);
 
 /* 0 if op has finished (successfully or not: serene_op_wait tells),
- * SERENE_ERR_AGAIN if it is still running. Does not release op. */
+ * SERENE_ERR_AGAIN if it is still running. Does not release op.
+ * SERENE_ERR_INVAL for NULL or a stale handle (already waited for, or its
+ * context destroyed). */
 SERENE_API int serene_op_test(serene_op *op);
 
 /* Wait for op to finish, release it, set *op to NULL, and return its
- * result. Returns by the op's deadline at the latest. */
+ * result. Returns by the op's deadline at the latest. A stale handle
+ * (already waited for, by this or another thread, or its context
+ * destroyed) returns SERENE_ERR_INVAL at once; the check can only be
+ * fooled by a copy kept while its descriptor served 256 more ops (each of
+ * the max_ops descriptors is used in turn). SERENE_ERR_SHUTDOWN if the
+ * context is being destroyed. */
 SERENE_API int serene_op_wait(serene_op **op);
 
 /* ------------------------------------------------------------------------ */
