@@ -56,7 +56,9 @@ struct GlooCase {
     std::string error; // first exception of any call
 };
 
-void run_allreduce(void *a)
+} // namespace
+
+static void run_allreduce(void *a)
 {
     auto *c = static_cast<GlooCase *>(a);
     if (!c->error.empty())
@@ -69,7 +71,7 @@ void run_allreduce(void *a)
     }
 }
 
-int verify_allreduce(void *a, char *why, size_t wl)
+static int verify_allreduce(void *a, char *why, size_t wl)
 {
     auto *c = static_cast<GlooCase *>(a);
     if (!c->error.empty()) {
@@ -79,7 +81,7 @@ int verify_allreduce(void *a, char *why, size_t wl)
     return sr_ar_check(c->buf, c->n, c->world, c->seed, 0, why, wl) != 0;
 }
 
-float *alloc_floats(size_t n)
+static float *alloc_floats(size_t n)
 {
     void *p = std::aligned_alloc(64, (4 * n + 63) / 64 * 64);
     if (p)
@@ -87,22 +89,68 @@ float *alloc_floats(size_t n)
     return static_cast<float *>(p);
 }
 
-int run_rank(sr_bench &b, int rank, int world, const std::string &dir, size_t sample_bytes,
-             uint64_t seed, long timeout_s)
+// Rendezvous through the FileStore in dir and connect the full mesh of
+// TCP pairs; nullptr (after a message) on failure.
+static std::shared_ptr<gloo::rendezvous::Context> connect_ranks(int rank, int world,
+                                                                const std::string &dir,
+                                                                long timeout_s)
 {
-    b.quiet = rank != 0;
-    std::shared_ptr<gloo::rendezvous::Context> ctx;
     try {
         gloo::transport::tcp::attr attr("127.0.0.1");
         auto dev = gloo::transport::tcp::CreateDevice(attr);
         gloo::rendezvous::FileStore store(dir);
-        ctx = std::make_shared<gloo::rendezvous::Context>(rank, world);
+        auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, world);
         ctx->setTimeout(std::chrono::milliseconds(timeout_s * 1000));
         ctx->connectFullMesh(store, dev);
+        return ctx;
     } catch (const std::exception &e) {
         std::fprintf(stderr, "bench_gloo: rank %d: rendezvous failed: %s\n", rank, e.what());
+        return nullptr;
+    }
+}
+
+// One tensor size: fill the input, time AllreduceRing over it, report.
+// Returns 0 or 1 (the case failed); *stop is set when the pairs are
+// unusable, so no later size can run.
+static int run_size(sr_bench &b, const std::shared_ptr<gloo::rendezvous::Context> &ctx, int rank,
+                    int world, size_t size, uint64_t seed, float *send, float *buf, bool *stop)
+{
+    GlooCase c;
+    c.n = size / 4;
+    c.world = world;
+    c.seed = seed;
+    c.send = send;
+    c.buf = buf;
+    sr_ar_fill(send, c.n, rank, c.seed);
+    std::unique_ptr<gloo::AllreduceRing<float>> algo;
+    try {
+        std::vector<float *> ptrs{buf};
+        algo.reset(new gloo::AllreduceRing<float>(ctx, ptrs, static_cast<int>(c.n)));
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "bench_gloo: rank %d: AllreduceRing setup: %s\n", rank, e.what());
+        *stop = true;
         return 1;
     }
+    c.algo = algo.get();
+    sr_bench_result r;
+    sr_bench_case bc = {"allreduce", "gloo-tcp", size, run_allreduce, verify_allreduce, &c};
+    int failed = sr_bench_run(&b, &bc, &r) ? 1 : 0;
+    std::snprintf(r.extra, sizeof r.extra,
+                  "workers=%d elems_per_s=%.4g gbps=%.4g best_gbps=%.4g iters=%u", world,
+                  static_cast<double>(c.n) / r.median_s, r.median_gbps * 8, r.best_gbps * 8, r.iters);
+    sr_bench_report(&b, &r);
+    *stop = !c.error.empty();
+    return failed;
+}
+
+// One rank's whole run (in a child process): connect, then every size.
+static int run_rank(sr_bench &b, int rank, int world, const std::string &dir, size_t sample_bytes,
+                    uint64_t seed, long timeout_s)
+{
+    b.quiet = rank != 0;
+    std::shared_ptr<gloo::rendezvous::Context> ctx = connect_ranks(rank, world, dir, timeout_s);
+    if (!ctx)
+        return 1;
 
     size_t maxn = 0;
     for (unsigned i = 0; i < b.nsizes; i++)
@@ -124,36 +172,14 @@ int run_rank(sr_bench &b, int rank, int world, const std::string &dir, size_t sa
     const unsigned user_iters = b.iters;
     int failed = 0;
     for (unsigned s = 0; s < b.nsizes; s++) {
-        GlooCase c;
-        c.n = b.sizes[s] / 4;
-        c.world = world;
-        c.seed = seed + s;
-        c.send = send;
-        c.buf = buf;
-        sr_ar_fill(send, c.n, rank, c.seed);
         if (!user_iters) {
             size_t it = sample_bytes / b.sizes[s];
             b.iters = it == 0 ? 1 : it > 4096 ? 4096 : static_cast<unsigned>(it);
         }
-        std::unique_ptr<gloo::AllreduceRing<float>> algo;
-        try {
-            std::vector<float *> ptrs{buf};
-            algo.reset(new gloo::AllreduceRing<float>(ctx, ptrs, static_cast<int>(c.n)));
-        } catch (const std::exception &e) {
-            std::fprintf(stderr, "bench_gloo: rank %d: AllreduceRing setup: %s\n", rank, e.what());
+        bool stop = false;
+        if (run_size(b, ctx, rank, world, b.sizes[s], seed + s, send, buf, &stop))
             failed = 1;
-            break;
-        }
-        c.algo = algo.get();
-        sr_bench_result r;
-        sr_bench_case bc = {"allreduce", "gloo-tcp", b.sizes[s], run_allreduce, verify_allreduce, &c};
-        if (sr_bench_run(&b, &bc, &r))
-            failed = 1;
-        std::snprintf(r.extra, sizeof r.extra,
-                      "workers=%d elems_per_s=%.4g gbps=%.4g best_gbps=%.4g iters=%u", world,
-                      static_cast<double>(c.n) / r.median_s, r.median_gbps * 8, r.best_gbps * 8, r.iters);
-        sr_bench_report(&b, &r);
-        if (!c.error.empty())
+        if (stop)
             break;
     }
     std::free(send);
@@ -162,7 +188,7 @@ int run_rank(sr_bench &b, int rank, int world, const std::string &dir, size_t sa
     return end ? end : failed;
 }
 
-void remove_dir(const std::string &dir)
+static void remove_dir(const std::string &dir)
 {
     if (DIR *d = opendir(dir.c_str())) {
         while (struct dirent *e = readdir(d)) {
@@ -174,35 +200,9 @@ void remove_dir(const std::string &dir)
     rmdir(dir.c_str());
 }
 
-} // namespace
-
-int main(int argc, char **argv)
+// A fresh directory for the FileStore, under $TMPDIR or /tmp.
+static int make_tmpdir(std::string *dir)
 {
-    sr_bench b;
-    size_t workers = 2, sample_bytes = static_cast<size_t>(32) << 20, seed = 1, timeout_s = 900;
-    const sr_bench_opt opts[] = {
-        {"-n", "ranks to start (2..64)", &workers},
-        {"--sample-bytes", "tensor bytes per timed sample when --iters is 0", &sample_bytes},
-        {"--seed", "input seed", &seed},
-        {"--timeout", "seconds before the ranks are killed", &timeout_s},
-    };
-    sr_bench_init(&b, "bench_gloo", static_cast<size_t>(16) << 20);
-    b.sweeps = 1;
-    b.reps = 5;
-    int rc = sr_bench_parse(&b, argc, argv, opts, sizeof opts / sizeof opts[0]);
-    if (rc)
-        return rc > 0 ? 0 : 2;
-    if (workers < 2 || workers > 64 || timeout_s == 0) {
-        std::fprintf(stderr, "bench_gloo: need 2 <= -n <= 64 and --timeout >= 1\n");
-        return 2;
-    }
-    for (unsigned i = 0; i < b.nsizes; i++)
-        if (b.sizes[i] % 4 || b.sizes[i] / 4 > INT32_MAX) {
-            std::fprintf(stderr, "bench_gloo: size %zu is not a whole number of floats below 2^31\n",
-                         b.sizes[i]);
-            return 2;
-        }
-
     const char *tmp = std::getenv("TMPDIR");
     std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/bench_gloo.XXXXXX";
     std::vector<char> path(tmpl.begin(), tmpl.end());
@@ -211,12 +211,19 @@ int main(int argc, char **argv)
         std::perror("bench_gloo: mkdtemp");
         return 1;
     }
-    const std::string dir(path.data());
+    *dir = path.data();
+    return 0;
+}
 
+// Fork one process per rank (before any thread exists). On a failed fork
+// the ranks already started are killed; the caller sees fewer PIDs.
+static std::vector<pid_t> spawn_ranks(sr_bench &b, int workers, const std::string &dir,
+                                      size_t sample_bytes, uint64_t seed, long timeout_s)
+{
     std::fflush(stdout);
     std::fflush(stderr);
     std::vector<pid_t> pids;
-    for (int r = 0; r < static_cast<int>(workers); r++) {
+    for (int r = 0; r < workers; r++) {
         pid_t pid = fork();
         if (pid < 0) {
             std::perror("bench_gloo: fork");
@@ -225,17 +232,21 @@ int main(int argc, char **argv)
             break;
         }
         if (pid == 0) {
-            int st = run_rank(b, r, static_cast<int>(workers), dir, sample_bytes, seed,
-                              static_cast<long>(timeout_s));
+            int st = run_rank(b, r, workers, dir, sample_bytes, seed, timeout_s);
             std::fflush(stdout);
             std::fflush(stderr);
             _exit(st);
         }
         pids.push_back(pid);
     }
+    return pids;
+}
 
-    // Wait for every rank, with a deadline; kill the rest on expiry.
-    int status = pids.size() == workers ? 0 : 1;
+// Wait for every rank, with a deadline; kill the rest on expiry. Returns
+// 0, 1 (a rank failed) or 124 (the deadline passed).
+static int wait_ranks(const std::vector<pid_t> &pids, size_t timeout_s)
+{
+    int status = 0;
     size_t left = pids.size();
     const time_t deadline = time(nullptr) + static_cast<time_t>(timeout_s);
     std::vector<bool> done(pids.size(), false);
@@ -269,6 +280,44 @@ int main(int argc, char **argv)
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, nullptr);
     }
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    sr_bench b;
+    size_t workers = 2, sample_bytes = static_cast<size_t>(32) << 20, seed = 1, timeout_s = 900;
+    const sr_bench_opt opts[] = {
+        {"-n", "ranks to start (2..64)", &workers},
+        {"--sample-bytes", "tensor bytes per timed sample when --iters is 0", &sample_bytes},
+        {"--seed", "input seed", &seed},
+        {"--timeout", "seconds before the ranks are killed", &timeout_s},
+    };
+    sr_bench_init(&b, "bench_gloo", static_cast<size_t>(16) << 20);
+    b.sweeps = 1;
+    b.reps = 5;
+    int rc = sr_bench_parse(&b, argc, argv, opts, sizeof opts / sizeof opts[0]);
+    if (rc)
+        return rc > 0 ? 0 : 2;
+    if (workers < 2 || workers > 64 || timeout_s == 0) {
+        std::fprintf(stderr, "bench_gloo: need 2 <= -n <= 64 and --timeout >= 1\n");
+        return 2;
+    }
+    for (unsigned i = 0; i < b.nsizes; i++)
+        if (b.sizes[i] % 4 || b.sizes[i] / 4 > INT32_MAX) {
+            std::fprintf(stderr, "bench_gloo: size %zu is not a whole number of floats below 2^31\n",
+                         b.sizes[i]);
+            return 2;
+        }
+
+    std::string dir;
+    if (make_tmpdir(&dir))
+        return 1;
+    std::vector<pid_t> pids = spawn_ranks(b, static_cast<int>(workers), dir, sample_bytes, seed,
+                                          static_cast<long>(timeout_s));
+    int status = wait_ranks(pids, timeout_s);
+    if (pids.size() != workers)
+        status = status ? status : 1;
     remove_dir(dir);
     return status;
 }
