@@ -162,6 +162,109 @@ static void *alloc(size_t bytes)
     return p;
 }
 
+/* Allocate the buffers of base (n and chunk set), fill the input and
+ * compute the C reference with the exponent the scheme would pick. Writes
+ * B and E for the config line. Returns 0, or 1 if the reference saturated. */
+static int setup_reference(ctx *base, size_t workers, int *bits, int *e)
+{
+    size_t bytes = 4 * base->n;
+    float *src = alloc(bytes), *ref_out = alloc(bytes);
+    uint8_t *ref_wire = alloc(bytes);
+    base->wire = alloc(bytes);
+    base->dst = alloc(bytes);
+    base->pkt = alloc(4 * base->chunk);
+    fill(src, base->n);
+    base->src = src;
+    base->ref_wire = ref_wire;
+    base->ref_out = ref_out;
+
+    sr_quant_kernels ref;
+    sr_quant_init(&ref, 0);
+    ref.maxabs(src, base->n, &base->ref_max);
+    *bits = sr_quant_bits((unsigned)workers);
+    *e = sr_quant_exponent(base->ref_max);
+    base->mul = sr_quant_encode_mul(*e, *bits);
+    base->dmul = sr_quant_decode_mul(*e, *bits);
+    if (ref.encode(ref_wire, src, base->n, base->mul)) {
+        fprintf(stderr, "bench_quant: reference encode saturated\n");
+        return 1;
+    }
+    ref.decode(ref_out, ref_wire, base->n, base->dmul);
+    return 0;
+}
+
+static void free_buffers(ctx *base)
+{
+    free((void *)base->src);
+    free((void *)base->ref_out);
+    free((void *)base->ref_wire);
+    free(base->wire);
+    free(base->dst);
+    free(base->pkt);
+}
+
+typedef struct kernel_case {
+    const char *name;
+    void (*run)(void *);
+    int (*verify)(void *, char *, size_t);
+} kernel_case;
+
+static const kernel_case kernel_cases[] = {
+    {"maxabs", run_maxabs, verify_maxabs},       {"encode", run_encode, verify_encode},
+    {"decode", run_decode, verify_out},          {"roundtrip", run_roundtrip, verify_out},
+    {"enc_then_dec", run_enc_then_dec, verify_out},
+};
+
+/* The best round trip against memcpy, over the kernels. */
+typedef struct rt_best {
+    double median, best; /* roundtrip / memcpy */
+    const char *kernel;  /* static storage; NULL: none verified */
+} rt_best;
+
+/* Time memcpy on a fresh copy of base into *r. */
+static void run_memcpy_case(sr_bench *b, const ctx *base, sr_bench_result *r)
+{
+    ctx c = *base;
+    sr_bench_case mc = {"memcpy", "libc", 4 * base->n, run_memcpy, verify_memcpy, &c};
+    sr_bench_run(b, &mc, r);
+}
+
+/* One kernel case with kernels k, reported with its ratio to memcpy
+ * (memcpy_gbps 0: no ratio). The round trips are compared with a memcpy
+ * measured just before them, so that load from other processes on a
+ * shared host skews both alike. */
+static void run_kernel_case(sr_bench *b, const ctx *base, const sr_quant_kernels *k,
+                            const kernel_case *kc, double memcpy_gbps, double memcpy_best,
+                            rt_best *rt)
+{
+    size_t bytes = 4 * base->n;
+    sr_bench_result r;
+    double ref_gbps = memcpy_gbps, ref_best = memcpy_best;
+    int roundtrip = kc->run == run_roundtrip;
+
+    if (roundtrip && memcpy_gbps > 0) {
+        run_memcpy_case(b, base, &r);
+        ref_gbps = r.median_gbps;
+        ref_best = r.best_gbps;
+    }
+    ctx c = *base;
+    c.k = k;
+    memset(c.dst, 0, bytes); /* a stale right answer must not pass */
+    memset(c.wire, 0, bytes);
+    sr_bench_case bc = {kc->name, k->name, bytes, kc->run, kc->verify, &c};
+    sr_bench_run(b, &bc, &r);
+    if (memcpy_gbps > 0)
+        snprintf(r.extra, sizeof r.extra, "vs_memcpy=%.2f best_vs_memcpy=%.2f%s",
+                 r.median_gbps / ref_gbps, r.best_gbps / ref_best,
+                 roundtrip ? " memcpy_ref=adjacent" : "");
+    if (memcpy_gbps > 0 && roundtrip && r.verified != 0 && r.median_gbps / ref_gbps > rt->median) {
+        rt->median = r.median_gbps / ref_gbps;
+        rt->best = r.best_gbps / ref_best;
+        rt->kernel = k->name; /* static storage */
+    }
+    sr_bench_report(b, &r);
+}
+
 int main(int argc, char **argv)
 {
     sr_bench b;
@@ -184,107 +287,40 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_quant: --size must hold at least one float\n");
         return 2;
     }
-    size_t bytes = 4 * base.n;
-    float *src = alloc(bytes), *ref_out = alloc(bytes);
-    uint8_t *ref_wire = alloc(bytes);
-    base.wire = alloc(bytes);
-    base.dst = alloc(bytes);
-    base.pkt = alloc(4 * chunk);
-    fill(src, base.n);
-
-    /* The reference, with the exponent the scheme would pick. */
-    sr_quant_kernels ref;
-    sr_quant_init(&ref, 0);
-    ref.maxabs(src, base.n, &base.ref_max);
-    int bits = sr_quant_bits((unsigned)workers), e = sr_quant_exponent(base.ref_max);
-    base.mul = sr_quant_encode_mul(e, bits);
-    base.dmul = sr_quant_decode_mul(e, bits);
-    if (ref.encode(ref_wire, src, base.n, base.mul)) {
-        fprintf(stderr, "bench_quant: reference encode saturated\n");
+    int bits, e;
+    if (setup_reference(&base, workers, &bits, &e))
         return 1;
-    }
-    ref.decode(ref_out, ref_wire, base.n, base.dmul);
-    base.src = src;
-    base.ref_wire = ref_wire;
-    base.ref_out = ref_out;
 
     char config[160];
     snprintf(config, sizeof config, "elements %zu, chunk %zu, workers %zu (B=%d, E=%d); GB/s counts float input bytes",
              base.n, chunk, workers, bits, e);
     sr_bench_begin(&b, config);
 
+    /* memcpy is always measured (the ratios need it); reported when selected. */
     sr_bench_result r;
-    double memcpy_gbps = 0, memcpy_best = 0;
-    ctx c = base;
-    sr_bench_case mc = {"memcpy", "libc", bytes, run_memcpy, verify_memcpy, &c};
-    /* Always measured (the ratios need it); reported when selected. */
-    sr_bench_run(&b, &mc, &r);
-    memcpy_gbps = r.median_gbps;
-    memcpy_best = r.best_gbps;
-    if (sr_bench_selected(&b, mc.name, mc.variant))
+    run_memcpy_case(&b, &base, &r);
+    double memcpy_gbps = r.median_gbps, memcpy_best = r.best_gbps;
+    if (sr_bench_selected(&b, "memcpy", "libc"))
         sr_bench_report(&b, &r);
 
     static const unsigned variants[] = {0, SR_CPU_AVX2, SR_CPU_AVX512};
-    double best_rt = 0, best_rt_best = 0; /* roundtrip / memcpy of the best kernel */
-    const char *best_rt_kernel = NULL;
-    static const struct {
-        const char *name;
-        void (*run)(void *);
-        int (*verify)(void *, char *, size_t);
-    } cases[] = {
-        {"maxabs", run_maxabs, verify_maxabs},       {"encode", run_encode, verify_encode},
-        {"decode", run_decode, verify_out},          {"roundtrip", run_roundtrip, verify_out},
-        {"enc_then_dec", run_enc_then_dec, verify_out},
-    };
+    rt_best rt = {0, 0, NULL};
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         sr_quant_kernels k;
         if (sr_quant_init_variant(&k, variants[v]))
             continue;
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-            if (!sr_bench_selected(&b, cases[i].name, k.name))
-                continue;
-            /* The round trips are compared with a memcpy measured just
-             * before them, so that load from other processes on a shared
-             * host skews both alike. */
-            double ref_gbps = memcpy_gbps, ref_best = memcpy_best;
-            if (cases[i].run == run_roundtrip && memcpy_gbps > 0) {
-                c = base;
-                sr_bench_run(&b, &mc, &r);
-                ref_gbps = r.median_gbps;
-                ref_best = r.best_gbps;
-            }
-            c = base;
-            c.k = &k;
-            memset(c.dst, 0, bytes); /* a stale right answer must not pass */
-            memset(c.wire, 0, bytes);
-            sr_bench_case bc = {cases[i].name, k.name, bytes, cases[i].run, cases[i].verify, &c};
-            sr_bench_run(&b, &bc, &r);
-            if (memcpy_gbps > 0)
-                snprintf(r.extra, sizeof r.extra, "vs_memcpy=%.2f best_vs_memcpy=%.2f%s",
-                         r.median_gbps / ref_gbps, r.best_gbps / ref_best,
-                         cases[i].run == run_roundtrip ? " memcpy_ref=adjacent" : "");
-            if (memcpy_gbps > 0 && cases[i].run == run_roundtrip && r.verified != 0 &&
-                r.median_gbps / ref_gbps > best_rt) {
-                best_rt = r.median_gbps / ref_gbps;
-                best_rt_best = r.best_gbps / ref_best;
-                best_rt_kernel = k.name; /* static storage */
-            }
-            sr_bench_report(&b, &r);
-        }
+        for (size_t i = 0; i < sizeof kernel_cases / sizeof kernel_cases[0]; i++)
+            if (sr_bench_selected(&b, kernel_cases[i].name, k.name))
+                run_kernel_case(&b, &base, &k, &kernel_cases[i], memcpy_gbps, memcpy_best, &rt);
     }
     if (memcpy_gbps > 0)
         sr_bench_note(&b, "# vs_memcpy = median GB/s / memcpy median GB/s, best_vs_memcpy the same for the "
                           "best (less noisy on a busy host); target: roundtrip >= 0.8");
-    if (best_rt_kernel)
+    if (rt.kernel)
         sr_bench_note(&b, "# quantize + dequantize (roundtrip), best kernel %s: %.2fx memcpy (median), %.2fx (best); "
-                          "target 0.8x: %s", best_rt_kernel, best_rt, best_rt_best,
-                      best_rt >= 0.8 ? "met" : best_rt_best >= 0.8 ? "met on best samples only" : "NOT met");
+                          "target 0.8x: %s", rt.kernel, rt.median, rt.best,
+                      rt.median >= 0.8 ? "met" : rt.best >= 0.8 ? "met on best samples only" : "NOT met");
 
-    free(src);
-    free(ref_out);
-    free(ref_wire);
-    free(base.wire);
-    free(base.dst);
-    free(base.pkt);
+    free_buffers(&base);
     return sr_bench_end(&b);
 }
