@@ -215,6 +215,96 @@ static void *alloc(size_t bytes)
     return p;
 }
 
+/* Allocate base's buffers (batch and elems set), fill the input and pack
+ * the reference messages (kept in ref_msgs too, to restore msgs from),
+ * the frames' payloads and the decode, with the C kernels. */
+static void setup_reference(wctx *base, size_t workers)
+{
+    const size_t batch = base->batch, elems = base->elems;
+    base->msg_len = SR_WIRE_HDR_LEN + 4 * elems;
+    base->frame_len = SR_FRAME_HLEN + base->msg_len;
+    float *src = alloc(4 * batch * elems), *ref_out = alloc(4 * batch * elems);
+    sr_ar_fill(src, batch * elems, 0, 7);
+    base->src = src;
+    base->msgs = alloc(batch * base->msg_len);
+    base->frames = alloc(batch * base->frame_len);
+    base->out = alloc(4 * batch * elems);
+    base->hdrs = alloc(batch * sizeof *base->hdrs);
+    base->parsed = alloc(batch * sizeof *base->parsed);
+    for (size_t p = 0; p < batch; p++)
+        hdr_of(base, p, &base->hdrs[p]);
+    const int bits = sr_quant_bits((unsigned)workers), e = 8; /* |src| < 2^8 (ar_data.h) */
+    base->mul = sr_quant_encode_mul(e, bits);
+    base->dmul = sr_quant_decode_mul(e, bits);
+    base->fa = (sr_frame_addr){.dst_mac = {2, 0, 0, 0, 0, 1}, .src_mac = {2, 0, 0, 0, 0, 2},
+                               .src_ip = 0x0a000002u, .dst_ip = 0x0a000001u,
+                               .src_port = 40000, .dst_port = SR_WIRE_UDP_PORT};
+    /* Reference messages and their decode, with the C kernels. */
+    sr_quant_kernels ref;
+    sr_quant_init(&ref, 0);
+    for (size_t p = 0; p < batch; p++) {
+        uint8_t *m = base->msgs + p * base->msg_len;
+        ref.encode(m + SR_WIRE_HDR_LEN, src + p * elems, elems, base->mul);
+        sr_hdr_pack(m, &base->hdrs[p]);
+        ref.decode(ref_out + p * elems, m + SR_WIRE_HDR_LEN, elems, base->dmul);
+        memcpy(base->frames + p * base->frame_len + SR_FRAME_HLEN, m, base->msg_len);
+    }
+    base->ref_out = ref_out;
+    uint8_t *ref_msgs = alloc(batch * base->msg_len);
+    memcpy(ref_msgs, base->msgs, batch * base->msg_len);
+    base->ref_msgs = ref_msgs;
+}
+
+static void free_buffers(wctx *base)
+{
+    free((void *)base->src);
+    free((void *)base->ref_out);
+    free((void *)base->ref_msgs);
+    free(base->msgs);
+    free(base->frames);
+    free(base->out);
+    free(base->hdrs);
+    free(base->parsed);
+}
+
+typedef struct wcase {
+    const char *name;
+    void (*run)(void *);
+    int (*verify)(void *, char *, size_t);
+    int per_kernel, frames;
+} wcase;
+
+static const wcase wire_cases[] = {
+    {"hdr_pack", run_hdr_pack, verify_parsed, 0, 0},
+    {"msg_parse", run_msg_parse, verify_parsed, 0, 0},
+    {"pack", run_pack, verify_pack, 1, 0},
+    {"unpack", run_unpack, verify_unpack, 1, 0},
+    {"frame_pack", run_frame_pack, verify_frames, 0, 1},
+    {"frame_parse", run_frame_parse, verify_frames, 0, 1},
+};
+
+/* One case with kernels k (variant "-" for the cases without kernels),
+ * reported in ns per packet; then base's messages are restored. */
+static void run_wire_case(sr_bench *b, wctx *base, const wcase *wc, const sr_quant_kernels *k)
+{
+    const size_t batch = base->batch;
+    sr_bench_result r;
+    wctx c = *base;
+    c.k = k;
+    if (!strcmp(wc->name, "pack")) /* must be rebuilt by the case itself */
+        memset(c.msgs, 0, batch * c.msg_len);
+    memset(c.out, 0xff, 4 * batch * c.elems);
+    size_t bytes = batch * (wc->frames ? c.frame_len : c.msg_len);
+    sr_bench_case bc = {wc->name, wc->per_kernel ? k->name : "-", bytes, wc->run, wc->verify, &c};
+    sr_bench_run(b, &bc, &r);
+    snprintf(r.extra, sizeof r.extra, "ns_per_pkt=%.1f best_ns_per_pkt=%.1f Mpps=%.2f",
+             r.median_s / (double)batch * 1e9, r.best_s / (double)batch * 1e9,
+             (double)batch / r.median_s / 1e6);
+    sr_bench_report(b, &r);
+    /* pack rewrote the messages (next_exp hints): restore them */
+    memcpy(base->msgs, base->ref_msgs, batch * base->msg_len);
+}
+
 int main(int argc, char **argv)
 {
     sr_bench b;
@@ -236,38 +326,7 @@ int main(int argc, char **argv)
     }
 
     wctx base = {.batch = batch, .elems = elems};
-    base.msg_len = SR_WIRE_HDR_LEN + 4 * elems;
-    base.frame_len = SR_FRAME_HLEN + base.msg_len;
-    float *src = alloc(4 * batch * elems), *ref_out = alloc(4 * batch * elems);
-    sr_ar_fill(src, batch * elems, 0, 7);
-    base.src = src;
-    base.msgs = alloc(batch * base.msg_len);
-    base.frames = alloc(batch * base.frame_len);
-    base.out = alloc(4 * batch * elems);
-    base.hdrs = alloc(batch * sizeof *base.hdrs);
-    base.parsed = alloc(batch * sizeof *base.parsed);
-    for (size_t p = 0; p < batch; p++)
-        hdr_of(&base, p, &base.hdrs[p]);
-    const int bits = sr_quant_bits((unsigned)workers), e = 8; /* |src| < 2^8 (ar_data.h) */
-    base.mul = sr_quant_encode_mul(e, bits);
-    base.dmul = sr_quant_decode_mul(e, bits);
-    base.fa = (sr_frame_addr){.dst_mac = {2, 0, 0, 0, 0, 1}, .src_mac = {2, 0, 0, 0, 0, 2},
-                              .src_ip = 0x0a000002u, .dst_ip = 0x0a000001u,
-                              .src_port = 40000, .dst_port = SR_WIRE_UDP_PORT};
-    /* Reference messages and their decode, with the C kernels. */
-    sr_quant_kernels ref;
-    sr_quant_init(&ref, 0);
-    for (size_t p = 0; p < batch; p++) {
-        uint8_t *m = base.msgs + p * base.msg_len;
-        ref.encode(m + SR_WIRE_HDR_LEN, src + p * elems, elems, base.mul);
-        sr_hdr_pack(m, &base.hdrs[p]);
-        ref.decode(ref_out + p * elems, m + SR_WIRE_HDR_LEN, elems, base.dmul);
-        memcpy(base.frames + p * base.frame_len + SR_FRAME_HLEN, m, base.msg_len);
-    }
-    base.ref_out = ref_out;
-    uint8_t *ref_msgs = alloc(batch * base.msg_len);
-    memcpy(ref_msgs, base.msgs, batch * base.msg_len);
-    base.ref_msgs = ref_msgs;
+    setup_reference(&base, workers);
     b.size_bytes = batch * base.msg_len;
 
     char config[160];
@@ -275,54 +334,17 @@ int main(int argc, char **argv)
              elems, base.msg_len, base.frame_len, batch);
     sr_bench_begin(&b, config);
 
-    struct wcase {
-        const char *name;
-        void (*run)(void *);
-        int (*verify)(void *, char *, size_t);
-        int per_kernel, frames;
-    };
-    static const struct wcase cases[] = {
-        {"hdr_pack", run_hdr_pack, verify_parsed, 0, 0},
-        {"msg_parse", run_msg_parse, verify_parsed, 0, 0},
-        {"pack", run_pack, verify_pack, 1, 0},
-        {"unpack", run_unpack, verify_unpack, 1, 0},
-        {"frame_pack", run_frame_pack, verify_frames, 0, 1},
-        {"frame_parse", run_frame_parse, verify_frames, 0, 1},
-    };
     static const unsigned variants[] = {0, SR_CPU_AVX2, SR_CPU_AVX512};
-    sr_bench_result r;
-    wctx c;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        for (size_t v = 0; v < (cases[i].per_kernel ? 3u : 1u); v++) {
+    for (size_t i = 0; i < sizeof wire_cases / sizeof wire_cases[0]; i++) {
+        const wcase *wc = &wire_cases[i];
+        for (size_t v = 0; v < (wc->per_kernel ? 3u : 1u); v++) {
             sr_quant_kernels k;
             if (sr_quant_init_variant(&k, variants[v]))
                 continue;
-            if (!sr_bench_selected(&b, cases[i].name, cases[i].per_kernel ? k.name : "-"))
-                continue;
-            c = base;
-            c.k = &k;
-            if (!strcmp(cases[i].name, "pack")) /* must be rebuilt by the case itself */
-                memset(c.msgs, 0, batch * c.msg_len);
-            memset(c.out, 0xff, 4 * batch * elems);
-            size_t bytes = batch * (cases[i].frames ? c.frame_len : c.msg_len);
-            sr_bench_case bc = {cases[i].name, cases[i].per_kernel ? k.name : "-", bytes, cases[i].run,
-                                cases[i].verify, &c};
-            sr_bench_run(&b, &bc, &r);
-            snprintf(r.extra, sizeof r.extra, "ns_per_pkt=%.1f best_ns_per_pkt=%.1f Mpps=%.2f",
-                     r.median_s / (double)batch * 1e9, r.best_s / (double)batch * 1e9,
-                     (double)batch / r.median_s / 1e6);
-            sr_bench_report(&b, &r);
-            /* pack rewrote the messages (next_exp hints): restore them */
-            memcpy(base.msgs, ref_msgs, batch * base.msg_len);
+            if (sr_bench_selected(&b, wc->name, wc->per_kernel ? k.name : "-"))
+                run_wire_case(&b, &base, wc, &k);
         }
     }
-    free(src);
-    free(ref_out);
-    free(ref_msgs);
-    free(base.msgs);
-    free(base.frames);
-    free(base.out);
-    free(base.hdrs);
-    free(base.parsed);
+    free_buffers(&base);
     return sr_bench_end(&b);
 }
