@@ -357,20 +357,23 @@ static int install(const char *ctl, unsigned long job, const serene_ctl_decision
     return 0;
 }
 
-static int cmd_run(int argc, char **argv)
+/* serene-ctl run's options and state. */
+typedef struct run_state {
+    const char *ctl, *policy, *log_path, *metrics;
+    unsigned long job, interval, duration;
+    int tty;
+    serene_ctl_controller *c;
+    FILE *log;
+    unsigned decisions;
+} run_state;
+
+/* Returns 0, or the exit status of a bad command line. */
+static int parse_run_args(int argc, char **argv, run_state *rs)
 {
-    const char *ctl = NULL, *policy = NULL, *log_path = NULL, *metrics = NULL;
-    unsigned long job = 0, interval = 20, duration = 60;
-    int have_job = 0, rc, tty = isatty(2), failures = 0;
-    serene_ctl_policy *pol = NULL;
-    serene_ctl_controller *c = NULL;
-    serene_ctl_status st;
-    FILE *log = NULL;
-    double t0, t_line = 0;
-    unsigned decisions = 0;
+    int have_job = 0;
 
     for (int i = 2; i < argc; i++) {
-        int k = switch_opts(argc, argv, &ctl, &job, &have_job, i);
+        int k = switch_opts(argc, argv, &rs->ctl, &rs->job, &have_job, i);
         if (k < 0)
             return 2;
         if (k > 0) {
@@ -378,101 +381,136 @@ static int cmd_run(int argc, char **argv)
             continue;
         }
         if (!strcmp(argv[i], "--interval") && i + 1 < argc) {
-            if (parse_uint("--interval", argv[++i], 60000, &interval) || interval == 0)
+            if (parse_uint("--interval", argv[++i], 60000, &rs->interval) || rs->interval == 0)
                 return 2;
         } else if (!strcmp(argv[i], "--duration") && i + 1 < argc) {
-            if (parse_uint("--duration", argv[++i], 86400 * 30, &duration))
+            if (parse_uint("--duration", argv[++i], 86400 * 30, &rs->duration))
                 return 2;
         } else if (!strcmp(argv[i], "--log") && i + 1 < argc)
-            log_path = argv[++i];
+            rs->log_path = argv[++i];
         else if (!strcmp(argv[i], "--metrics") && i + 1 < argc)
-            metrics = argv[++i];
+            rs->metrics = argv[++i];
         else if (argv[i][0] == '-' && argv[i][1]) {
             msg("run: unknown option '%s'", argv[i]);
             return usage();
-        } else if (!policy)
-            policy = argv[i];
+        } else if (!rs->policy)
+            rs->policy = argv[i];
         else
             return usage();
     }
-    if (!ctl || !have_job || !policy)
+    if (!rs->ctl || !have_job || !rs->policy)
         return usage();
-    if ((rc = get_status(ctl, job, &st)))
-        return rc;
-    if ((rc = load_policy(policy, st.ring, &pol)))
-        return rc;
-    if (serene_ctl_controller_create(&c, pol)) {
-        serene_ctl_policy_free(&pol);
-        msg("out of memory");
-        return 1;
+    return 0;
+}
+
+/* Install the n decisions of one controller step, log them (--log) and
+ * report the reactive ones on stderr. Returns 0 or 1. */
+static int apply_decisions(run_state *rs, const serene_ctl_decision *d, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        char o[24], w[24];
+        uint32_t e = 0;
+
+        if (install(rs->ctl, rs->job, &d[i], &e))
+            return 1;
+        serene_ctl_controller_applied(rs->c, &d[i], e);
+        rs->decisions++;
+        mode_str(o, sizeof o, d[i].old_mode, d[i].old_s);
+        mode_str(w, sizeof w, d[i].new_mode, d[i].new_s);
+        if (rs->log) {
+            fprintf(rs->log,
+                    "kind=%s clock=%" PRId32 " old=%s new=%s from=%" PRIu32 " effective=%" PRIu32
+                    " why=%s\n",
+                    d[i].reactive ? "reactive" : "schedule", (int32_t)d[i].clock, o, w, d[i].from,
+                    e, d[i].why);
+            fflush(rs->log);
+        }
+        if (d[i].reactive)
+            fprintf(stderr, "%s" PROG ": clock %" PRId32 ": %s: %s -> %s from %" PRIu32 "\n",
+                    rs->tty ? "\n" : "", (int32_t)d[i].clock, d[i].why, o, w, e);
     }
-    if (log_path && !(log = fopen(log_path, "w"))) {
-        msg("cannot write %s: %s", log_path, strerror(errno));
-        rc = 2;
-        goto out;
-    }
-    t0 = now_s();
+    return 0;
+}
+
+/* The progress line: rewritten in place on a terminal, else once a second. */
+static void progress_line(const run_state *rs, const serene_ctl_status *st)
+{
+    char m[24];
+
+    mode_str(m, sizeof m, st->mode, st->s);
+    fprintf(stderr, "%sjob %lu: low %" PRId32 " high %" PRId32 " %s clocks %" PRIu64
+                    " holds %" PRIu64 " decisions %u%s",
+            rs->tty ? "\r" : "", rs->job, (int32_t)st->low, (int32_t)st->high, m, st->clocks,
+            st->holds, rs->decisions, rs->tty ? "   " : "\n");
+}
+
+/* The control loop: step the controller on each status sample until the
+ * policy's stop clock or --duration. Returns the exit status. */
+static int control_loop(run_state *rs, serene_ctl_status *st)
+{
+    double t0 = now_s(), t_line = 0;
+    int failures = 0, rc;
+
     for (;;) {
         serene_ctl_decision d[MAX_DECISIONS];
-        unsigned n = serene_ctl_controller_step(c, &st, read_plateau(metrics), d, MAX_DECISIONS);
+        unsigned n =
+            serene_ctl_controller_step(rs->c, st, read_plateau(rs->metrics), d, MAX_DECISIONS);
 
-        for (unsigned i = 0; i < n; i++) {
-            char o[24], w[24];
-            uint32_t e = 0;
-
-            if (install(ctl, job, &d[i], &e)) {
-                rc = 1;
-                goto out;
-            }
-            serene_ctl_controller_applied(c, &d[i], e);
-            decisions++;
-            mode_str(o, sizeof o, d[i].old_mode, d[i].old_s);
-            mode_str(w, sizeof w, d[i].new_mode, d[i].new_s);
-            if (log) {
-                fprintf(log,
-                        "kind=%s clock=%" PRId32 " old=%s new=%s from=%" PRIu32
-                        " effective=%" PRIu32 " why=%s\n",
-                        d[i].reactive ? "reactive" : "schedule", (int32_t)d[i].clock, o, w,
-                        d[i].from, e, d[i].why);
-                fflush(log);
-            }
-            if (d[i].reactive)
-                fprintf(stderr, "%s" PROG ": clock %" PRId32 ": %s: %s -> %s from %" PRIu32 "\n",
-                        tty ? "\n" : "", (int32_t)d[i].clock, d[i].why, o, w, e);
-        }
-        if (serene_ctl_controller_done(c))
+        if (apply_decisions(rs, d, n))
+            return 1;
+        if (serene_ctl_controller_done(rs->c))
             break;
-        if (now_s() - t0 >= (double)duration)
+        if (now_s() - t0 >= (double)rs->duration)
             break;
-        if (tty || now_s() - t_line >= 1.0) {
-            char m[24];
-            mode_str(m, sizeof m, st.mode, st.s);
-            fprintf(stderr, "%sjob %lu: low %" PRId32 " high %" PRId32 " %s clocks %" PRIu64
-                            " holds %" PRIu64 " decisions %u%s",
-                    tty ? "\r" : "", job, (int32_t)st.low, (int32_t)st.high, m, st.clocks,
-                    st.holds, decisions, tty ? "   " : "\n");
+        if (rs->tty || now_s() - t_line >= 1.0) {
+            progress_line(rs, st);
             t_line = now_s();
         }
-        struct timespec ts = {(time_t)(interval / 1000), (long)(interval % 1000) * 1000000L};
+        struct timespec ts = {(time_t)(rs->interval / 1000),
+                              (long)(rs->interval % 1000) * 1000000L};
         nanosleep(&ts, NULL);
-        if ((rc = get_status(ctl, job, &st))) {
+        if ((rc = get_status(rs->ctl, rs->job, st))) {
             /* The job may have ended and the switch gone: a few tries. */
             if (++failures >= 3)
-                goto out;
+                return rc;
             continue;
         }
         failures = 0;
     }
-    rc = 0;
-    if (tty)
+    if (rs->tty)
         fputc('\n', stderr);
-    printf("serene-ctl run: job %lu: %u decisions, high %" PRId32 ", %s\n", job, decisions,
-           (int32_t)st.high,
-           serene_ctl_controller_done(c) ? "passed the stop clock" : "duration over");
-out:
-    if (log && fclose(log))
+    printf("serene-ctl run: job %lu: %u decisions, high %" PRId32 ", %s\n", rs->job, rs->decisions,
+           (int32_t)st->high,
+           serene_ctl_controller_done(rs->c) ? "passed the stop clock" : "duration over");
+    return 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    run_state rs = {.interval = 20, .duration = 60, .tty = isatty(2)};
+    serene_ctl_policy *pol = NULL;
+    serene_ctl_status st;
+    int rc;
+
+    if ((rc = parse_run_args(argc, argv, &rs)))
+        return rc;
+    if ((rc = get_status(rs.ctl, rs.job, &st)))
+        return rc;
+    if ((rc = load_policy(rs.policy, st.ring, &pol)))
+        return rc;
+    if (serene_ctl_controller_create(&rs.c, pol)) {
+        serene_ctl_policy_free(&pol);
+        msg("out of memory");
+        return 1;
+    }
+    if (rs.log_path && !(rs.log = fopen(rs.log_path, "w"))) {
+        msg("cannot write %s: %s", rs.log_path, strerror(errno));
+        rc = 2;
+    } else
+        rc = control_loop(&rs, &st);
+    if (rs.log && fclose(rs.log))
         rc = rc ? rc : 1;
-    serene_ctl_controller_destroy(&c);
+    serene_ctl_controller_destroy(&rs.c);
     serene_ctl_policy_free(&pol);
     return rc;
 }
