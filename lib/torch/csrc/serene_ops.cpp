@@ -59,19 +59,21 @@ struct Global {
     ~Global() { serene_ctx_destroy(&ctx); } // process exit: leave the job
 };
 
-Global &global()
+} // namespace
+
+static Global &global()
 {
     static Global g;
     return g;
 }
 
-[[noreturn]] void fail(const char *what, int rc)
+[[noreturn]] static void fail(const char *what, int rc)
 {
     C10_THROW_ERROR(Error, std::string("serene: ") + what + " failed: " + serene_err_name(rc) +
                                " (" + serene_strerror(rc) + ")");
 }
 
-serene_ctx *need_ctx(Global &g)
+static serene_ctx *need_ctx(Global &g)
 {
     TORCH_CHECK(g.ctx != nullptr,
                 "serene: not initialized: call serene_torch.init() (or torch.ops.serene.init())"
@@ -80,7 +82,7 @@ serene_ctx *need_ctx(Global &g)
 }
 
 // The tensor's float32 memory, or a clear refusal.
-void check_tensor(const at::Tensor &t, const char *op, const char *arg)
+static void check_tensor(const at::Tensor &t, const char *op, const char *arg)
 {
     TORCH_CHECK(t.defined(), "serene.", op, ": ", arg, " is an undefined tensor");
     TORCH_CHECK(t.device().is_cpu() && t.layout() == c10::kStrided, "serene.", op, ": ", arg,
@@ -92,13 +94,13 @@ void check_tensor(const at::Tensor &t, const char *op, const char *arg)
                 " must be contiguous (call .contiguous() and copy the result back)");
 }
 
-size_t check_offset(int64_t offset, const char *op)
+static size_t check_offset(int64_t offset, const char *op)
 {
     TORCH_CHECK(offset >= 0, "serene.", op, ": offset must be >= 0, got ", offset);
     return static_cast<size_t>(offset);
 }
 
-void op_init(int64_t timeout_ms, int64_t store_frac_bits)
+static void op_init(int64_t timeout_ms, int64_t store_frac_bits)
 {
     Global &g = global();
     std::lock_guard<std::mutex> lock(g.mu);
@@ -124,21 +126,21 @@ void op_init(int64_t timeout_ms, int64_t store_frac_bits)
     serene_ctx_config(g.ctx, &g.cfg);
 }
 
-void op_finalize()
+static void op_finalize()
 {
     Global &g = global();
     std::lock_guard<std::mutex> lock(g.mu);
     serene_ctx_destroy(&g.ctx);
 }
 
-bool op_is_initialized()
+static bool op_is_initialized()
 {
     Global &g = global();
     std::lock_guard<std::mutex> lock(g.mu);
     return g.ctx != nullptr;
 }
 
-int64_t op_rank()
+static int64_t op_rank()
 {
     Global &g = global();
     std::lock_guard<std::mutex> lock(g.mu);
@@ -146,7 +148,7 @@ int64_t op_rank()
     return g.cfg.rank;
 }
 
-int64_t op_world_size()
+static int64_t op_world_size()
 {
     Global &g = global();
     std::lock_guard<std::mutex> lock(g.mu);
@@ -154,7 +156,7 @@ int64_t op_world_size()
     return g.cfg.world_size;
 }
 
-at::Tensor op_allreduce_(at::Tensor tensor, c10::string_view op)
+static at::Tensor op_allreduce_(at::Tensor tensor, c10::string_view op)
 {
     check_tensor(tensor, "allreduce_", "tensor");
     serene_reduce_op rop = SERENE_SUM;
@@ -175,7 +177,7 @@ at::Tensor op_allreduce_(at::Tensor tensor, c10::string_view op)
     return tensor;
 }
 
-void op_push(const at::Tensor &tensor, int64_t offset)
+static void op_push(const at::Tensor &tensor, int64_t offset)
 {
     check_tensor(tensor, "push", "tensor");
     size_t off = check_offset(offset, "push");
@@ -187,7 +189,7 @@ void op_push(const at::Tensor &tensor, int64_t offset)
         fail("push", rc);
 }
 
-at::Tensor op_pull(at::Tensor out, int64_t offset, bool delta)
+static at::Tensor op_pull(at::Tensor out, int64_t offset, bool delta)
 {
     check_tensor(out, "pull", "out");
     size_t off = check_offset(offset, "pull");
@@ -200,7 +202,7 @@ at::Tensor op_pull(at::Tensor out, int64_t offset, bool delta)
     return out;
 }
 
-int64_t op_clock()
+static int64_t op_clock()
 {
     Global &g = global();
     std::lock_guard<std::mutex> lock(g.mu);
@@ -215,7 +217,7 @@ int64_t op_clock()
     return ci.clock;
 }
 
-std::vector<int64_t> op_clock_info()
+static std::vector<int64_t> op_clock_info()
 {
     Global &g = global();
     std::lock_guard<std::mutex> lock(g.mu);
@@ -228,14 +230,14 @@ std::vector<int64_t> op_clock_info()
     return {ci.clock, none(ci.low), none(ci.high), static_cast<int64_t>(ci.mode), ci.staleness};
 }
 
-int64_t op_store_capacity()
+static int64_t op_store_capacity()
 {
     Global &g = global();
     std::lock_guard<std::mutex> lock(g.mu);
     return static_cast<int64_t>(serene_store_capacity(need_ctx(g)));
 }
 
-c10::Dict<std::string, int64_t> op_stats()
+static c10::Dict<std::string, int64_t> op_stats()
 {
     Global &g = global();
     std::lock_guard<std::mutex> lock(g.mu);
@@ -260,8 +262,6 @@ c10::Dict<std::string, int64_t> op_stats()
     put("releases", s.releases);
     return d;
 }
-
-} // namespace
 
 // The operators without a Tensor(a!) argument talk to the switch or read
 // state that changes with each call: CONSERVATIVE alias analysis marks them
