@@ -21,7 +21,7 @@
  *       bfrt.serene.pipe.Ingress / .Egress and bfrt.pre.
  *
  * The tables and actions are the contract the P4 program must meet; they
- * are listed in tests/ctl/README.md. Range keys are inclusive [from, to-1];
+ * are listed in lib/ctl/README.md. Range keys are inclusive [from, to-1];
  * the last rule, closed or not, ends at 4294967295 (a switch always has a
  * policy; the end of a closed schedule only stops serene-ctl run). The ranges never overlap, so the
  * priorities (rule index + 1) only satisfy the CLI's syntax.

@@ -3,7 +3,7 @@
  * policy.c - the policy language of serene-ctl: a hand-written lexer, a
  * recursive-descent parser, and the compiler to clock-range rules.
  *
- * The language (also in tests/ctl/README.md). Statements are separated by
+ * The language (also in lib/ctl/README.md). Statements are separated by
  * ';' or new lines; '#' starts a comment that runs to the end of the line;
  * keywords are lower case; numbers are decimal, clocks and s in 0..2^32-1.
  *

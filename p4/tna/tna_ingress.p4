@@ -14,7 +14,7 @@
  * the low the pass ends with, as the software switch does.
  *
  * Tables and registers have the names serene-ctl's bfrt_python script
- * uses (tests/ctl/README.md): job_table, worker_table, policy_table,
+ * uses (lib/ctl/README.md): job_table, worker_table, policy_table,
  * low_reg and high_reg (index: job id) in Ingress.
  */
 #ifndef SERENE_TNA_INGRESS_P4_
