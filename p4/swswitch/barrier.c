@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * barrier.c - the SSP barrier ring and its clock-indexed policy rules (see
- * barrier.h for the model and the invariants).
+ * barrier.c - the SSP barrier, the Barrier control of
+ * p4/include/barrier.p4: first the ring and its clock-indexed policy rules
+ * (see barrier.h for the model and the invariants; the unit tests drive it
+ * alone), then the control around it: CLOCK answered with PROCEED or HOLD
+ * and RELEASE multicast when low advances, a job's barrier set up and
+ * renewed, and the policy's control plane (sr_pipe_set_policy,
+ * sr_pipe_sync_get).
  *
  * Rules invariant: rules[0].start <= low + 1 (serial), starts strictly
  * increase, and every other start lies in (low, low + SR_BARRIER_MAX_AHEAD].
@@ -14,11 +19,15 @@
 #include <string.h>
 
 #include "barrier.h"
+#include "controls.h"
 
 _Static_assert(SR_BARRIER_MAX_WORKERS <= 64, "a ring entry is one uint64_t bitmap");
 _Static_assert((SR_BARRIER_RING_MAX & (SR_BARRIER_RING_MAX - 1)) == 0, "R is a power of 2");
 _Static_assert(SR_BARRIER_RING_MAX + SR_BARRIER_MAX_AHEAD < (1u << 31),
                "live clocks and rule starts must stay within 2^31 of low");
+_Static_assert(SR_SYNC_WORDS * 4 <= SR_WIRE_MAX_PAYLOAD, "PROCEED/HOLD payload fits");
+_Static_assert(SR_PIPE_MAX_ACTIONS >= 2, "a CLOCK answer and a RELEASE");
+_Static_assert(SR_BARRIER_MAX_WORKERS >= SR_WIRE_MAX_WORKERS, "one barrier holds every worker");
 
 /* a - b in serial-number arithmetic: > 0 when a is after b. */
 static int32_t serial_diff(uint32_t a, uint32_t b)
@@ -327,4 +336,163 @@ const char *sr_sync_mode_name(enum sr_sync_mode mode)
         return "ASP";
     }
     return "?";
+}
+
+/* ---- the control: a job's barrier ------------------------------------------ */
+
+static int barrier_new(const sr_pipe_job *j, sr_barrier *b)
+{
+    sr_barrier_params bp;
+
+    sr_barrier_params_init(&bp);
+    bp.n_workers = j->n;
+    bp.ring = j->params.ring;
+    bp.mode = j->params.mode;
+    bp.s = j->params.s;
+    return sr_barrier_init(b, &bp);
+}
+
+int sr_barrier_job_alloc(sr_pipe_job *j)
+{
+    return barrier_new(j, &j->bar) < 0 ? -ENOMEM : 0;
+}
+
+void sr_barrier_job_free(sr_pipe_job *j)
+{
+    sr_barrier_fini(&j->bar);
+}
+
+int sr_barrier_job_renew(sr_pipe_job *j)
+{
+    sr_barrier fresh;
+
+    /* The parameters passed the checks when the job was added, so only
+     * memory can fail here. */
+    if (barrier_new(j, &fresh) < 0)
+        return -ENOMEM;
+    /* The policy is the job's configuration, not the incarnation's state:
+     * a policy installed through the control socket (even before the first
+     * JOIN) survives. The new run's clocks restart at the first clock, so
+     * the rule in force until now covers them from there, and later rules
+     * keep their starts. Nobody has a clock in the new barrier yet, so
+     * every start is still in the future and the swap stays consistent. */
+    sr_barrier_range r[SR_BARRIER_MAX_RULES];
+    unsigned n = sr_barrier_rules(&j->bar, r, SR_BARRIER_MAX_RULES);
+    for (unsigned i = 0; i < n && i < SR_BARRIER_MAX_RULES; i++) {
+        uint32_t eff;
+        /* Cannot fail for rules the old barrier accepted; if it did, the
+         * job's initial policy stays in force, which is still consistent. */
+        (void)sr_barrier_set_policy(&fresh, r[i].mode, r[i].s, i == 0 ? 0u : r[i].from,
+                                    &eff);
+    }
+    sr_barrier_fini(&j->bar);
+    j->bar = fresh; /* the ring moves with the struct: ownership passes */
+    return 0;
+}
+
+/* ---- the control: CLOCK ------------------------------------------------------ */
+
+/* PROCEED or HOLD to the sender: low, high and the policy in force at its
+ * clock. Returns 0 if out had no room (cannot happen). */
+static int clock_answer(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
+                        const sr_barrier_result *r, sr_pipe_out *out)
+{
+    sr_pipe_action *a = sr_svc_action_new(out);
+
+    if (!a)
+        return 0;
+    a->hdr.op = r->decision == SR_BARRIER_PROCEED ? SR_OP_PROCEED : SR_OP_HOLD;
+    a->hdr.job = j->id;
+    a->hdr.worker = h->worker;
+    a->hdr.seq = h->seq;
+    a->hdr.aux = r->low;
+    a->hdr.offset = r->high;
+    a->hdr.count = SR_SYNC_WORDS;
+    sr_put_be32(a->payload, (uint32_t)r->mode);
+    sr_put_be32(a->payload + 4, r->s);
+    a->payload_len = SR_SYNC_WORDS * 4u;
+    sr_svc_unicast(a, src, h->worker);
+    sr_svc_count_tx(p, j, a);
+    if (r->decision == SR_BARRIER_PROCEED)
+        j->c.proceeds++;
+    else
+        j->c.holds++;
+    return 1;
+}
+
+/* RELEASE(low) to every bound worker. */
+static void release(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const sr_barrier_result *r,
+                    sr_pipe_out *out)
+{
+    sr_pipe_action *a = sr_svc_action_new(out);
+
+    if (!a)
+        return;
+    a->hdr.op = SR_OP_RELEASE;
+    a->hdr.job = j->id;
+    a->hdr.worker = h->worker;
+    a->hdr.seq = r->low;
+    a->hdr.aux = r->low;
+    a->hdr.offset = r->high;
+    sr_svc_multicast(a, j);
+    sr_svc_count_tx(p, j, a);
+    j->c.releases++;
+}
+
+/*
+ * CLOCK(c) from worker w: recorded in the barrier, answered with PROCEED or
+ * HOLD carrying low, high and the policy in force at c; when it moved low,
+ * RELEASE(low) goes to every bound worker too (those held at some clock
+ * check their own c - low <= s; the others ignore it). A CLOCK beyond the
+ * ring (the worker went on despite a HOLD) changes nothing and is refused.
+ */
+void sr_barrier_job_clock(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
+                          sr_pipe_out *out)
+{
+    sr_barrier_result r;
+
+    if (!sr_svc_worker_ok(j, h->worker, src)) {
+        j->c.dropped_unbound++;
+        return;
+    }
+    j->c.clocks++;
+    if (sr_barrier_clock(&j->bar, h->worker, h->seq, &r) < 0) {
+        /* -ERANGE; -EINVAL cannot happen: w < n was checked above. */
+        j->c.clock_ahead++;
+        sr_svc_reply_error(p, j, src, h, SR_ST_CLOCK_AHEAD, out);
+        return;
+    }
+    if (clock_answer(p, j, src, h, &r, out) && r.advanced)
+        release(p, j, h, &r, out);
+}
+
+/* ---- the control plane: the policy table ------------------------------------- */
+
+int sr_pipe_set_policy(sr_pipe *p, uint16_t job_id, enum sr_sync_mode mode, uint32_t s,
+                       uint32_t want_from, uint32_t *effective)
+{
+    if (!p || !p->jobs[job_id])
+        return -ENOENT;
+    return sr_barrier_set_policy(&p->jobs[job_id]->bar, mode, s, want_from, effective);
+}
+
+int sr_pipe_sync_get(const sr_pipe *p, uint16_t job_id, sr_pipe_sync_state *st)
+{
+    const sr_barrier *b;
+
+    if (!st)
+        return -EINVAL;
+    if (!p || !p->jobs[job_id])
+        return -ENOENT;
+    b = &p->jobs[job_id]->bar;
+    memset(st, 0, sizeof *st);
+    st->low = sr_barrier_low(b);
+    st->high = sr_barrier_high(b);
+    sr_barrier_policy_at(b, st->high + 1, &st->mode, &st->s);
+    st->ring = p->jobs[job_id]->params.ring;
+    st->n_rules = sr_barrier_rules(b, st->rules, SR_BARRIER_MAX_RULES);
+    if (st->n_rules > SR_BARRIER_MAX_RULES) /* cannot happen: the barrier's own bound */
+        st->n_rules = SR_BARRIER_MAX_RULES;
+    sr_barrier_counters_get(b, &st->cnt);
+    return 0;
 }

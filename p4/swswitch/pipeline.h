@@ -8,8 +8,10 @@
  * each sent either back to the source or to every worker of the job, with
  * the header's worker field rewritten per replica.
  *
- * Ops: JOIN, streaming allreduce (AR_DATA, pipeline.c) and the SSP
- * parameter store and barrier (PUSH, PULL, CLOCK, ssp.c). Each job has a
+ * Ops: JOIN and LEAVE (membership.c), streaming allreduce (AR_DATA,
+ * allreduce.c), the SSP parameter store (PUSH, PULL, store.c) and barrier
+ * (CLOCK, barrier.c), one file per control of the P4 program (controls.h);
+ * ingress.c dispatches, job_table.c holds the jobs. Each job has a
  * store of store_words uint32 accumulators (int32 on the wire, sums modulo
  * 2^32) in rows of elems_per_pkt words, the last push number applied per
  * (row, worker), and a barrier (barrier.h) with its clock-indexed policy

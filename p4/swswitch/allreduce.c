@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * allreduce.c - SwitchML-style streaming allreduce with a shadow copy: the
+ * Allreduce control of p4/include/allreduce.p4, rule for rule.
+ *
+ * State per job, slot and version v (a "cell", index 2 * slot + v): seen
+ * bitmap, contributor count mod N, round metadata (seq, offset, count,
+ * exp, and the call's total count from aux), max-reduced next exponent and
+ * elems_per_pkt accumulators. Each packet touches one worker entry and at
+ * most the two cells of one slot, and every decision is a compare on those
+ * values. The seen bitmaps and counts of a slot's two versions are read
+ * together (see sr_allreduce_data), so a target with one access per
+ * register per packet keeps each pair in one register entry, as SwitchML
+ * does with its bitmaps.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controls.h"
+
+_Static_assert(SR_WIRE_MAX_WORKERS <= 64, "one 64-bit seen/bound word per cell/job");
+_Static_assert(SR_WIRE_MAX_WORKERS <= 255, "cnt is a uint8_t holding 0..n-1");
+
+/* ---- the slot pool -------------------------------------------------------- */
+
+int sr_allreduce_alloc(sr_pipe_job *j)
+{
+    /* At the limits: 2 * 32768 * 2048 * 4 bytes = 512 MiB; no size_t overflow. */
+    size_t cells = 2u * (size_t)j->slots;
+
+    j->seen = calloc(cells, sizeof *j->seen);
+    j->cnt = calloc(cells, sizeof *j->cnt);
+    j->m_seq = calloc(cells, sizeof *j->m_seq);
+    j->m_off = calloc(cells, sizeof *j->m_off);
+    j->m_total = calloc(cells, sizeof *j->m_total);
+    j->m_count = calloc(cells, sizeof *j->m_count);
+    j->m_exp = calloc(cells, sizeof *j->m_exp);
+    j->nexp = calloc(cells, sizeof *j->nexp);
+    j->values = calloc(cells * j->elems, sizeof *j->values);
+    if (!j->seen || !j->cnt || !j->m_seq || !j->m_off || !j->m_total || !j->m_count ||
+        !j->m_exp || !j->nexp || !j->values)
+        return -ENOMEM;
+    return 0;
+}
+
+void sr_allreduce_free(sr_pipe_job *j)
+{
+    free(j->seen);
+    free(j->cnt);
+    free(j->m_seq);
+    free(j->m_off);
+    free(j->m_total);
+    free(j->m_count);
+    free(j->m_exp);
+    free(j->nexp);
+    free(j->values);
+}
+
+void sr_allreduce_clear(sr_pipe_job *j)
+{
+    size_t cells = 2u * (size_t)j->slots;
+
+    memset(j->seen, 0, cells * sizeof *j->seen);
+    memset(j->cnt, 0, cells * sizeof *j->cnt);
+    memset(j->m_seq, 0, cells * sizeof *j->m_seq);
+    memset(j->m_off, 0, cells * sizeof *j->m_off);
+    memset(j->m_total, 0, cells * sizeof *j->m_total);
+    memset(j->m_count, 0, cells * sizeof *j->m_count);
+    memset(j->m_exp, 0, cells * sizeof *j->m_exp);
+    memset(j->nexp, 0, cells * sizeof *j->nexp);
+    memset(j->values, 0, cells * j->elems * sizeof *j->values);
+}
+
+/* ---- one contribution ------------------------------------------------------- */
+
+/* AR_RESULT of a cell: its metadata and sums. Replicas get their worker id
+ * from the destinations. */
+static void result_fill(sr_pipe_action *a, const sr_pipe_job *j, size_t cell, uint16_t worker)
+{
+    const uint32_t *v = j->values + cell * j->elems;
+    uint16_t count = j->m_count[cell];
+
+    a->hdr.op = SR_OP_AR_RESULT;
+    a->hdr.job = j->id;
+    a->hdr.worker = worker;
+    a->hdr.seq = j->m_seq[cell];
+    a->hdr.slot = (uint16_t)(cell >> 1);
+    a->hdr.shadow = (uint8_t)(cell & 1u);
+    a->hdr.count = count;
+    a->hdr.exp = j->m_exp[cell];
+    a->hdr.next_exp = j->nexp[cell];
+    a->hdr.offset = j->m_off[cell];
+    a->hdr.aux = j->m_total[cell];
+    for (unsigned i = 0; i < count; i++)
+        sr_put_be32(a->payload + 4u * i, v[i]);
+    a->payload_len = 4u * (size_t)count;
+}
+
+/* Does the packet belong to the cell's round (or last completed round)? */
+static int meta_eq(const sr_pipe_job *j, size_t cell, const sr_hdr *h)
+{
+    return h->seq == j->m_seq[cell] && h->offset == j->m_off[cell] &&
+           h->count == j->m_count[cell] && h->exp == j->m_exp[cell] &&
+           h->aux == j->m_total[cell];
+}
+
+/* The cell's result to w alone (unicast) or to every worker (multicast).
+ * Returns 0 if out had no room (cannot happen: one action per AR_DATA). */
+static int send_result(sr_pipe *p, sr_pipe_job *j, size_t cell, const sr_peer *src, uint16_t w,
+                       int multicast, sr_pipe_out *out)
+{
+    sr_pipe_action *a = sr_svc_action_new(out);
+
+    if (!a)
+        return 0;
+    result_fill(a, j, cell, w);
+    if (multicast)
+        sr_svc_multicast(a, j);
+    else
+        sr_svc_unicast(a, src, w);
+    sr_svc_count_tx(p, j, a);
+    return 1;
+}
+
+/* Whether a contribution of w (bit) to the cell cannot count: a copy that
+ * already counted, a stale one, or one to a poisoned round or one that
+ * poisons it. Answers and counts what it refuses; returns 1 then, 0 when
+ * the contribution is to be added. (The cases are explained above
+ * sr_allreduce_data.) */
+static int refused(sr_pipe *p, sr_pipe_job *j, size_t cell, uint64_t bit, const sr_peer *src,
+                   const sr_hdr *h, sr_pipe_out *out)
+{
+    /* A poisoned round answers everyone MISMATCH (see below), the workers
+     * that contributed before the mismatch included: their resends learn it. */
+    if (j->m_count[cell] == SR_WIRE_COUNT_POISON) {
+        j->c.mismatches++;
+        sr_svc_reply_error(p, j, src, h, SR_ST_MISMATCH, out);
+        return 1;
+    }
+    if (j->seen[cell] & bit) {
+        if (j->cnt[cell] == 0) {
+            /* Complete: the worker lost its result; resend the shadow copy. */
+            if (send_result(p, j, cell, src, h->worker, 0, out))
+                j->c.shadow_replies++;
+        } else {
+            /* Still waiting for others: the first copy already counted. */
+            j->c.dup_dropped++;
+        }
+        return 1;
+    }
+    /* A stale copy from a worker that moved on: it needs nothing, and
+     * counting it would corrupt the slot. */
+    if (j->cnt[cell ^ 1u] != 0 ||
+        (j->cnt[cell] == 0 && (j->seen[cell ^ 1u] & bit) && meta_eq(j, cell, h))) {
+        j->c.stale_dropped++;
+        return 1;
+    }
+    /* A round in progress only takes contributions to the same piece of the
+     * same call (same total count), quantized with the same exponent. The
+     * workers disagree, so the round can never complete: it is poisoned,
+     * and every contribution to it, earlier or later, is answered MISMATCH.
+     * Every worker sends to slot 0 in the first round of every call, with
+     * the call's total count, so workers that disagree on the count all
+     * learn it there, before any of them can finish the call. The values
+     * are left as they were; a job reset clears the mark. */
+    if (j->cnt[cell] != 0 && !meta_eq(j, cell, h)) {
+        j->m_count[cell] = SR_WIRE_COUNT_POISON;
+        j->c.mismatches++;
+        sr_svc_reply_error(p, j, src, h, SR_ST_MISMATCH, out);
+        return 1;
+    }
+    return 0;
+}
+
+/* Add the contribution of w (bit) to the cell, or start its round with it.
+ * Returns 1 when it completed the round. */
+static int contribute(sr_pipe_job *j, size_t cell, uint64_t bit, const sr_hdr *h,
+                      const uint8_t *payload)
+{
+    uint32_t *v = j->values + cell * j->elems;
+
+    j->seen[cell] |= bit;
+    j->seen[cell ^ 1u] &= ~bit; /* w is done with the other version */
+    if (j->cnt[cell] == 0) {
+        j->m_seq[cell] = h->seq;
+        j->m_off[cell] = h->offset;
+        j->m_total[cell] = h->aux;
+        j->m_count[cell] = h->count;
+        j->m_exp[cell] = h->exp;
+        j->nexp[cell] = h->next_exp;
+        for (unsigned i = 0; i < h->count; i++)
+            v[i] = sr_get_be32(payload + 4u * i);
+    } else {
+        /* uint32_t: the int32 sums wrap modulo 2^32, as in the switch ALU. */
+        for (unsigned i = 0; i < h->count; i++)
+            v[i] += sr_get_be32(payload + 4u * i);
+        if (h->next_exp > j->nexp[cell])
+            j->nexp[cell] = h->next_exp;
+    }
+    j->cnt[cell] = (uint8_t)(j->cnt[cell] + 1u == j->n ? 0u : j->cnt[cell] + 1u);
+    return j->cnt[cell] == 0;
+}
+
+/*
+ * One contribution from worker w to slot s, version v (cell c = 2s + v).
+ *
+ * seen[c] records who contributed to the cell's current round, cnt[c] how
+ * many (mod N, so 0 means "idle or complete"). The last contributor
+ * completes the round and the sums go to every worker. The cell keeps its
+ * sums until the slot's next round of the same version starts: that is the
+ * shadow copy that answers retransmissions from workers whose result was
+ * lost.
+ *
+ * Why this is correct (SwitchML's argument):
+ * - A worker sends version v in slot s only after it received the result
+ *   of the slot's previous round, which used version 1-v. So when w
+ *   contributes to v it is done with that round of 1-v for good, and
+ *   clearing its bit in seen[1-v] readies the cell for the slot's next
+ *   round of 1-v; every worker clears its own bit that way before it can
+ *   contribute there.
+ * - The next round of v cannot start before the round of 1-v in between
+ *   completes, which needs w's contribution, which w sends only after it
+ *   has the result of v. So while w still lacks that result (its copy of
+ *   the multicast was lost), its bit stays set in seen[v] and cnt[v] stays
+ *   0: its retransmission of v finds both and is answered from the cell's
+ *   sums, the shadow copy.
+ *
+ * Stale copies. The argument assumes a worker's packet never arrives after
+ * the worker moved on, but a retransmission can be overtaken by the result
+ * it asked for and by the worker's next packet (UDP does not keep order).
+ * Taken as a new contribution it would open a bogus round and clear w's
+ * bit in the other cell, so w's next duplicate there would count twice.
+ * Two tests reject such copies; neither can fire on the first arrival of a
+ * real contribution of w to v with w's bit clear:
+ * - cnt[1-v] != 0: a round of 1-v after the one w has the result of cannot
+ *   start before w contributed to v (second point above);
+ * - cnt[v] == 0, w's bit set in seen[1-v] and the packet's metadata equal
+ *   to the round cell v completed: w got that round's result before it
+ *   contributed to 1-v, and a real new round is another piece (another
+ *   seq or offset) than the round before it in the same cell.
+ * A copy that arrives after three later rounds of its slot completed, at a
+ * moment when no round of the slot is open, still passes for a new round:
+ * as in SwitchML, the workers' retransmission timeout must exceed the
+ * network's worst delay by that much.
+ */
+void sr_allreduce_data(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
+                       const uint8_t *payload, sr_pipe_out *out)
+{
+    uint16_t w = h->worker;
+    uint64_t bit;
+    size_t cell;
+
+    /* Isolation: no answer at all to a worker id that is not bound to this
+     * address, so another tenant or a spoofer learns nothing. */
+    if (!sr_svc_worker_ok(j, w, src)) {
+        j->c.dropped_unbound++;
+        return;
+    }
+    if (h->slot >= j->slots) {
+        sr_svc_reply_error(p, j, src, h, SR_ST_BAD_SLOT, out);
+        return;
+    }
+    if (h->count > j->elems) {
+        sr_svc_reply_error(p, j, src, h, SR_ST_BAD_COUNT, out);
+        return;
+    }
+    bit = UINT64_C(1) << w;
+    cell = 2u * (size_t)h->slot + h->shadow;
+    if (refused(p, j, cell, bit, src, h, out) || !contribute(j, cell, bit, h, payload))
+        return;
+    /* Round complete: the sums go to every worker. All n are bound: each
+     * contributed, which needs a binding, and only a reset (which also
+     * clears this cell) removes bindings. */
+    if (send_result(p, j, cell, src, w, 1, out))
+        j->c.results++;
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * controls.h - the pipeline's controls, one file each, as the P4 program
+ * has one control per file (p4/include/X.p4 beside p4/swswitch/X.c):
+ *
+ *   membership.c  JOIN, LEAVE, new incarnations   membership.p4
+ *   allreduce.c   AR_DATA on the slot pool          allreduce.p4
+ *   store.c       PUSH and PULL on the SSP store    store.p4
+ *   barrier.c     CLOCK on the barrier ring         barrier.p4
+ *
+ * What each offers the dispatch (ingress.c, which routes a parsed request
+ * to its control, as ingress.p4 does) and the job table (job_table.c,
+ * which allocates and frees a job's state). Each control owns a group of
+ * the job's fields (services.h) and uses the services there; a control
+ * calls no other control, except that membership starts a new incarnation,
+ * which clears the others' state (in P4, membership's reset_clocks).
+ *
+ * Packet handlers take the request from src, already parsed (h; payload:
+ * 4 * h->count bytes), to job j (not NULL), and add their answers to out.
+ * Every request is checked completely before any state changes, so a
+ * refused request leaves no trace but the counters; requests from a worker
+ * that is not bound at its own address get no answer at all.
+ */
+#ifndef SERENE_SWSWITCH_CONTROLS_H
+#define SERENE_SWSWITCH_CONTROLS_H
+
+#include <stdint.h>
+
+#include "services.h"
+
+/* ---- membership.c --------------------------------------------------------- */
+
+/* JOIN: bind worker h->worker to src (a new nonce first starts a new
+ * incarnation, if nobody is bound) and answer JOIN_ACK with the job's
+ * parameters, or ERROR. */
+void sr_membership_join(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
+                        sr_pipe_out *out);
+
+/* LEAVE: the worker's context ended. No answer. */
+void sr_membership_leave(sr_pipe_job *j, const sr_peer *src, const sr_hdr *h);
+
+/* A new incarnation: every binding, every cell, the store, the push table
+ * and the barrier back to the state of a freshly added job (the nonce and
+ * the resets counter are the caller's). Returns 0, or -ENOMEM when the
+ * barrier could not be set up again; then nothing changed. */
+int sr_membership_renew(sr_pipe_job *j);
+
+/* ---- allreduce.c ---------------------------------------------------------- */
+
+/* Allocate j's slot pool (j->slots and j->elems set), zeroed. Returns 0 or
+ * -ENOMEM; sr_allreduce_free is safe either way. */
+int sr_allreduce_alloc(sr_pipe_job *j);
+void sr_allreduce_free(sr_pipe_job *j);
+
+/* Every cell back to idle with zero sums. */
+void sr_allreduce_clear(sr_pipe_job *j);
+
+/* AR_DATA: one contribution to a slot; AR_RESULT to every worker when it
+ * completes the round, the shadow copy to a retransmission, or ERROR. */
+void sr_allreduce_data(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
+                       const uint8_t *payload, sr_pipe_out *out);
+
+/* ---- store.c -------------------------------------------------------------- */
+
+/* Allocate j's store and push table from j->params (already checked).
+ * Returns 0 or -ENOMEM; sr_store_free is safe either way. */
+int sr_store_alloc(sr_pipe_job *j);
+void sr_store_free(sr_pipe_job *j);
+
+/* Store and push table back to zero. */
+void sr_store_clear(sr_pipe_job *j);
+
+/* PUSH (added once per row, worker and push number; PUSH_ACK) and PULL
+ * (PULL_RESP), or ERROR. */
+void sr_store_push(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
+                   const uint8_t *payload, sr_pipe_out *out);
+void sr_store_pull(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
+                   sr_pipe_out *out);
+
+/* ---- barrier.c ------------------------------------------------------------ */
+
+/* Set up j's barrier from j->params (already checked). Returns 0 or
+ * -ENOMEM; sr_barrier_job_free is safe either way. */
+int sr_barrier_job_alloc(sr_pipe_job *j);
+void sr_barrier_job_free(sr_pipe_job *j);
+
+/* A fresh barrier for a new incarnation, keeping the job's policy rules.
+ * It is set up before the old one is freed, so on -ENOMEM nothing changed. */
+int sr_barrier_job_renew(sr_pipe_job *j);
+
+/* CLOCK: PROCEED or HOLD to the sender, and RELEASE to every worker when
+ * low advanced, or ERROR. */
+void sr_barrier_job_clock(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
+                          sr_pipe_out *out);
+
+#endif /* SERENE_SWSWITCH_CONTROLS_H */

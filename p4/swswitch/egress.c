@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * egress.c - the per-copy rewrite of p4/include/egress.p4: each replica of
+ * an action is its header template with the worker id of its destination.
+ * The addresses are the daemon's to write (its I/O sends each replica to
+ * its sr_peer); the payload goes out unchanged.
+ */
+#include "pipeline.h"
+
+void sr_pipe_replica_hdr(const sr_pipe_action *a, unsigned k, uint8_t *out)
+{
+    sr_hdr h = a->hdr;
+
+    h.worker = a->dests[k].worker;
+    sr_hdr_pack(out, &h);
+}

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * job_table.c - the pipeline and its job table: create and destroy, job
+ * add, remove, reset, list and info, and the counters: the control plane
+ * of ingress.p4's job_table (exact match on the 16-bit job id; here a
+ * direct-indexed array).
+ *
+ * Adding a job allocates the state of every control (controls.h) at once;
+ * nothing is allocated afterwards until the job is removed, so the
+ * dispatch never allocates.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controls.h"
+
+/* ---- the pipeline ------------------------------------------------------------ */
+
+static void job_free(sr_pipe_job *j)
+{
+    if (!j)
+        return;
+    sr_allreduce_free(j);
+    sr_store_free(j);
+    sr_barrier_job_free(j);
+    free(j);
+}
+
+int sr_pipe_create(sr_pipe **out)
+{
+    sr_pipe *p;
+
+    if (!out)
+        return -EINVAL;
+    p = calloc(1, sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    *out = p;
+    return 0;
+}
+
+void sr_pipe_destroy(sr_pipe **pp)
+{
+    sr_pipe *p;
+
+    if (!pp || !*pp)
+        return;
+    p = *pp;
+    for (size_t i = 0; i < SR_PIPE_NJOBS; i++)
+        job_free(p->jobs[i]);
+    free(p);
+    *pp = NULL;
+}
+
+/* ---- job parameters -------------------------------------------------------- */
+
+void sr_pipe_job_params_init(sr_pipe_job_params *jp)
+{
+    if (!jp)
+        return;
+    memset(jp, 0, sizeof *jp);
+    jp->elems_per_pkt = SR_WIRE_DEF_ELEMS;
+    jp->pool_slots = SR_WIRE_DEF_SLOTS;
+    jp->store_words = SR_PIPE_STORE_DEFAULT;
+    jp->ring = SR_BARRIER_RING_DEFAULT;
+    jp->mode = SR_SYNC_BSP;
+}
+
+int sr_pipe_job_params_check(const sr_pipe_job_params *jp, const char **why)
+{
+    const char *msg = NULL;
+
+    _Static_assert(SR_WIRE_MAX_WORKERS == 64 && SR_WIRE_MAX_ELEMS == 2048 &&
+                       SR_WIRE_MAX_SLOTS == 32768 && SR_PIPE_STORE_MAX == 268435456 &&
+                       SR_BARRIER_RING_MAX == 4096 && SR_PIPE_PUSH_TABLE_MAX == 268435456,
+                   "the messages below spell out these limits");
+    if (!jp)
+        msg = "no parameters given";
+    else if (jp->n_workers < 1 || jp->n_workers > SR_WIRE_MAX_WORKERS)
+        msg = "workers must be in 1..64";
+    else if (jp->elems_per_pkt < 1 || jp->elems_per_pkt > SR_WIRE_MAX_ELEMS)
+        msg = "elements per packet must be in 1..2048";
+    else if (jp->pool_slots < 1 || jp->pool_slots > SR_WIRE_MAX_SLOTS)
+        msg = "slots must be in 1..32768";
+    else if (jp->store_words > SR_PIPE_STORE_MAX)
+        msg = "store words must be in 0..268435456 (2^28)";
+    else if (jp->ring < 2 || jp->ring > SR_BARRIER_RING_MAX || (jp->ring & (jp->ring - 1)))
+        msg = "ring must be a power of 2 in 2..4096";
+    else if (jp->mode != SR_SYNC_BSP && jp->mode != SR_SYNC_SSP && jp->mode != SR_SYNC_ASP)
+        msg = "policy must be bsp, ssp or asp";
+    else if (jp->mode == SR_SYNC_SSP && jp->s > jp->ring - 2)
+        msg = "ssp's s must be at most ring - 2";
+    else if (((uint64_t)jp->store_words + jp->elems_per_pkt - 1) / jp->elems_per_pkt *
+                 jp->n_workers >
+             SR_PIPE_PUSH_TABLE_MAX)
+        msg = "store rows (store words / elements per packet) times workers must be at most "
+              "268435456 (2^28): use more elements per packet or a smaller store";
+    if (why)
+        *why = msg;
+    return msg ? -EINVAL : 0;
+}
+
+/* ---- jobs ---------------------------------------------------------------------- */
+
+int sr_pipe_job_add(sr_pipe *p, uint16_t job_id, const sr_pipe_job_params *jp)
+{
+    sr_pipe_job *j;
+
+    if (!p || sr_pipe_job_params_check(jp, NULL))
+        return -EINVAL;
+    if (p->jobs[job_id])
+        return -EEXIST;
+
+    j = calloc(1, sizeof *j);
+    if (!j)
+        return -ENOMEM;
+    j->id = job_id;
+    j->n = jp->n_workers;
+    j->elems = jp->elems_per_pkt;
+    j->slots = jp->pool_slots;
+    j->params = *jp;
+    if (sr_allreduce_alloc(j) < 0 || sr_store_alloc(j) < 0 || sr_barrier_job_alloc(j) < 0) {
+        job_free(j);
+        return -ENOMEM;
+    }
+    p->jobs[job_id] = j;
+    p->n_jobs++;
+    return 0;
+}
+
+int sr_pipe_job_remove(sr_pipe *p, uint16_t job_id)
+{
+    if (!p || !p->jobs[job_id])
+        return -ENOENT;
+    job_free(p->jobs[job_id]);
+    p->jobs[job_id] = NULL;
+    p->n_jobs--;
+    return 0;
+}
+
+int sr_pipe_job_reset(sr_pipe *p, uint16_t job_id)
+{
+    sr_pipe_job *j = p->jobs[job_id];
+
+    if (!j)
+        return -ENOENT;
+    if (sr_membership_renew(j) < 0)
+        return -ENOMEM;
+    j->c.resets++;
+    return 0;
+}
+
+unsigned sr_pipe_job_list(const sr_pipe *p, uint16_t *ids, unsigned cap)
+{
+    unsigned k = 0;
+
+    if (!p)
+        return 0;
+    for (size_t i = 0; i < SR_PIPE_NJOBS && k < cap; i++)
+        if (p->jobs[i])
+            ids[k++] = (uint16_t)i;
+    return p->n_jobs;
+}
+
+int sr_pipe_job_info_get(const sr_pipe *p, uint16_t job_id, sr_pipe_job_info *info)
+{
+    const sr_pipe_job *j;
+
+    if (!p || !p->jobs[job_id])
+        return -ENOENT;
+    j = p->jobs[job_id];
+    info->job = j->id;
+    info->n_workers = j->n;
+    info->elems_per_pkt = j->elems;
+    info->pool_slots = j->slots;
+    info->store_words = j->store_words;
+    info->ring = j->params.ring;
+    info->mode = j->params.mode;
+    info->s = j->params.s;
+    info->nonce = j->nonce;
+    info->n_bound = (uint32_t)__builtin_popcountll(j->bound);
+    return 0;
+}
+
+/* ---- counters ------------------------------------------------------------------ */
+
+int sr_pipe_job_counters_get(const sr_pipe *p, uint16_t job_id, sr_pipe_job_counters *c)
+{
+    if (!p || !p->jobs[job_id])
+        return -ENOENT;
+    *c = p->jobs[job_id]->c;
+    return 0;
+}
+
+void sr_pipe_counters_get(const sr_pipe *p, sr_pipe_counters *c)
+{
+    *c = p->c;
+}
+
+int sr_pipe_job_counters_format(char *buf, size_t cap, const sr_pipe_job_counters *c)
+{
+    static const struct {
+        const char *name;
+        size_t off;
+    } fields[] = {
+#define SR_PIPE_X_ENTRY(name) {#name, offsetof(sr_pipe_job_counters, name)},
+        SR_PIPE_JOB_COUNTERS(SR_PIPE_X_ENTRY)
+#undef SR_PIPE_X_ENTRY
+    };
+    size_t used = 0;
+
+    if (cap > 0)
+        buf[0] = '\0';
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        uint64_t v;
+        int r;
+
+        memcpy(&v, (const char *)c + fields[i].off, sizeof v);
+        r = snprintf(used < cap ? buf + used : NULL, used < cap ? cap - used : 0,
+                     "%s%s=%" PRIu64, i ? " " : "", fields[i].name, v);
+        if (r < 0)
+            return r;
+        used += (size_t)r;
+    }
+    return (int)used;
+}

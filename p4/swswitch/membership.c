@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * membership.c - JOIN, LEAVE and new incarnations: the Membership control
+ * of p4/include/membership.p4 (whose binding check of every other request
+ * is sr_svc_worker_ok, services.c).
+ *
+ * State per job: the incarnation nonce, the bound and left bitmaps, and per
+ * worker the address it joined from and the context token (JOIN's seq) of
+ * its binding. Bindings never move within an incarnation: a worker whose
+ * context was re-created, or who comes from another address, must wait for
+ * a new incarnation (a JOIN with another nonce once nobody is bound, or the
+ * operator's reset).
+ *
+ * Where the P4 program differs: its worker ids are fixed by worker_table
+ * (the job file), so it checks a JOIN's id against the source instead of
+ * remembering the address; and one packet cannot clear its slot, store and
+ * ring registers, which this file clears in sr_membership_renew.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "controls.h"
+
+_Static_assert(SR_JOIN_PARAMS_WORDS * 4 <= SR_WIRE_MAX_PAYLOAD, "JOIN_ACK payload fits");
+
+int sr_membership_renew(sr_pipe_job *j)
+{
+    /* The only step that can fail comes first. */
+    if (sr_barrier_job_renew(j) < 0)
+        return -ENOMEM;
+    sr_store_clear(j);
+    j->bound = 0;
+    j->left = 0;
+    memset(j->peer, 0, sizeof j->peer);
+    memset(j->token, 0, sizeof j->token);
+    sr_allreduce_clear(j);
+    return 0;
+}
+
+/* JOIN_ACK: the binding's nonce and token, the job's parameters as payload. */
+static void join_ack(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
+                     sr_pipe_out *out)
+{
+    sr_pipe_action *a = sr_svc_action_new(out);
+    sr_join_params jp;
+
+    if (!a)
+        return;
+    a->hdr.op = SR_OP_JOIN_ACK;
+    a->hdr.job = j->id;
+    a->hdr.worker = h->worker;
+    a->hdr.seq = h->seq;
+    a->hdr.aux = j->nonce;
+    a->hdr.count = SR_JOIN_PARAMS_WORDS;
+    jp.n_workers = j->n;
+    jp.elems_per_pkt = j->elems;
+    jp.pool_slots = j->slots;
+    jp.store_capacity = j->store_words;
+    sr_join_params_pack(a->payload, &jp);
+    a->payload_len = SR_JOIN_PARAMS_WORDS * 4u;
+    sr_svc_unicast(a, src, h->worker);
+    sr_svc_count_tx(p, j, a);
+    j->c.joins++;
+}
+
+void sr_membership_join(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
+                        sr_pipe_out *out)
+{
+    uint16_t w = h->worker;
+    uint64_t bit;
+
+    /* Checked before the nonce so that a bad worker id cannot reset a job. */
+    if (w >= j->n) {
+        sr_svc_reply_error(p, j, src, h, SR_ST_NOT_MEMBER, out);
+        return;
+    }
+    /* Another nonce means the job was restarted: whatever the old
+     * incarnation left in the slots or bindings is meaningless now. Only a
+     * job nobody is bound to may be restarted from the network (workers
+     * unbind with LEAVE when their context ends; `reset JOB` on the control
+     * socket unbinds everyone), so a stray or forged JOIN cannot wipe a
+     * running job. */
+    if (h->aux != j->nonce) {
+        if (j->bound & ~j->left) {
+            j->c.in_use_refused++;
+            sr_svc_reply_error(p, j, src, h, SR_ST_JOB_IN_USE, out);
+            return;
+        }
+        /* Out of memory for the new barrier: drop the JOIN, the worker
+         * retransmits it, and the old incarnation stays whole meanwhile. */
+        if (sr_membership_renew(j) < 0)
+            return;
+        j->nonce = h->aux;
+        j->c.resets++;
+    }
+    bit = UINT64_C(1) << w;
+    if (!(j->bound & bit)) {
+        j->bound |= bit;
+        j->peer[w] = *src;
+        j->token[w] = h->seq;
+    } else if (j->token[w] != h->seq || (j->left & bit)) {
+        /* The worker's context was re-created within this incarnation: its
+         * view of the slots (versions, rounds in flight) is lost, so letting
+         * it in would corrupt the others' rounds. */
+        sr_svc_reply_error(p, j, src, h, SR_ST_STALE, out);
+        return;
+    } else if (!sr_svc_peer_eq(&j->peer[w], src)) {
+        /* Same token from another address: a spoof or a NAT rebinding.
+         * Bindings never move; the worker must rejoin under a new nonce. */
+        sr_svc_reply_error(p, j, src, h, SR_ST_NOT_MEMBER, out);
+        return;
+    }
+    /* New binding, or the same JOIN retransmitted (its ACK was lost). */
+    join_ack(p, j, src, h, out);
+}
+
+/* Its id stays taken in this incarnation (its slot state is gone, so it may
+ * not join again), but it no longer keeps the job from being restarted. No
+ * answer: the worker is gone, and a forged LEAVE that does not match the
+ * binding changes nothing. */
+void sr_membership_leave(sr_pipe_job *j, const sr_peer *src, const sr_hdr *h)
+{
+    uint64_t bit = h->worker < j->n ? UINT64_C(1) << h->worker : 0;
+
+    if (!bit || !(j->bound & bit) || j->token[h->worker] != h->seq ||
+        !sr_svc_peer_eq(&j->peer[h->worker], src)) {
+        j->c.dropped_unbound++;
+        return;
+    }
+    if (!(j->left & bit))
+        j->c.leaves++;
+    j->left |= bit;
+}

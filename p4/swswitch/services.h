@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * services.h - the pipeline's internal interface: the state every control
+ * reads and writes (the pipeline and its jobs, laid out as the P4 program's
+ * registers) and the services every control uses (sr_svc_*: the binding
+ * check, building actions, counting what is sent, ERROR replies).
+ *
+ * Private to the pipeline's files: the controls (membership.c,
+ * allreduce.c, store.c, barrier.c, see controls.h), the job table
+ * (job_table.c) and the dispatch (ingress.c). The daemon and the tests go
+ * through pipeline.h. Dependencies run one way: the dispatch and the job
+ * table use the controls, the controls use these services, and the
+ * services use nothing of theirs.
+ */
+#ifndef SERENE_SWSWITCH_SERVICES_H
+#define SERENE_SWSWITCH_SERVICES_H
+
+#include <stdint.h>
+
+#include "barrier.h"
+#include "pipeline.h"
+
+#define SR_PIPE_NJOBS 65536u /* the job id is 16 bits: a direct-indexed table */
+
+/* One job: its setup, then its state grouped by the control that owns it,
+ * then its counters. Every array is allocated when the job is added
+ * (job_table.c) and has a fixed size from then on. */
+typedef struct sr_pipe_job {
+    uint16_t id;
+    uint32_t n;     /* workers */
+    uint32_t elems; /* accumulators per cell, and words per store row */
+    uint32_t slots;
+    sr_pipe_job_params params; /* as added: the barrier's initial policy on reset */
+
+    /* Membership (membership.c): the incarnation and the worker bindings. */
+    uint32_t nonce; /* incarnation */
+    uint64_t bound; /* bit w: worker w is bound */
+    uint64_t left;  /* bit w: bound worker w has left (LEAVE); still holds its id */
+    sr_peer peer[SR_WIRE_MAX_WORKERS];
+    uint32_t token[SR_WIRE_MAX_WORKERS];
+
+    /* Allreduce (allreduce.c): the slot pool, arrays of 2 * slots cells
+     * (cell 2 * slot + version), values of 2 * slots * elems. */
+    uint64_t *seen;    /* workers that contributed to the cell's round */
+    uint8_t *cnt;      /* contributors so far, mod n (0: idle or complete) */
+    uint32_t *m_seq;   /* round metadata, set by the first contributor */
+    uint32_t *m_off;
+    uint32_t *m_total; /* the call's total count (aux of AR_DATA) */
+    uint16_t *m_count; /* SR_WIRE_COUNT_POISON: the round saw a mismatch */
+    int8_t *m_exp;
+    int8_t *nexp;      /* max of the contributors' next_exp */
+    uint32_t *values;  /* sums mod 2^32 (int32 on the wire) */
+
+    /* Store (store.c): store_words accumulators in rows of elems words,
+     * and per (row, worker), at index row * n + w, the last push number
+     * applied (0: none yet). NULL when store_words is 0. */
+    uint32_t store_words;
+    uint32_t rows;
+    uint32_t *store;
+    uint32_t *push_last;
+
+    /* Barrier (barrier.c): the clock ring, low, high and the policy rules. */
+    sr_barrier bar;
+
+    sr_pipe_job_counters c;
+} sr_pipe_job;
+
+struct sr_pipe {
+    sr_pipe_job *jobs[SR_PIPE_NJOBS];
+    unsigned n_jobs;
+    sr_pipe_counters c;
+};
+
+/* ---- services (services.c) ------------------------------------------------ */
+
+/* Same address and port? */
+int sr_svc_peer_eq(const sr_peer *a, const sr_peer *b);
+
+/* Is w a bound worker of j (not left) sending from its bound address? The
+ * isolation check of every request but JOIN and LEAVE. */
+int sr_svc_worker_ok(const sr_pipe_job *j, uint16_t w, const sr_peer *src);
+
+/* A new action in out with an empty header template (version set); NULL if
+ * out is full (cannot happen: no op emits more than SR_PIPE_MAX_ACTIONS). */
+sr_pipe_action *sr_svc_action_new(sr_pipe_out *out);
+
+/* Make a a unicast to src, whose header gets worker. */
+void sr_svc_unicast(sr_pipe_action *a, const sr_peer *src, uint16_t worker);
+
+/* Make a a multicast to every bound worker of j (not left), each replica
+ * with its own worker id. */
+void sr_svc_multicast(sr_pipe_action *a, const sr_pipe_job *j);
+
+/* Count the copies a will send, switch-wide and in j (may be NULL). */
+void sr_svc_count_tx(sr_pipe *p, sr_pipe_job *j, const sr_pipe_action *a);
+
+/* ERROR for a refused request: the request's header echoed, with op ERROR,
+ * status = the reason, aux = the refused op and no payload, to src. j may
+ * be NULL (no such job). */
+void sr_svc_reply_error(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *req,
+                        unsigned status, sr_pipe_out *out);
+
+#endif /* SERENE_SWSWITCH_SERVICES_H */
