@@ -23,7 +23,8 @@
 #                      8 KiB as on a 9000-byte jumbo MTU)
 #   --dpdk-elems LIST  the same for the dpdk transport (default 256,2048; the
 #                      memif rings use 16 KiB buffers, bsize=16384, so that
-#                      a frame never spans buffers: see README, DPDK)
+#                      a frame never spans buffers: see
+#                      lib/transport/dpdk/README.md)
 #   --transports LIST  Serene transports to measure (default udp, plus dpdk
 #                      when the build has the DPDK transport and we are root). dpdk:
 #                      every rank on its own DPDK memif port (client) to the
