@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * allreduce.p4 - streaming allreduce slots with a shadow copy: the software
- * switch's do_ar_data (p4/swswitch/pipeline.c, which explains why the
- * rules below are correct), rule for rule.
+ * switch's sr_allreduce_data (p4/swswitch/allreduce.c, which explains why
+ * the rules below are correct), rule for rule.
  *
  * A cell is (job block, slot, version): index 2 * (blk * SR_P4_SLOTS +
  * slot) + shadow. Per cell: the workers seen in its round, the count of

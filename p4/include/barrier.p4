@@ -2,7 +2,7 @@
 /*
  * barrier.p4 - the SSP barrier: CLOCK answered with PROCEED or HOLD, and
  * RELEASE multicast when low advances; the software switch's
- * sr_pipei_do_clock and sr_barrier_clock (p4/swswitch/barrier.c).
+ * sr_barrier_job_clock and sr_barrier_clock (p4/swswitch/barrier.c).
  *
  * Per job: low_reg and high_reg (index: job id, as serene-ctl writes them)
  * and R = ring_mask + 1 ring entries (worker bitmaps) in ring_reg at

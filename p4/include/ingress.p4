@@ -3,7 +3,7 @@
  * ingress.p4 - the ingress pipeline: frame checks, the sender (worker_table)
  * and its job (job_table), then the op's control, then the way out (back
  * to the sender, to the job's multicast group, or dropped). The dispatch of
- * the software switch's sr_pipe_process (p4/swswitch/pipeline.c).
+ * the software switch's sr_pipe_process (p4/swswitch/ingress.c).
  *
  * Frames that are not Serene's go to forward_table, an ordinary IPv4
  * forwarding table (empty: dropped). Serene packets from a source in no

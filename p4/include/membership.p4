@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * membership.p4 - JOIN, LEAVE and the binding check of every other request
- * (the software switch's do_join, do_leave and sr_pipei_worker_ok).
+ * (the software switch's sr_membership_join and sr_membership_leave in
+ * p4/swswitch/membership.c, and sr_svc_worker_ok in services.c).
  *
  * Per job id: the incarnation nonce and the bound and left bitmaps; per
  * (job block, worker): the context token of its binding. The address a

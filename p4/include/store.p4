@@ -2,7 +2,7 @@
 /*
  * store.p4 - the SSP parameter store: PUSH (applied once per row, worker
  * and push number, then acknowledged) and PULL; the software switch's
- * sr_pipei_do_push and sr_pipei_do_pull (p4/swswitch/ssp.c).
+ * sr_store_push and sr_store_pull (p4/swswitch/store.c).
  *
  * A job's store is SR_P4_STORE_ROWS rows of SR_P4_ELEMS words: word k of
  * row r sits in st_reg_k at index blk * SR_P4_STORE_ROWS + r. A request
