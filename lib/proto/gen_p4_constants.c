@@ -84,6 +84,11 @@ struct constant {
 #define CONST(name, bits, hex, comment) {K_CONST, #name, (long long)(name), bits, hex, comment}
 #define SIGNED(name, bits, comment) {K_SIGNED, #name, (long long)(name), bits, 1, comment}
 #define DEFINE(name, comment) {K_DEFINE, #name, (long long)(name), 0, 0, comment}
+/* Rows of wire.h's lists: the ops and status codes are 8-bit header fields,
+ * the sync mode a 32-bit payload word. */
+#define OP_ROW(name, value, doc) CONST(SR_OP_##name, 8, 0, doc),
+#define ST_ROW(name, value, doc) CONST(SR_ST_##name, 8, 0, doc),
+#define SYNC_ROW(name, value, doc) CONST(SR_SYNC_##name, 32, 0, doc),
 
 static const struct constant constants[] = {
     SEC("Serene header identity"),
@@ -93,38 +98,13 @@ static const struct constant constants[] = {
     DEFINE(SR_WIRE_HDR_LEN, "bytes of the Serene header (serene_h below)"),
 
     SEC("Ops (serene_h.op): requests worker -> switch, answers switch -> worker"),
-    CONST(SR_OP_JOIN, 8, 0, "join a job: seq = context token, aux = job nonce"),
-    CONST(SR_OP_JOIN_ACK, 8, 0, "seq = token echoed; payload = join parameters (4 words)"),
-    CONST(SR_OP_LEAVE, 8, 0, "a worker's context ends: seq = token; the switch unbinds it"),
-    CONST(SR_OP_ERROR, 8, 0, "status = SR_ST_*, aux = the refused op"),
-    CONST(SR_OP_AR_DATA, 8, 0, "allreduce contribution for (slot, shadow bit); aux = call's total"),
-    CONST(SR_OP_AR_RESULT, 8, 0, "the slot's sum, sent to every worker of the job"),
-    CONST(SR_OP_PUSH, 8, 0, "SSP store: add values; seq = push number, applied once per row and worker"),
-    CONST(SR_OP_PUSH_ACK, 8, 0, "SSP store: push acknowledged; aux = 1 applied now, 0 duplicate"),
-    CONST(SR_OP_PULL, 8, 0, "SSP store: read aux words at offset"),
-    CONST(SR_OP_PULL_RESP, 8, 0, "SSP store: the words read"),
-    CONST(SR_OP_CLOCK, 8, 0, "SSP: the worker finished clock seq"),
-    CONST(SR_OP_PROCEED, 8, 0, "SSP: go on; aux = low, offset = high, payload = mode, s"),
-    CONST(SR_OP_RELEASE, 8, 0, "SSP: low clock advanced (seq = aux = low), to every worker"),
-    CONST(SR_OP_HOLD, 8, 0, "SSP: wait for a RELEASE with c - low <= s; fields as PROCEED"),
+    SR_WIRE_OPS(OP_ROW)
 
     SEC("Status codes (serene_h.status) carried by SR_OP_ERROR; 0 = OK elsewhere"),
-    CONST(SR_ST_OK, 8, 0, "success"),
-    CONST(SR_ST_UNKNOWN_JOB, 8, 0, "no such job in the switch"),
-    CONST(SR_ST_NOT_MEMBER, 8, 0, "worker id >= N, or bound to another address"),
-    CONST(SR_ST_STALE, 8, 0, "a bound worker joined again with a new token, same nonce"),
-    CONST(SR_ST_MISMATCH, 8, 0, "contribution disagrees with the round: the round is poisoned"),
-    CONST(SR_ST_BAD_COUNT, 8, 0, "count above the job's elements per packet"),
-    CONST(SR_ST_BAD_SLOT, 8, 0, "slot index >= the job's pool size"),
-    CONST(SR_ST_UNSUPPORTED, 8, 0, "op not implemented by this switch"),
-    CONST(SR_ST_RANGE, 8, 0, "store access beyond the job's capacity, or across a row"),
-    CONST(SR_ST_CLOCK_AHEAD, 8, 0, "CLOCK beyond the barrier ring: the worker ignored a HOLD"),
-    CONST(SR_ST_JOB_IN_USE, 8, 0, "new nonce while the current incarnation has bound workers"),
+    SR_WIRE_STATUSES(ST_ROW)
 
     SEC("Synchronization modes (payload word 0 of PROCEED/HOLD; the policy table's action)"),
-    CONST(SR_SYNC_BSP, 32, 0, "bulk synchronous: s = 0"),
-    CONST(SR_SYNC_SSP, 32, 0, "stale synchronous: proceed iff c - low <= s"),
-    CONST(SR_SYNC_ASP, 32, 0, "asynchronous: bounded only by the barrier ring"),
+    SR_WIRE_SYNC_MODES(SYNC_ROW)
 
     SEC("Flags (serene_h.flags): informational, never change the switch's semantics"),
     CONST(SR_FLAG_RETRANSMIT, 8, 1, "set by a worker on a retransmitted packet"),

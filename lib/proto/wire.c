@@ -11,8 +11,8 @@
  *  - Parsers write their outputs only on success, so a rejected packet
  *    leaves the caller's state untouched. Any output pointer may be NULL
  *    (validation only), beyond what wire.h promises for payload.
- *  - The list of valid ops exists once (op_name_or_null): sr_op_name and
- *    the BAD_OP check cannot drift apart.
+ *  - The list of valid ops exists once (SR_WIRE_OPS in wire.h): sr_op_name
+ *    and the BAD_OP check both expand it and cannot drift apart.
  */
 #include "proto/wire.h"
 
@@ -32,23 +32,15 @@ _Static_assert(SR_FRAME_HLEN == 42u, "Ethernet II + IPv4 without options + UDP")
 /* NULL for a value outside enum sr_wire_op: also the parser's op check. */
 static const char *op_name_or_null(unsigned op)
 {
+#define OP_CASE(name, value, doc)                                                                  \
+    case SR_OP_##name:                                                                             \
+        return #name;
     switch (op) {
-    case SR_OP_JOIN: return "JOIN";
-    case SR_OP_JOIN_ACK: return "JOIN_ACK";
-    case SR_OP_ERROR: return "ERROR";
-    case SR_OP_LEAVE: return "LEAVE";
-    case SR_OP_AR_DATA: return "AR_DATA";
-    case SR_OP_AR_RESULT: return "AR_RESULT";
-    case SR_OP_PUSH: return "PUSH";
-    case SR_OP_PUSH_ACK: return "PUSH_ACK";
-    case SR_OP_PULL: return "PULL";
-    case SR_OP_PULL_RESP: return "PULL_RESP";
-    case SR_OP_CLOCK: return "CLOCK";
-    case SR_OP_PROCEED: return "PROCEED";
-    case SR_OP_RELEASE: return "RELEASE";
-    case SR_OP_HOLD: return "HOLD";
-    default: return NULL;
+        SR_WIRE_OPS(OP_CASE)
+    default:
+        return NULL;
     }
+#undef OP_CASE
 }
 
 const char *sr_op_name(unsigned op)
@@ -59,20 +51,15 @@ const char *sr_op_name(unsigned op)
 
 const char *sr_status_name(unsigned status)
 {
+#define ST_CASE(name, value, doc)                                                                  \
+    case SR_ST_##name:                                                                             \
+        return #name;
     switch (status) {
-    case SR_ST_OK: return "OK";
-    case SR_ST_UNKNOWN_JOB: return "UNKNOWN_JOB";
-    case SR_ST_NOT_MEMBER: return "NOT_MEMBER";
-    case SR_ST_STALE: return "STALE";
-    case SR_ST_MISMATCH: return "MISMATCH";
-    case SR_ST_BAD_COUNT: return "BAD_COUNT";
-    case SR_ST_BAD_SLOT: return "BAD_SLOT";
-    case SR_ST_UNSUPPORTED: return "UNSUPPORTED";
-    case SR_ST_RANGE: return "RANGE";
-    case SR_ST_CLOCK_AHEAD: return "CLOCK_AHEAD";
-    case SR_ST_JOB_IN_USE: return "JOB_IN_USE";
-    default: return "status?";
+        SR_WIRE_STATUSES(ST_CASE)
+    default:
+        return "status?";
     }
+#undef ST_CASE
 }
 
 const char *sr_parse_result_name(int result)

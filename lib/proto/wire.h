@@ -93,62 +93,79 @@
 #define SR_WIRE_COUNT_POISON 0xffffu
 _Static_assert(SR_WIRE_COUNT_POISON > SR_WIRE_MAX_ELEMS, "the poison mark is no real count");
 
+/*
+ * The lists below are the only place the ops, status codes and sync modes
+ * are written: the enums, wire.c's names and the P4 constants
+ * (gen_p4_constants.c) all expand them. Each entry is
+ * X(NAME, value, one-line description); the description is the generated
+ * P4 constant's comment, and the C comments above an entry say the rest.
+ */
+
 /* Ops. Requests go worker -> switch, answers switch -> worker. */
-enum sr_wire_op {
-    SR_OP_JOIN = 1,      /* seq = context token, aux = job nonce */
-    SR_OP_JOIN_ACK = 2,  /* seq = token echoed; payload = struct sr_join_params */
-    SR_OP_LEAVE = 4,     /* the worker's context ends: seq = its token. The
-                            switch unbinds it (no answer; best effort) */
-    SR_OP_ERROR = 3,     /* status = enum sr_wire_status, aux = the refused op;
-                            other fields echo the refused request, but
-                            count = 0 and there is no payload */
-    SR_OP_AR_DATA = 16,  /* allreduce contribution for (slot, shadow bit);
-                            aux = the call's total count of values, so
-                            workers that disagree on it meet a MISMATCH */
-    SR_OP_AR_RESULT = 17,/* the slot's sum, sent to every worker of the job;
-                            aux echoes the round's total count */
-    /* SSP parameter store and barrier. The store is int32 words, added
-     * modulo 2^32, in rows of the job's elems_per_pkt words; a PUSH or PULL
-     * stays within one row. */
-    SR_OP_PUSH = 32,      /* seq = the worker's push number (serial, from 1),
-                             offset = store word, count + payload = values to
-                             add, aux = the worker's clock (informational).
-                             Applied once: the switch keeps, per row and
-                             worker, the last push number applied */
-    SR_OP_PUSH_ACK = 33,  /* echoes seq and offset; count 0; aux = 1 if
-                             applied now, 0 if it was a duplicate */
-    SR_OP_PULL = 34,      /* seq = request number, offset = store word,
-                             count 0, aux = words wanted */
-    SR_OP_PULL_RESP = 35, /* echoes seq and offset; count + payload = words */
-    SR_OP_CLOCK = 36,     /* seq = the clock c the worker has finished */
-    SR_OP_PROCEED = 37,   /* answer to CLOCK(c): go on. seq = c, aux = low,
-                             offset = high, payload = struct sr_sync_words */
-    SR_OP_RELEASE = 38,   /* low advanced; to every worker of the job.
-                             seq = aux = low, offset = high, count 0 */
-    SR_OP_HOLD = 39,      /* answer to CLOCK(c): wait for a RELEASE with
-                             c - low <= s. Fields as PROCEED */
-};
+#define SR_WIRE_OPS(X)                                                                             \
+    X(JOIN, 1, "join a job: seq = context token, aux = job nonce")                                \
+    /* payload = struct sr_join_params */                                                          \
+    X(JOIN_ACK, 2, "seq = token echoed; payload = join parameters (4 words)")                     \
+    /* The worker's context ends. The switch unbinds it (no answer; best effort). */              \
+    X(LEAVE, 4, "a worker's context ends: seq = token; the switch unbinds it")                    \
+    /* status = enum sr_wire_status; other fields echo the refused request, but                   \
+     * count = 0 and there is no payload. */                                                      \
+    X(ERROR, 3, "status = SR_ST_*, aux = the refused op")                                         \
+    /* aux = the call's total count of values, so workers that disagree on it                     \
+     * meet a MISMATCH. */                                                                        \
+    X(AR_DATA, 16, "allreduce contribution for (slot, shadow bit); aux = call's total")           \
+    /* aux echoes the round's total count. */                                                     \
+    X(AR_RESULT, 17, "the slot's sum, sent to every worker of the job")                           \
+    /* SSP parameter store and barrier. The store is int32 words, added modulo                    \
+     * 2^32, in rows of the job's elems_per_pkt words; a PUSH or PULL stays                       \
+     * within one row. PUSH: seq = the worker's push number (serial, from 1),                     \
+     * offset = store word, count + payload = values to add, aux = the                            \
+     * worker's clock (informational). Applied once: the switch keeps, per                        \
+     * row and worker, the last push number applied. */                                           \
+    X(PUSH, 32, "SSP store: add values; seq = push number, applied once per row and worker")      \
+    /* Echoes seq and offset; count 0. */                                                         \
+    X(PUSH_ACK, 33, "SSP store: push acknowledged; aux = 1 applied now, 0 duplicate")             \
+    /* seq = request number, count 0. */                                                          \
+    X(PULL, 34, "SSP store: read aux words at offset")                                            \
+    /* Echoes seq and offset; count + payload = words. */                                         \
+    X(PULL_RESP, 35, "SSP store: the words read")                                                 \
+    X(CLOCK, 36, "SSP: the worker finished clock seq")                                            \
+    /* Answer to CLOCK(c) with seq = c; payload = struct sr_sync_words. */                        \
+    X(PROCEED, 37, "SSP: go on; aux = low, offset = high, payload = mode, s")                     \
+    /* Offset = high, count 0. */                                                                 \
+    X(RELEASE, 38, "SSP: low clock advanced (seq = aux = low), to every worker")                  \
+    /* Answer to CLOCK(c). */                                                                     \
+    X(HOLD, 39, "SSP: wait for a RELEASE with c - low <= s; fields as PROCEED")
+
+#define SR_WIRE_ENUM_OP(name, value, doc) SR_OP_##name = value,
+enum sr_wire_op { SR_WIRE_OPS(SR_WIRE_ENUM_OP) };
+#undef SR_WIRE_ENUM_OP
 
 /* Flags. Informational only: the switch's semantics never depend on them. */
 #define SR_FLAG_RETRANSMIT 0x01u /* set by a worker on a retransmitted packet */
 
 /* Status codes carried by SR_OP_ERROR (status 0 = OK in other answers). */
-enum sr_wire_status {
-    SR_ST_OK = 0,
-    SR_ST_UNKNOWN_JOB = 1,  /* no such job in the switch */
-    SR_ST_NOT_MEMBER = 2,   /* worker id >= N, or bound to another address */
-    SR_ST_STALE = 3,        /* a bound worker joined again with a new token, same nonce */
-    SR_ST_MISMATCH = 4,     /* contribution disagrees with the round's seq/offset/count/
-                               exp/total; the round is poisoned: every contribution to it
-                               is answered MISMATCH until the job is reset */
-    SR_ST_BAD_COUNT = 5,    /* count above the job's elements per packet */
-    SR_ST_BAD_SLOT = 6,     /* slot index >= the job's pool size */
-    SR_ST_UNSUPPORTED = 7,  /* op not implemented by this switch */
-    SR_ST_RANGE = 8,        /* store access beyond the job's capacity, or across a row */
-    SR_ST_CLOCK_AHEAD = 9,  /* CLOCK beyond the barrier ring: the worker ignored a HOLD */
-    SR_ST_JOB_IN_USE = 10,  /* JOIN with a new nonce while workers of the current
-                               incarnation are still bound: reset it first */
-};
+#define SR_WIRE_STATUSES(X)                                                                        \
+    X(OK, 0, "success")                                                                           \
+    X(UNKNOWN_JOB, 1, "no such job in the switch")                                                \
+    X(NOT_MEMBER, 2, "worker id >= N, or bound to another address")                               \
+    X(STALE, 3, "a bound worker joined again with a new token, same nonce")                       \
+    /* The contribution disagrees with the round's seq/offset/count/exp/total;                    \
+     * every contribution to the round is answered MISMATCH until the job is                      \
+     * reset. */                                                                                  \
+    X(MISMATCH, 4, "contribution disagrees with the round: the round is poisoned")                \
+    X(BAD_COUNT, 5, "count above the job's elements per packet")                                  \
+    X(BAD_SLOT, 6, "slot index >= the job's pool size")                                           \
+    X(UNSUPPORTED, 7, "op not implemented by this switch")                                        \
+    X(RANGE, 8, "store access beyond the job's capacity, or across a row")                        \
+    X(CLOCK_AHEAD, 9, "CLOCK beyond the barrier ring: the worker ignored a HOLD")                 \
+    /* JOIN with a new nonce while workers of the current incarnation are                         \
+     * still bound: reset the job first. */                                                       \
+    X(JOB_IN_USE, 10, "new nonce while the current incarnation has bound workers")
+
+#define SR_WIRE_ENUM_ST(name, value, doc) SR_ST_##name = value,
+enum sr_wire_status { SR_WIRE_STATUSES(SR_WIRE_ENUM_ST) };
+#undef SR_WIRE_ENUM_ST
 
 /* Payload of PROCEED and HOLD: the policy in force at the answered clock,
  * 2 big-endian u32 words. Fixed for that clock once answered, so every
@@ -159,7 +176,16 @@ typedef struct sr_sync_words {
 } sr_sync_words;
 #define SR_SYNC_WORDS 2u
 
-enum sr_sync_mode { SR_SYNC_BSP = 0, SR_SYNC_SSP = 1, SR_SYNC_ASP = 2 };
+/* Sync modes (PROCEED/HOLD payload word 0). serene.h's serene_sync_mode has
+ * the same names and values (lib/ssp checks it). */
+#define SR_WIRE_SYNC_MODES(X)                                                                      \
+    X(BSP, 0, "bulk synchronous: s = 0")                                                          \
+    X(SSP, 1, "stale synchronous: proceed iff c - low <= s")                                      \
+    X(ASP, 2, "asynchronous: bounded only by the barrier ring")
+
+#define SR_WIRE_ENUM_SYNC(name, value, doc) SR_SYNC_##name = value,
+enum sr_sync_mode { SR_WIRE_SYNC_MODES(SR_WIRE_ENUM_SYNC) };
+#undef SR_WIRE_ENUM_SYNC
 
 /* Parsed header, host byte order. */
 typedef struct sr_hdr {
