@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# serene.sh - the README's two commands, runnable as root on a fresh Debian 12.
+# serene.sh - the README's commands, runnable as root on a fresh Debian 12.
 #   ./serene.sh demo   build, then run the main job: MLP training with stragglers
 #                      under BSP, SSP(10), ASP, dynamic and allreduce (4 ranks,
 #                      embedded software switch); prints the table, writes plots
