@@ -1,8 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * dpdk_io.c - serene-switch's DPDK ports (see dpdk_io.h). EAL start-up,
- * port set-up and the frame layout come from lib/transport/dpdk/dpdk_port.c,
- * shared with the library's dpdk transport.
+ * dpdk_io.c - serene-switch's DPDK ports, the I/O sw_io_dpdk (see sw_io.h):
+ * the same role as the UDP socket (bursts of messages in, replicas out)
+ * for frames on DPDK ports, so the same loop and the same pipeline serve
+ * both. EAL start-up, port set-up and the frame layout come from
+ * lib/transport/dpdk/dpdk_port.c, shared with the library's dpdk transport.
+ *
+ * - One port per worker (a memif, af_packet or tap device, or a NIC port);
+ *   several workers may also share one port (a NIC behind a switch).
+ * - Addresses: a frame counts if it is IPv4/UDP to the switch's address
+ *   (IPv4 0.0.0.0 matches any) and UDP port. Its source IPv4:port is the
+ *   worker's sr_peer, as in UDP mode; the port it came in on and its source
+ *   Ethernet address are learnt for that peer, and answers to the peer go
+ *   out of that port to that address (no ARP).
+ * - Every buffer (mbuf pools, the peer table, frame scratch) is allocated
+ *   at open; nothing allocates per packet.
+ * - No descriptor to poll: the loop calls recv, which takes one burst from
+ *   the next port that has frames.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -15,8 +29,11 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
-#include "dpdk_io.h"
+#include "sw_io.h"
+#include "transport/dpdk/dpdk_port.h"
 
+#define MAX_PORTS 64         /* one per worker of the largest job */
+#define MAX_PEERS 256        /* learnt worker addresses (oldest replaced) */
 #define NB_MBUFS 2047u       /* per port */
 #define TX_HOLD_NS 200000ull /* a port refusing frames longer than this drops them */
 
@@ -44,22 +61,32 @@ typedef struct io_msg {
     sr_peer src;
 } io_msg;
 
-struct sr_dpdk_io {
+typedef struct dpdk_counters {
+    uint64_t rx;          /* messages received for the switch */
+    uint64_t rx_foreign;  /* frames for someone else (not IPv4/UDP to our address) */
+    uint64_t rx_bad;      /* frames with a bad checksum or length */
+    uint64_t tx;          /* frames the ports took */
+    uint64_t tx_no_route; /* replicas for a peer never heard from */
+    uint64_t tx_dropped;  /* frames a port refused for too long, or no mbuf */
+    uint64_t learnt;      /* peer table updates (new peer, moved port or MAC) */
+} dpdk_counters;
+
+typedef struct sr_dpdk_io {
     uint32_t ip;
     uint16_t udp_port;
     int eal_ours;
     unsigned n_ports, next_port;
-    io_port ports[SR_DPDK_IO_MAX_PORTS];
-    io_peer peers[SR_DPDK_IO_PEERS];
+    io_port ports[MAX_PORTS];
+    io_peer peers[MAX_PEERS];
     unsigned n_peers;
     uint64_t learn_seq;
     /* The last burst: mbufs kept until the next recv, and their messages. */
     struct rte_mbuf *rx[SR_DPDK_BURST];
     unsigned rx_n;
     io_msg msgs[SR_DPDK_BURST];
-    sr_dpdk_io_counters c;
+    dpdk_counters c;
     uint8_t scratch[SR_DPDK_BURST][SR_DPDK_MAX_FRAME]; /* chained frames made flat */
-};
+} sr_dpdk_io;
 
 static void flush_port(sr_dpdk_io *d, io_port *p)
 {
@@ -86,8 +113,10 @@ static void flush_port(sr_dpdk_io *d, io_port *p)
     p->tx_n = 0;
 }
 
-void sr_dpdk_io_flush(sr_dpdk_io *d)
+static void dpdk_flush(void *state)
 {
+    sr_dpdk_io *d = state;
+
     for (unsigned i = 0; i < d->n_ports; i++)
         if (d->ports[i].tx_n)
             flush_port(d, &d->ports[i]);
@@ -110,7 +139,7 @@ static void learn(sr_dpdk_io *d, unsigned pi, const sr_frame_addr *a, const sr_p
     if (e && e->port == pi && !memcmp(e->tmpl.hdr, a->src_mac, 6))
         return;
     if (!e) {
-        if (d->n_peers < SR_DPDK_IO_PEERS) {
+        if (d->n_peers < MAX_PEERS) {
             e = &d->peers[d->n_peers++];
         } else {
             e = &d->peers[0];
@@ -133,8 +162,9 @@ static void learn(sr_dpdk_io *d, unsigned pi, const sr_frame_addr *a, const sr_p
     d->c.learnt++;
 }
 
-int sr_dpdk_io_recv(sr_dpdk_io *d)
+static int dpdk_recv(void *state)
 {
+    sr_dpdk_io *d = state;
     unsigned got = 0;
 
     if (d->rx_n)
@@ -176,16 +206,20 @@ int sr_dpdk_io_recv(sr_dpdk_io *d)
     return (int)got;
 }
 
-const uint8_t *sr_dpdk_io_rx(const sr_dpdk_io *d, unsigned i, size_t *len, sr_peer *src)
+static const uint8_t *dpdk_rx(const void *state, unsigned i, size_t *len, sr_peer *src)
 {
+    const sr_dpdk_io *d = state;
+
     *len = d->msgs[i].len;
     *src = d->msgs[i].src;
     return d->msgs[i].data;
 }
 
-void sr_dpdk_io_send(sr_dpdk_io *d, const sr_peer *dst, const uint8_t *hdr, size_t hlen,
-                     const uint8_t *payload, size_t plen)
+/* A port's queue is sent when it holds SR_DPDK_BURST frames. */
+static void dpdk_send(void *state, const sr_peer *dst, const uint8_t *hdr, size_t hlen,
+                      const uint8_t *payload, size_t plen)
 {
+    sr_dpdk_io *d = state;
     io_peer *e = find_peer(d, dst);
 
     if (!e) {
@@ -209,34 +243,60 @@ void sr_dpdk_io_send(sr_dpdk_io *d, const sr_peer *dst, const uint8_t *hdr, size
         flush_port(d, p);
 }
 
-void sr_dpdk_io_counters_get(const sr_dpdk_io *d, sr_dpdk_io_counters *c)
+static int dpdk_fd(const void *state)
 {
-    *c = d->c;
+    (void)state;
+    return -1;
 }
 
-void sr_dpdk_io_describe(const sr_dpdk_io *d, char *buf, size_t len)
+static void dpdk_local(const void *state, uint32_t *ip, uint16_t *port)
 {
-    size_t used = 0;
+    const sr_dpdk_io *d = state;
 
-    buf[0] = '\0';
+    *ip = d->ip;
+    *port = d->udp_port;
+}
+
+static void dpdk_counters_format(const void *state, char *buf, size_t len)
+{
+    const dpdk_counters *c = &((const sr_dpdk_io *)state)->c;
+
+    snprintf(buf, len,
+             " dpdk_rx=%" PRIu64 " dpdk_rx_foreign=%" PRIu64 " dpdk_rx_bad=%" PRIu64
+             " dpdk_tx=%" PRIu64 " dpdk_tx_no_route=%" PRIu64 " dpdk_tx_dropped=%" PRIu64
+             " dpdk_learnt=%" PRIu64,
+             c->rx, c->rx_foreign, c->rx_bad, c->tx, c->tx_no_route, c->tx_dropped, c->learnt);
+}
+
+/* "as ADDR:PORT on dpdk NAME (port ID), ...". */
+static void dpdk_describe(const void *state, char *buf, size_t len)
+{
+    const sr_dpdk_io *d = state;
+    char addr[32];
+    size_t used;
+    int k;
+
+    sw_io_addr_format(d->ip, d->udp_port, addr, sizeof addr);
+    k = snprintf(buf, len, "as %s on dpdk ", addr);
+    used = k < 0 ? len : (size_t)k;
     for (unsigned i = 0; i < d->n_ports && used < len; i++) {
-        int k = snprintf(buf + used, len - used, "%s%s (port %u)", i ? ", " : "",
-                         d->ports[i].info.name, d->ports[i].id);
+        k = snprintf(buf + used, len - used, "%s%s (port %u)", i ? ", " : "",
+                     d->ports[i].info.name, d->ports[i].id);
         if (k < 0)
             break;
         used += (size_t)k;
     }
 }
 
-void sr_dpdk_io_close(sr_dpdk_io **pd)
+static void dpdk_close(void *state)
 {
-    sr_dpdk_io *d = pd ? *pd : NULL;
+    sr_dpdk_io *d = state;
 
     if (!d)
         return;
     if (d->rx_n)
         rte_pktmbuf_free_bulk(d->rx, d->rx_n);
-    sr_dpdk_io_flush(d);
+    dpdk_flush(d);
     for (unsigned i = 0; i < d->n_ports; i++) {
         io_port *p = &d->ports[i];
 
@@ -251,11 +311,15 @@ void sr_dpdk_io_close(sr_dpdk_io **pd)
     if (d->eal_ours)
         rte_eal_cleanup();
     free(d);
-    *pd = NULL;
 }
 
-int sr_dpdk_io_open(sr_dpdk_io **out, const char *eal_args, const char *const *ports, unsigned n,
-                    uint32_t ip, uint16_t udp_port, char *err)
+/* Start EAL with eal_args (unless already running), then start the n
+ * ports named in ports (port id, device name, or vdev spec to probe; n == 0:
+ * every port EAL found), each with one queue pair, in promiscuous mode.
+ * Links are not waited for: a worker's memif or cable may come later.
+ * Returns 0, or -1 with err (SR_DPDK_ERR_MAX bytes) filled. */
+static int ports_open(sr_dpdk_io **out, const char *eal_args, const char *const *ports,
+                      unsigned n, uint32_t ip, uint16_t udp_port, char *err)
 {
     sr_dpdk_io *d = calloc(1, sizeof *d);
     char pool[32];
@@ -278,7 +342,7 @@ int sr_dpdk_io_open(sr_dpdk_io **out, const char *eal_args, const char *const *p
 
         RTE_ETH_FOREACH_DEV(id)
         {
-            if (d->n_ports == SR_DPDK_IO_MAX_PORTS)
+            if (d->n_ports == MAX_PORTS)
                 break;
             d->ports[d->n_ports++].id = id;
         }
@@ -287,8 +351,8 @@ int sr_dpdk_io_open(sr_dpdk_io **out, const char *eal_args, const char *const *p
                      "EAL found no ports: add --vdev=... to the EAL arguments, or bind a NIC");
             goto fail;
         }
-    } else if (n > SR_DPDK_IO_MAX_PORTS) {
-        snprintf(err, SR_DPDK_ERR_MAX, "more than %u ports", SR_DPDK_IO_MAX_PORTS);
+    } else if (n > MAX_PORTS) {
+        snprintf(err, SR_DPDK_ERR_MAX, "more than %u ports", MAX_PORTS);
         goto fail;
     }
     for (unsigned i = 0; i < n; i++) {
@@ -319,6 +383,36 @@ int sr_dpdk_io_open(sr_dpdk_io **out, const char *eal_args, const char *const *p
     *out = d;
     return 0;
 fail:
-    sr_dpdk_io_close(&d);
+    dpdk_close(d);
     return -1;
 }
+
+static int dpdk_open(void **state, const sw_io_params *par, char *why)
+{
+    /* No kernel to pick a port: 0 means the wire's. */
+    uint16_t port = par->port ? par->port : (uint16_t)SR_WIRE_UDP_PORT;
+    char err[SR_DPDK_ERR_MAX];
+    sr_dpdk_io *d;
+
+    if (ports_open(&d, par->dpdk_eal, par->dpdk_ports, par->n_dpdk_ports, par->ip, port, err)) {
+        snprintf(why, SW_IO_WHY_MAX, "--dpdk: %s", err);
+        return -1;
+    }
+    *state = d;
+    return 0;
+}
+
+const sw_io_ops sw_io_dpdk = {
+    .name = "dpdk",
+    .burst = SR_DPDK_BURST,
+    .open = dpdk_open,
+    .close = dpdk_close,
+    .fd = dpdk_fd,
+    .local = dpdk_local,
+    .recv = dpdk_recv,
+    .rx = dpdk_rx,
+    .send = dpdk_send,
+    .flush = dpdk_flush,
+    .counters = dpdk_counters_format,
+    .describe = dpdk_describe,
+};

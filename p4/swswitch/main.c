@@ -2,16 +2,17 @@
 /*
  * main.c - serene-switch: the software aggregator over UDP or DPDK ports.
  *
- * Parses the command line (options.c), creates the jobs, binds the socket or starts
- * the DPDK ports (--dpdk; dpdk_io.h), and the control socket with
- * --control, then runs one loop: wait for datagrams, control connections
- * or the next timer; feed each message through the fault injector and the
- * pipeline, send what the pipeline asks for; serve the control connections
- * (bounded, non-blocking: ctl_sock.h). DPDK ports have no descriptor to
- * wait on: the loop polls them, and when nothing arrives it sleeps in the
- * same ppoll for a period that doubles from DPDK_IDLE_MIN_NS up to
- * DPDK_BUSY_MAX_NS within DPDK_RECENT_NS of the last message, else up to
- * DPDK_IDLE_MAX_NS, so the switch never spins a core the workers need.
+ * Parses the command line (options.c), creates the jobs, opens its I/O
+ * (sw_io.h: the UDP socket, or the DPDK ports with --dpdk), chosen once
+ * here, and the control socket with --control, then runs one loop: wait
+ * for messages, control connections or the next timer; feed each message
+ * through the fault injector and the pipeline, send what the pipeline asks
+ * for; serve the control connections (bounded, non-blocking: ctl_sock.h).
+ * An I/O without a descriptor to wait on (DPDK) is polled: when nothing
+ * arrives the loop sleeps in the same ppoll for a period that doubles from
+ * POLLED_IDLE_MIN_NS up to POLLED_BUSY_MAX_NS within POLLED_RECENT_NS of
+ * the last message, else up to POLLED_IDLE_MAX_NS, so the switch never
+ * spins a core the workers need.
  *
  * - One thread. The only global is the signal flag; everything else lives
  *   in struct sw (the switch) and struct sw_opts (the command line).
@@ -38,23 +39,20 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/prctl.h>
+
 #include "chaos.h"
 #include "ctl_sock.h"
 #include "options.h"
-#ifdef SERENE_HAVE_DPDK
-#include <sys/prctl.h>
-
-#include "dpdk_io.h"
-#endif
 #include "pipeline.h"
-#include "udp_io.h"
+#include "sw_io.h"
 
 #define IDLE_WAIT_NS 1000000000ull /* wake up at least once a second */
 #define BURSTS_PER_WAKEUP 8        /* then look at timers again */
-#define DPDK_IDLE_MIN_NS 5000ull    /* first sleep once the ports are idle */
-#define DPDK_BUSY_MAX_NS 50000ull   /* longest within DPDK_RECENT_NS of traffic */
-#define DPDK_IDLE_MAX_NS 1000000ull /* longest: reaction time of an idle switch */
-#define DPDK_RECENT_NS 10000000ull
+#define POLLED_IDLE_MIN_NS 5000ull    /* first sleep once the I/O is idle */
+#define POLLED_BUSY_MAX_NS 50000ull   /* longest within POLLED_RECENT_NS of traffic */
+#define POLLED_IDLE_MAX_NS 1000000ull /* longest: reaction time of an idle switch */
+#define POLLED_RECENT_NS 10000000ull
 
 static volatile sig_atomic_t stop_signal; /* the one global: set by the handler */
 
@@ -62,10 +60,8 @@ typedef struct sw {
     const sw_opts *o;
     sr_pipe *pipe;
     sr_pipe_out *out;
-    sr_udp *udp;
-#ifdef SERENE_HAVE_DPDK
-    struct sr_dpdk_io *dpdk; /* DPDK mode: then udp is NULL */
-#endif
+    const sw_io_ops *io; /* the UDP socket or the DPDK ports, chosen once */
+    void *io_state;      /* NULL until opened */
     sr_chaos chaos;
     sr_ctls ctl; /* inactive without --control */
 } sw;
@@ -169,31 +165,6 @@ static void print_job_lines(const sw *s)
     free(ids);
 }
 
-/* The I/O counters, " key=value" each: udp_* or dpdk_*. */
-static void format_io_counters(const sw *s, char *buf, size_t len)
-{
-    sr_udp_counters uc;
-
-#ifdef SERENE_HAVE_DPDK
-    if (s->dpdk) {
-        sr_dpdk_io_counters dc;
-
-        sr_dpdk_io_counters_get(s->dpdk, &dc);
-        snprintf(buf, len,
-                 " dpdk_rx=%" PRIu64 " dpdk_rx_foreign=%" PRIu64 " dpdk_rx_bad=%" PRIu64
-                 " dpdk_tx=%" PRIu64 " dpdk_tx_no_route=%" PRIu64 " dpdk_tx_dropped=%" PRIu64
-                 " dpdk_learnt=%" PRIu64,
-                 dc.rx, dc.rx_foreign, dc.rx_bad, dc.tx, dc.tx_no_route, dc.tx_dropped, dc.learnt);
-        return;
-    }
-#endif
-    sr_udp_counters_get(s->udp, &uc);
-    snprintf(buf, len,
-             " udp_rx=%" PRIu64 " udp_rx_oversize=%" PRIu64 " udp_rx_errors=%" PRIu64
-             " udp_tx=%" PRIu64 " udp_tx_errors=%" PRIu64,
-             uc.rx, uc.rx_oversize, uc.rx_errors, uc.tx, uc.tx_errors);
-}
-
 /* The switch-wide counters on one line, prefixed by what (e.g. "stats"). */
 static void print_switch_line(const sw *s, const char *what)
 {
@@ -203,7 +174,7 @@ static void print_switch_line(const sw *s, const char *what)
     size_t used = 0;
 
     sr_pipe_counters_get(s->pipe, &pc);
-    format_io_counters(s, io, sizeof io);
+    s->io->counters(s->io_state, io, sizeof io);
     rej[0] = '\0';
     for (int r = 1; r < SR_PARSE_NREASONS; r++) {
         int k = snprintf(rej + used, sizeof rej - used, " rejected_%s=%" PRIu64,
@@ -214,12 +185,11 @@ static void print_switch_line(const sw *s, const char *what)
     }
     fprintf(stderr,
             PROG ": %s rx_total=%" PRIu64 " tx_total=%" PRIu64 " unknown_job=%" PRIu64
-                 " answers_dropped=%" PRIu64 "%s%s chaos_rx_dropped=%" PRIu64 " chaos_tx_dropped=%" PRIu64
-                 " chaos_tx_duplicated=%" PRIu64 " chaos_tx_delayed=%" PRIu64
-                 " chaos_hold_full=%" PRIu64 "\n",
+                 " answers_dropped=%" PRIu64 "%s%s chaos_rx_dropped=%" PRIu64
+                 " chaos_tx_dropped=%" PRIu64 " chaos_tx_duplicated=%" PRIu64
+                 " chaos_tx_delayed=%" PRIu64 " chaos_hold_full=%" PRIu64 "\n",
             what, pc.rx_total, pc.tx_total, pc.unknown_job, pc.answers_dropped, rej, io,
-            cc->rx_dropped, cc->tx_dropped,
-            cc->tx_duplicated, cc->tx_delayed, cc->hold_full);
+            cc->rx_dropped, cc->tx_dropped, cc->tx_duplicated, cc->tx_delayed, cc->hold_full);
 }
 
 /* ---- the loop --------------------------------------------------------------- */
@@ -232,50 +202,13 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- I/O: the UDP socket or the DPDK ports, one interface for the loop -- */
-
-static int io_recv(sw *s)
-{
-#ifdef SERENE_HAVE_DPDK
-    if (s->dpdk)
-        return sr_dpdk_io_recv(s->dpdk);
-#endif
-    return sr_udp_recv(s->udp);
-}
-
-static const uint8_t *io_rx(const sw *s, unsigned i, size_t *len, sr_peer *src)
-{
-#ifdef SERENE_HAVE_DPDK
-    if (s->dpdk)
-        return sr_dpdk_io_rx(s->dpdk, i, len, src);
-#endif
-    return sr_udp_rx(s->udp, i, len, src);
-}
-
-static void io_flush(sw *s)
-{
-#ifdef SERENE_HAVE_DPDK
-    if (s->dpdk) {
-        sr_dpdk_io_flush(s->dpdk);
-        return;
-    }
-#endif
-    sr_udp_flush(s->udp);
-}
-
 /* The fault injector's way out. */
 static void send_cb(void *cookie, const sr_peer *dst, const uint8_t *hdr, size_t hlen,
                     const uint8_t *payload, size_t plen)
 {
     sw *s = cookie;
 
-#ifdef SERENE_HAVE_DPDK
-    if (s->dpdk) {
-        sr_dpdk_io_send(s->dpdk, dst, hdr, hlen, payload, plen);
-        return;
-    }
-#endif
-    sr_udp_send(s->udp, dst, hdr, hlen, payload, plen);
+    s->io->send(s->io_state, dst, hdr, hlen, payload, plen);
 }
 
 static void log_packet(const sw *s, const sr_peer *src, const uint8_t *msg, size_t len)
@@ -308,7 +241,7 @@ static void log_packet(const sw *s, const sr_peer *src, const uint8_t *msg, size
                src->port, sr_op_name(h.op), h.job, h.worker, h.seq, h.slot, h.shadow, h.offset);
 }
 
-/* Process one received datagram and send the replicas it asks for. */
+/* Process one received message and send the replicas it asks for. */
 static void handle(sw *s, const sr_peer *src, const uint8_t *msg, size_t len, uint64_t now)
 {
     uint8_t hdr[SR_WIRE_HDR_LEN];
@@ -329,36 +262,71 @@ static void handle(sw *s, const sr_peer *src, const uint8_t *msg, size_t len, ui
     }
 }
 
+/* Up to BURSTS_PER_WAKEUP bursts from the I/O, each message handled.
+ * Returns how many messages arrived. */
+static int receive(sw *s, uint64_t now)
+{
+    int got = 0;
+
+    for (int b = 0; b < BURSTS_PER_WAKEUP && !stop_signal; b++) {
+        int n = s->io->recv(s->io_state);
+
+        if (n < 0)
+            sw_log(s->o, LOG_WARN, "recvmmsg: %s", strerror(-n));
+        for (int i = 0; i < n; i++) {
+            sr_peer src;
+            size_t len;
+            const uint8_t *msg = s->io->rx(s->io_state, (unsigned)i, &len, &src);
+
+            handle(s, &src, msg, len, now);
+        }
+        got += n > 0 ? n : 0;
+        if (n < (int)s->io->burst)
+            break;
+    }
+    return got;
+}
+
+/* How long ppoll may sleep from now: until the next timer (held copies,
+ * control deadlines, stats), at most IDLE_WAIT_NS, and at most idle_ns
+ * when the I/O is polled. */
+static struct timespec wait_time(const sw *s, uint64_t now, uint64_t next_stats, int polled,
+                                 uint64_t idle_ns)
+{
+    uint64_t wake = now + IDLE_WAIT_NS, due = sr_chaos_next_due(&s->chaos);
+    uint64_t ctl_due = sr_ctls_next_due(&s->ctl);
+
+    if (due < wake)
+        wake = due;
+    if (ctl_due < wake)
+        wake = ctl_due;
+    if (next_stats < wake)
+        wake = next_stats;
+    wake = wake > now ? wake - now : 0;
+    if (polled && idle_ns < wake)
+        wake = idle_ns;
+    return (struct timespec){.tv_sec = (time_t)(wake / 1000000000ull),
+                             .tv_nsec = (long)(wake % 1000000000ull)};
+}
+
 static int run(sw *s, const sigset_t *wait_mask)
 {
     const sw_opts *o = s->o;
     uint64_t stats_ns = (uint64_t)(o->stats_interval * 1e9);
     uint64_t next_stats = stats_ns ? now_ns() + stats_ns : UINT64_MAX;
-    /* [0]: the UDP socket (-1 in DPDK mode); then the control socket's (fd -1
-     * when unused). */
+    /* [0]: the I/O's descriptor (-1 when it is polled); then the control
+     * socket's (fd -1 when unused). */
     struct pollfd pfd[1 + SR_CTLS_NFDS];
-    int polled = s->udp == NULL; /* DPDK: no descriptor, poll the ports */
-    uint64_t idle_ns = 0;        /* DPDK: the next idle sleep; 0 while busy */
-    uint64_t last_rx = 0;        /* DPDK: when a message last arrived */
+    int io_fd = s->io->fd(s->io_state), polled = io_fd < 0;
+    uint64_t idle_ns = 0; /* polled: the next idle sleep; 0 while busy */
+    uint64_t last_rx = 0; /* polled: when a message last arrived */
 
     while (!stop_signal) {
-        uint64_t now = now_ns(), wake = now + IDLE_WAIT_NS, due = sr_chaos_next_due(&s->chaos);
-        uint64_t ctl_due = sr_ctls_next_due(&s->ctl);
-        struct timespec ts;
+        struct timespec ts = wait_time(s, now_ns(), next_stats, polled, idle_ns);
+        uint64_t now;
         int r;
 
-        if (due < wake)
-            wake = due;
-        if (ctl_due < wake)
-            wake = ctl_due;
-        if (next_stats < wake)
-            wake = next_stats;
-        wake = wake > now ? wake - now : 0;
-        if (polled && idle_ns < wake)
-            wake = idle_ns;
-        ts.tv_sec = (time_t)(wake / 1000000000ull);
-        ts.tv_nsec = (long)(wake % 1000000000ull);
-        pfd[0] = (struct pollfd){.fd = polled ? -1 : sr_udp_fd(s->udp), .events = POLLIN};
+        pfd[0] = (struct pollfd){.fd = io_fd, .events = POLLIN};
         sr_ctls_pollfds(&s->ctl, pfd + 1);
         r = ppoll(pfd, 1 + SR_CTLS_NFDS, &ts, wait_mask);
         if (r < 0 && errno != EINTR) {
@@ -370,33 +338,19 @@ static int run(sw *s, const sigset_t *wait_mask)
                 pfd[i].revents = 0;
         now = now_ns();
         if (polled || (pfd[0].revents & POLLIN)) {
-            int got = 0;
-
-            for (int b = 0; b < BURSTS_PER_WAKEUP && !stop_signal; b++) {
-                int n = io_recv(s);
-
-                if (n < 0)
-                    sw_log(o, LOG_WARN, "recvmmsg: %s", strerror(-n));
-                for (int i = 0; i < n; i++) {
-                    sr_peer src;
-                    size_t len;
-                    const uint8_t *msg = io_rx(s, (unsigned)i, &len, &src);
-
-                    handle(s, &src, msg, len, now);
-                }
-                got += n > 0 ? n : 0;
-                if (n < SR_UDP_BURST)
-                    break;
-            }
+            int got = receive(s, now);
             /* Busy: poll again at once. Idle: sleep longer each time. */
-            uint64_t cap = now - last_rx < DPDK_RECENT_NS ? DPDK_BUSY_MAX_NS : DPDK_IDLE_MAX_NS;
+            uint64_t cap = now - last_rx < POLLED_RECENT_NS ? POLLED_BUSY_MAX_NS
+                                                             : POLLED_IDLE_MAX_NS;
 
             if (got)
                 last_rx = now;
-            idle_ns = got ? 0 : idle_ns ? (idle_ns * 2 > cap ? cap : idle_ns * 2) : DPDK_IDLE_MIN_NS;
+            idle_ns = got         ? 0
+                      : idle_ns ? (idle_ns * 2 > cap ? cap : idle_ns * 2)
+                                : POLLED_IDLE_MIN_NS;
         }
         sr_chaos_release(&s->chaos, now, 0);
-        io_flush(s);
+        s->io->flush(s->io_state);
         /* Between bursts, so a policy change lands between two packets. */
         sr_ctls_service(&s->ctl, pfd + 1, now, s->pipe);
         if (now >= next_stats) {
@@ -407,6 +361,135 @@ static int run(sw *s, const sigset_t *wait_mask)
     return 0;
 }
 
+/* ---- setup ---------------------------------------------------------------- */
+
+static int add_jobs(sw *s)
+{
+    const sw_opts *o = s->o;
+
+    for (unsigned i = 0; i < o->n_jobs; i++) {
+        const sw_job_opt *j = &o->jobs[i];
+        const sr_pipe_job_params *jp = &j->params;
+        int err = sr_pipe_job_add(s->pipe, j->id, jp);
+
+        if (err) {
+            sw_log(o, LOG_ERROR, "--job %s: %s", j->arg,
+                   err == -EEXIST ? "job id given twice" : strerror(-err));
+            return -1;
+        }
+        sw_log(o, LOG_INFO,
+               "job %u: %" PRIu32 " workers, %" PRIu32 " elements per packet, %" PRIu32
+               " slots, store of %" PRIu32 " words, ring %" PRIu32 ", policy %s s=%" PRIu32,
+               j->id, jp->n_workers, jp->elems_per_pkt, jp->pool_slots, jp->store_words,
+               jp->ring, sr_sync_mode_name(jp->mode), jp->s);
+    }
+    return 0;
+}
+
+/* The I/O the command line asks for (options.c refused --dpdk when this
+ * build has no DPDK), opened. */
+static int open_io(sw *s)
+{
+    const sw_opts *o = s->o;
+    const sw_io_params par = {
+        .ip = o->ip,
+        .port = o->port,
+        .listen = o->listen,
+        .dpdk_eal = o->dpdk_eal,
+        .dpdk_ports = o->dpdk_ports,
+        .n_dpdk_ports = o->n_dpdk_ports,
+    };
+    char why[SW_IO_WHY_MAX];
+
+    s->io = sw_io_find(o->dpdk_eal ? "dpdk" : "udp");
+    if (!s->io || s->io->open(&s->io_state, &par, why) < 0) {
+        s->io_state = NULL;
+        sw_log(o, LOG_ERROR, "%s", s->io ? why : "no such I/O in this build");
+        return -1;
+    }
+    /* Idle sleeps of microseconds need a timer slack below 50 us. */
+    if (s->io->fd(s->io_state) < 0)
+        (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    return 0;
+}
+
+static int open_chaos(sw *s)
+{
+    const sw_opts *o = s->o;
+    int err = sr_chaos_init(&s->chaos, o->loss, o->dup, o->reorder, o->seed, send_cb, s);
+
+    if (err) {
+        sw_log(o, LOG_ERROR, "fault injection setup: %s", strerror(-err));
+        return -1;
+    }
+    if (o->loss > 0 || o->dup > 0 || o->reorder > 0)
+        sw_log(o, LOG_INFO, "fault injection: loss %g, dup %g, reorder %g, seed %" PRIu64,
+               o->loss, o->dup, o->reorder, o->seed);
+    return 0;
+}
+
+static int open_control(sw *s)
+{
+    const sw_opts *o = s->o;
+    int err;
+
+    if (!o->control)
+        return 0;
+    err = sr_ctls_open(&s->ctl, o->control);
+    if (err) {
+        sw_log(o, LOG_ERROR, "--control %s: %s", o->control,
+               err == -EADDRINUSE ? "in use by a running process"
+               : err == -EEXIST   ? "exists and is not a socket"
+                                  : strerror(-err));
+        return -1;
+    }
+    sw_log(o, LOG_INFO, "control socket %s", o->control);
+    return 0;
+}
+
+/* Everything the loop needs, in order; then the "listening" line. Returns
+ * 0, or -1 after logging why (teardown releases what was set up). */
+static int setup(sw *s, sigset_t *wait_mask)
+{
+    const sw_opts *o = s->o;
+    char where[640];
+    uint32_t ip;
+    uint16_t port;
+    int err;
+
+    if (setup_signals(wait_mask) < 0) {
+        sw_log(o, LOG_ERROR, "signal setup: %s", strerror(errno));
+        return -1;
+    }
+    s->out = calloc(1, sizeof *s->out);
+    if (!s->out || sr_pipe_create(&s->pipe) < 0) {
+        sw_log(o, LOG_ERROR, "out of memory");
+        return -1;
+    }
+    if (add_jobs(s) < 0 || open_io(s) < 0 || open_chaos(s) < 0)
+        return -1;
+    s->io->local(s->io_state, &ip, &port);
+    if (o->port_file && (err = write_port_file(o->port_file, port)) < 0) {
+        sw_log(o, LOG_ERROR, "--port-file %s: %s", o->port_file, strerror(-err));
+        return -1;
+    }
+    if (open_control(s) < 0)
+        return -1;
+    s->io->describe(s->io_state, where, sizeof where);
+    fprintf(stderr, PROG ": listening %s\n", where);
+    return 0;
+}
+
+static void teardown(sw *s)
+{
+    sr_ctls_close(&s->ctl);
+    sr_chaos_fini(&s->chaos);
+    if (s->io)
+        s->io->close(s->io_state);
+    sr_pipe_destroy(&s->pipe);
+    free(s->out);
+}
+
 /* ---- main ------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -414,120 +497,21 @@ int main(int argc, char **argv)
     sw_opts o;
     sw s;
     sigset_t wait_mask;
-    uint32_t ip;
-    uint16_t port;
-    char addr[INET_ADDRSTRLEN];
-    struct in_addr in;
-    int err, status = 1;
+    int status = 1;
 
     memset(&o, 0, sizeof o);
     memset(&s, 0, sizeof s);
     sw_parse_args(&o, argc, argv);
     s.o = &o;
-
-    if (setup_signals(&wait_mask) < 0) {
-        sw_log(&o, LOG_ERROR, "signal setup: %s", strerror(errno));
-        goto out;
-    }
-    s.out = calloc(1, sizeof *s.out);
-    if (!s.out || sr_pipe_create(&s.pipe) < 0) {
-        sw_log(&o, LOG_ERROR, "out of memory");
-        goto out;
-    }
-    for (unsigned i = 0; i < o.n_jobs; i++) {
-        const sw_job_opt *j = &o.jobs[i];
-
-        const sr_pipe_job_params *jp = &j->params;
-
-        err = sr_pipe_job_add(s.pipe, j->id, jp);
-        if (err) {
-            sw_log(&o, LOG_ERROR, "--job %s: %s", j->arg,
-                   err == -EEXIST ? "job id given twice" : strerror(-err));
-            goto out;
+    if (setup(&s, &wait_mask) == 0) {
+        if (run(&s, &wait_mask) == 0) {
+            sw_log(&o, LOG_INFO, "%s: shutting down", strsignal(stop_signal));
+            status = 0;
         }
-        sw_log(&o, LOG_INFO,
-               "job %u: %" PRIu32 " workers, %" PRIu32 " elements per packet, %" PRIu32
-               " slots, store of %" PRIu32 " words, ring %" PRIu32 ", policy %s s=%" PRIu32,
-               j->id, jp->n_workers, jp->elems_per_pkt, jp->pool_slots, jp->store_words,
-               jp->ring, sr_sync_mode_name(jp->mode), jp->s);
+        print_job_lines(&s);
+        print_switch_line(&s, "switch");
     }
-#ifdef SERENE_HAVE_DPDK
-    if (o.dpdk_eal) {
-        char why[SR_DPDK_ERR_MAX];
-
-        ip = o.ip;
-        port = o.port ? o.port : (uint16_t)SR_WIRE_UDP_PORT; /* no kernel to pick one */
-        if (sr_dpdk_io_open(&s.dpdk, o.dpdk_eal, o.dpdk_ports, o.n_dpdk_ports, ip, port, why)) {
-            sw_log(&o, LOG_ERROR, "--dpdk: %s", why);
-            goto out;
-        }
-        /* Idle sleeps of microseconds need a timer slack below 50 us. */
-        (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-    }
-#endif
-    if (!o.dpdk_eal) {
-        err = sr_udp_open(&s.udp, o.ip, o.port);
-        if (err) {
-            sw_log(&o, LOG_ERROR, "cannot bind udp %s: %s", o.listen, strerror(-err));
-            goto out;
-        }
-        err = sr_udp_local(s.udp, &ip, &port);
-        if (err) {
-            sw_log(&o, LOG_ERROR, "getsockname: %s", strerror(-err));
-            goto out;
-        }
-    }
-    err = sr_chaos_init(&s.chaos, o.loss, o.dup, o.reorder, o.seed, send_cb, &s);
-    if (err) {
-        sw_log(&o, LOG_ERROR, "fault injection setup: %s", strerror(-err));
-        goto out;
-    }
-    if (o.loss > 0 || o.dup > 0 || o.reorder > 0)
-        sw_log(&o, LOG_INFO, "fault injection: loss %g, dup %g, reorder %g, seed %" PRIu64,
-               o.loss, o.dup, o.reorder, o.seed);
-    in.s_addr = htonl(ip);
-    inet_ntop(AF_INET, &in, addr, sizeof addr);
-    if (o.port_file && (err = write_port_file(o.port_file, port)) < 0) {
-        sw_log(&o, LOG_ERROR, "--port-file %s: %s", o.port_file, strerror(-err));
-        goto out;
-    }
-    if (o.control) {
-        err = sr_ctls_open(&s.ctl, o.control);
-        if (err) {
-            sw_log(&o, LOG_ERROR, "--control %s: %s", o.control,
-                   err == -EADDRINUSE ? "in use by a running process"
-                   : err == -EEXIST   ? "exists and is not a socket"
-                                      : strerror(-err));
-            goto out;
-        }
-        sw_log(&o, LOG_INFO, "control socket %s", o.control);
-    }
-#ifdef SERENE_HAVE_DPDK
-    if (s.dpdk) {
-        char ports[512];
-
-        sr_dpdk_io_describe(s.dpdk, ports, sizeof ports);
-        fprintf(stderr, PROG ": listening as %s:%u on dpdk %s\n", addr, (unsigned)port, ports);
-    }
-#endif
-    if (s.udp)
-        fprintf(stderr, PROG ": listening on udp %s:%u\n", addr, (unsigned)port);
-
-    if (run(&s, &wait_mask) == 0) {
-        sw_log(&o, LOG_INFO, "%s: shutting down", strsignal(stop_signal));
-        status = 0;
-    }
-    print_job_lines(&s);
-    print_switch_line(&s, "switch");
-out:
-    sr_ctls_close(&s.ctl);
-    sr_chaos_fini(&s.chaos);
-    sr_udp_close(&s.udp);
-#ifdef SERENE_HAVE_DPDK
-    sr_dpdk_io_close(&s.dpdk);
-#endif
-    sr_pipe_destroy(&s.pipe);
-    free(s.out);
+    teardown(&s);
     sw_opts_free(&o);
     return status;
 }

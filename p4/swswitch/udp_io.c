@@ -1,17 +1,26 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * udp_io.c - recvmmsg/sendmmsg bursts over one preallocated socket (see
- * udp_io.h).
+ * udp_io.c - serene-switch's UDP socket, the I/O sw_io_udp (see sw_io.h):
+ * bursts in with recvmmsg, bursts out with sendmmsg.
+ *
+ * One IPv4 socket. Every buffer is allocated when the socket is opened; no
+ * call allocates afterwards. Receiving never blocks (the loop polls the
+ * descriptor); sending may block briefly while the kernel's send buffer is
+ * full, which paces the switch instead of dropping.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "udp_io.h"
+#include "sw_io.h"
+
+#define BURST 32 /* datagrams per recvmmsg / sendmmsg */
 
 /* One byte more than the largest valid message: a longer datagram still
  * arrives too long, so the parser rejects it instead of accepting a
@@ -22,56 +31,85 @@
  * caps the request at net.core.[rw]mem_max, which is fine. */
 #define SOCK_BUF_BYTES (8 << 20)
 
-struct sr_udp {
-    int fd;
+typedef struct udp_counters {
+    uint64_t rx;          /* datagrams received */
+    uint64_t rx_oversize; /* of which longer than SR_WIRE_MAX_MSG (truncated, then rejected) */
+    uint64_t rx_errors;   /* recvmmsg failures other than "nothing to read" */
+    uint64_t tx;          /* datagrams handed to the kernel */
+    uint64_t tx_errors;   /* datagrams the kernel refused */
+} udp_counters;
 
-    struct mmsghdr rx_msg[SR_UDP_BURST];
-    struct iovec rx_iov[SR_UDP_BURST];
-    struct sockaddr_in rx_addr[SR_UDP_BURST];
-    uint8_t rx_buf[SR_UDP_BURST][RX_BUF_LEN];
+typedef struct sr_udp {
+    int fd;
+    uint32_t ip; /* bound address and port, host byte order */
+    uint16_t port;
+
+    struct mmsghdr rx_msg[BURST];
+    struct iovec rx_iov[BURST];
+    struct sockaddr_in rx_addr[BURST];
+    uint8_t rx_buf[BURST][RX_BUF_LEN];
 
     unsigned n_tx;
-    struct mmsghdr tx_msg[SR_UDP_BURST];
-    struct iovec tx_iov[SR_UDP_BURST];
-    struct sockaddr_in tx_addr[SR_UDP_BURST];
-    uint8_t tx_buf[SR_UDP_BURST][SR_WIRE_MAX_MSG];
+    struct mmsghdr tx_msg[BURST];
+    struct iovec tx_iov[BURST];
+    struct sockaddr_in tx_addr[BURST];
+    uint8_t tx_buf[BURST][SR_WIRE_MAX_MSG];
 
-    sr_udp_counters c;
-};
+    udp_counters c;
+} sr_udp;
 
-int sr_udp_open(sr_udp **out, uint32_t ip, uint16_t port)
+static void udp_flush(void *state);
+
+/* Bind, then read back the address (the kernel's pick for port 0). */
+static int udp_bind(sr_udp *u, uint32_t ip, uint16_t port, const char *listen, char *why)
 {
     struct sockaddr_in sa;
-    int buf = SOCK_BUF_BYTES;
-    sr_udp *u;
-    int err;
-
-    u = calloc(1, sizeof *u);
-    if (!u)
-        return -ENOMEM;
-    u->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (u->fd < 0) {
-        err = -errno;
-        free(u);
-        return err;
-    }
-    /* Best effort: a smaller buffer only means earlier drops under load. */
-    (void)setsockopt(u->fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
-    (void)setsockopt(u->fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+    socklen_t len = sizeof sa;
 
     memset(&sa, 0, sizeof sa);
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(ip);
     sa.sin_port = htons(port);
     if (bind(u->fd, (const struct sockaddr *)&sa, sizeof sa) < 0) {
-        err = -errno;
+        snprintf(why, SW_IO_WHY_MAX, "cannot bind udp %s: %s", listen, strerror(errno));
+        return -1;
+    }
+    if (getsockname(u->fd, (struct sockaddr *)&sa, &len) < 0) {
+        snprintf(why, SW_IO_WHY_MAX, "getsockname: %s", strerror(errno));
+        return -1;
+    }
+    u->ip = ntohl(sa.sin_addr.s_addr);
+    u->port = ntohs(sa.sin_port);
+    return 0;
+}
+
+static int udp_open(void **state, const sw_io_params *par, char *why)
+{
+    int buf = SOCK_BUF_BYTES;
+    sr_udp *u;
+
+    u = calloc(1, sizeof *u);
+    if (!u) {
+        snprintf(why, SW_IO_WHY_MAX, "cannot bind udp %s: %s", par->listen, strerror(ENOMEM));
+        return -1;
+    }
+    u->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (u->fd < 0) {
+        snprintf(why, SW_IO_WHY_MAX, "cannot bind udp %s: %s", par->listen, strerror(errno));
+        free(u);
+        return -1;
+    }
+    /* Best effort: a smaller buffer only means earlier drops under load. */
+    (void)setsockopt(u->fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+    (void)setsockopt(u->fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+    if (udp_bind(u, par->ip, par->port, par->listen, why) < 0) {
         close(u->fd);
         free(u);
-        return err;
+        return -1;
     }
 
     /* The headers point at the fixed buffers once and for all. */
-    for (unsigned i = 0; i < SR_UDP_BURST; i++) {
+    for (unsigned i = 0; i < BURST; i++) {
         u->rx_iov[i].iov_base = u->rx_buf[i];
         u->rx_iov[i].iov_len = RX_BUF_LEN;
         u->rx_msg[i].msg_hdr.msg_iov = &u->rx_iov[i];
@@ -82,52 +120,49 @@ int sr_udp_open(sr_udp **out, uint32_t ip, uint16_t port)
         u->tx_msg[i].msg_hdr.msg_name = &u->tx_addr[i];
         u->tx_msg[i].msg_hdr.msg_namelen = sizeof u->tx_addr[i];
     }
-    *out = u;
+    *state = u;
     return 0;
 }
 
-void sr_udp_close(sr_udp **pu)
+static void udp_close(void *state)
 {
-    sr_udp *u;
+    sr_udp *u = state;
 
-    if (!pu || !*pu)
+    if (!u)
         return;
-    u = *pu;
-    sr_udp_flush(u);
+    udp_flush(u);
     close(u->fd);
     free(u);
-    *pu = NULL;
 }
 
-int sr_udp_fd(const sr_udp *u)
+static int udp_fd(const void *state)
 {
+    const sr_udp *u = state;
+
     return u->fd;
 }
 
-int sr_udp_local(const sr_udp *u, uint32_t *ip, uint16_t *port)
+static void udp_local(const void *state, uint32_t *ip, uint16_t *port)
 {
-    struct sockaddr_in sa;
-    socklen_t len = sizeof sa;
+    const sr_udp *u = state;
 
-    if (getsockname(u->fd, (struct sockaddr *)&sa, &len) < 0)
-        return -errno;
-    *ip = ntohl(sa.sin_addr.s_addr);
-    *port = ntohs(sa.sin_port);
-    return 0;
+    *ip = u->ip;
+    *port = u->port;
 }
 
-int sr_udp_recv(sr_udp *u)
+static int udp_recv(void *state)
 {
+    sr_udp *u = state;
     int n;
 
     /* recvmmsg writes msg_namelen and msg_flags back: reset per call. */
-    for (unsigned i = 0; i < SR_UDP_BURST; i++) {
+    for (unsigned i = 0; i < BURST; i++) {
         u->rx_msg[i].msg_hdr.msg_name = &u->rx_addr[i];
         u->rx_msg[i].msg_hdr.msg_namelen = sizeof u->rx_addr[i];
         u->rx_msg[i].msg_hdr.msg_flags = 0;
     }
     do
-        n = recvmmsg(u->fd, u->rx_msg, SR_UDP_BURST, MSG_DONTWAIT, NULL);
+        n = recvmmsg(u->fd, u->rx_msg, BURST, MSG_DONTWAIT, NULL);
     while (n < 0 && errno == EINTR);
     if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -142,8 +177,9 @@ int sr_udp_recv(sr_udp *u)
     return n;
 }
 
-const uint8_t *sr_udp_rx(const sr_udp *u, unsigned i, size_t *len, sr_peer *src)
+static const uint8_t *udp_rx(const void *state, unsigned i, size_t *len, sr_peer *src)
 {
+    const sr_udp *u = state;
     const struct sockaddr_in *sa = &u->rx_addr[i];
 
     *len = u->rx_msg[i].msg_len;
@@ -157,17 +193,20 @@ const uint8_t *sr_udp_rx(const sr_udp *u, unsigned i, size_t *len, sr_peer *src)
     return u->rx_buf[i];
 }
 
-void sr_udp_send(sr_udp *u, const sr_peer *dst, const uint8_t *hdr, size_t hlen,
-                 const uint8_t *payload, size_t plen)
+/* A datagram longer than SR_WIRE_MAX_MSG is refused and counted in
+ * tx_errors. */
+static void udp_send(void *state, const sr_peer *dst, const uint8_t *hdr, size_t hlen,
+                     const uint8_t *payload, size_t plen)
 {
+    sr_udp *u = state;
     unsigned k;
 
     if (hlen + plen > SR_WIRE_MAX_MSG) {
         u->c.tx_errors++;
         return;
     }
-    if (u->n_tx == SR_UDP_BURST)
-        sr_udp_flush(u);
+    if (u->n_tx == BURST)
+        udp_flush(u);
     k = u->n_tx++;
     if (hlen)
         memcpy(u->tx_buf[k], hdr, hlen);
@@ -180,8 +219,9 @@ void sr_udp_send(sr_udp *u, const sr_peer *dst, const uint8_t *hdr, size_t hlen,
     u->tx_addr[k].sin_port = htons(dst->port);
 }
 
-void sr_udp_flush(sr_udp *u)
+static void udp_flush(void *state)
 {
+    sr_udp *u = state;
     unsigned i = 0;
 
     while (i < u->n_tx) {
@@ -202,7 +242,36 @@ void sr_udp_flush(sr_udp *u)
     u->n_tx = 0;
 }
 
-void sr_udp_counters_get(const sr_udp *u, sr_udp_counters *c)
+static void udp_counters_format(const void *state, char *buf, size_t len)
 {
-    *c = u->c;
+    const udp_counters *c = &((const sr_udp *)state)->c;
+
+    snprintf(buf, len,
+             " udp_rx=%" PRIu64 " udp_rx_oversize=%" PRIu64 " udp_rx_errors=%" PRIu64
+             " udp_tx=%" PRIu64 " udp_tx_errors=%" PRIu64,
+             c->rx, c->rx_oversize, c->rx_errors, c->tx, c->tx_errors);
 }
+
+static void udp_describe(const void *state, char *buf, size_t len)
+{
+    const sr_udp *u = state;
+    char addr[32];
+
+    sw_io_addr_format(u->ip, u->port, addr, sizeof addr);
+    snprintf(buf, len, "on udp %s", addr);
+}
+
+const sw_io_ops sw_io_udp = {
+    .name = "udp",
+    .burst = BURST,
+    .open = udp_open,
+    .close = udp_close,
+    .fd = udp_fd,
+    .local = udp_local,
+    .recv = udp_recv,
+    .rx = udp_rx,
+    .send = udp_send,
+    .flush = udp_flush,
+    .counters = udp_counters_format,
+    .describe = udp_describe,
+};
