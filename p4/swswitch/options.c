@@ -17,6 +17,7 @@
 #include "chaos.h"
 #include "ctl_sock.h"
 #include "options.h"
+#include "sw_io.h"
 
 _Static_assert(SR_WIRE_UDP_PORT == 48200u, "DEFAULT_LISTEN follows wire.h");
 
@@ -269,22 +270,93 @@ static int parse_level(const char *s)
     usage_error("--log-level: '%s' is not error, warn, info or debug", s);
 }
 
+enum {
+    O_LISTEN = 256,
+    O_JOB,
+    O_PORT_FILE,
+    O_CONTROL,
+    O_LOSS,
+    O_DUP,
+    O_REORDER,
+    O_SEED,
+    O_STATS,
+    O_LOG,
+    O_DPDK,
+    O_DPDK_PORT
+};
+
+/* What getopt_long could not take: arg is the word it stopped at. */
+__attribute__((noreturn)) static void bad_option(const char *arg)
+{
+    /* A long option given a value it does not take comes back with optopt
+     * set to its code, like an unknown short one. */
+    if (!strncmp(arg, "--", 2) && strchr(arg, '=') && optopt)
+        usage_error("option '%.*s' takes no value", (int)(strchr(arg, '=') - arg), arg);
+    if (!strncmp(arg, "--", 2))
+        usage_error("unknown or ambiguous option '%.*s'", (int)strcspn(arg, "="), arg);
+    usage_error("unknown option '-%c'", optopt);
+}
+
+static void parse_control(sw_opts *o, const char *path)
+{
+    if (!*path)
+        usage_error("--control: empty path");
+    if (strlen(path) > SR_CTLS_PATH_MAX)
+        usage_error("--control: '%s' is longer than %u bytes (a Unix socket path)", path,
+                    SR_CTLS_PATH_MAX);
+    o->control = path;
+}
+
+/* --dpdk or --dpdk-port (c), given as opt. */
+static void parse_dpdk(sw_opts *o, int c, const char *opt, const char *val)
+{
+    if (!sw_io_find("dpdk"))
+        usage_error("%s: this serene-switch was built without DPDK (meson -Ddpdk=enabled)", opt);
+    if (!*val)
+        usage_error("%s: empty value", c == O_DPDK ? "--dpdk" : "--dpdk-port");
+    if (c == O_DPDK)
+        o->dpdk_eal = val;
+    else
+        o->dpdk_ports[o->n_dpdk_ports++] = val;
+}
+
+/* One option c with its value val (getopt's optarg); opt is the word that
+ * named it, for messages. */
+static void parse_option(sw_opts *o, int c, const char *val, const char *opt)
+{
+    switch (c) {
+    case O_LISTEN: parse_listen(o, val); break;
+    case O_JOB: parse_job(o, val); break;
+    case O_PORT_FILE:
+        if (!*val)
+            usage_error("--port-file: empty path");
+        o->port_file = val;
+        break;
+    case O_CONTROL: parse_control(o, val); break;
+    case O_LOSS: o->loss = parse_real("--loss", val, 1.0, "a probability in [0,1]"); break;
+    case O_DUP: o->dup = parse_real("--dup", val, 1.0, "a probability in [0,1]"); break;
+    case O_REORDER: o->reorder = parse_real("--reorder", val, 1.0, "a probability in [0,1]"); break;
+    case O_SEED:
+        if (parse_u64(val, UINT64_MAX, 1, &o->seed))
+            usage_error("--seed: '%s' is not an unsigned 64-bit integer", val);
+        break;
+    case O_STATS:
+        o->stats_interval = parse_real("--stats-interval", val, MAX_STATS_INTERVAL,
+                                       "a number of seconds in [0,86400]");
+        break;
+    case O_LOG: o->log_level = parse_level(val); break;
+    case O_DPDK:
+    case O_DPDK_PORT: parse_dpdk(o, c, opt, val); break;
+    case 'h':
+        usage(stdout);
+        exit(0);
+    case ':': usage_error("option '%s' needs a value", opt);
+    default: bad_option(opt);
+    }
+}
+
 void sw_parse_args(sw_opts *o, int argc, char **argv)
 {
-    enum {
-        O_LISTEN = 256,
-        O_JOB,
-        O_PORT_FILE,
-        O_CONTROL,
-        O_LOSS,
-        O_DUP,
-        O_REORDER,
-        O_SEED,
-        O_STATS,
-        O_LOG,
-        O_DPDK,
-        O_DPDK_PORT
-    };
     static const struct option longopts[] = {
         {"listen", required_argument, NULL, O_LISTEN},
         {"job", required_argument, NULL, O_JOB},
@@ -313,67 +385,8 @@ void sw_parse_args(sw_opts *o, int argc, char **argv)
     o->log_level = LOG_WARN;
     parse_listen(o, DEFAULT_LISTEN);
     opterr = 0; /* our messages, not getopt's */
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        switch (c) {
-        case O_LISTEN: parse_listen(o, optarg); break;
-        case O_JOB: parse_job(o, optarg); break;
-        case O_PORT_FILE:
-            if (!*optarg)
-                usage_error("--port-file: empty path");
-            o->port_file = optarg;
-            break;
-        case O_CONTROL:
-            if (!*optarg)
-                usage_error("--control: empty path");
-            if (strlen(optarg) > SR_CTLS_PATH_MAX)
-                usage_error("--control: '%s' is longer than %u bytes (a Unix socket path)",
-                            optarg, SR_CTLS_PATH_MAX);
-            o->control = optarg;
-            break;
-        case O_LOSS: o->loss = parse_real("--loss", optarg, 1.0, "a probability in [0,1]"); break;
-        case O_DUP: o->dup = parse_real("--dup", optarg, 1.0, "a probability in [0,1]"); break;
-        case O_REORDER:
-            o->reorder = parse_real("--reorder", optarg, 1.0, "a probability in [0,1]");
-            break;
-        case O_SEED:
-            if (parse_u64(optarg, UINT64_MAX, 1, &o->seed))
-                usage_error("--seed: '%s' is not an unsigned 64-bit integer", optarg);
-            break;
-        case O_STATS:
-            o->stats_interval = parse_real("--stats-interval", optarg, MAX_STATS_INTERVAL,
-                                           "a number of seconds in [0,86400]");
-            break;
-        case O_LOG: o->log_level = parse_level(optarg); break;
-        case O_DPDK:
-        case O_DPDK_PORT:
-#ifndef SERENE_HAVE_DPDK
-            usage_error("%s: this serene-switch was built without DPDK (meson -Ddpdk=enabled)",
-                        argv[optind - 1]);
-#endif
-            if (!*optarg)
-                usage_error("%s: empty value", c == O_DPDK ? "--dpdk" : "--dpdk-port");
-            if (c == O_DPDK)
-                o->dpdk_eal = optarg;
-            else
-                o->dpdk_ports[o->n_dpdk_ports++] = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            exit(0);
-        case ':': usage_error("option '%s' needs a value", argv[optind - 1]);
-        default:
-            /* A long option given a value it does not take comes back
-             * with optopt set to its code, like an unknown short one. */
-            if (!strncmp(argv[optind - 1], "--", 2) && strchr(argv[optind - 1], '=') && optopt)
-                usage_error("option '%.*s' takes no value",
-                            (int)(strchr(argv[optind - 1], '=') - argv[optind - 1]),
-                            argv[optind - 1]);
-            if (!strncmp(argv[optind - 1], "--", 2))
-                usage_error("unknown or ambiguous option '%.*s'",
-                            (int)strcspn(argv[optind - 1], "="), argv[optind - 1]);
-            usage_error("unknown option '-%c'", optopt);
-        }
-    }
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1)
+        parse_option(o, c, optarg, argv[optind - 1]);
     if (optind < argc)
         usage_error("unexpected argument '%s'", argv[optind]);
     if (o->n_jobs == 0)
