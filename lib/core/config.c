@@ -14,7 +14,7 @@
 #include <strings.h>
 
 #include "core/config.h"
-#include "core/log.h"
+#include "common/log.h"
 #include "proto/wire.h"
 #include "trace/trace.h"
 

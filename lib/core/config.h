@@ -3,7 +3,7 @@
 #ifndef SERENE_CORE_CONFIG_H
 #define SERENE_CORE_CONFIG_H
 
-#include "core/log.h"
+#include "common/log.h"
 #include "serene/serene.h"
 
 /* 0, or SERENE_ERR_CONFIG after logging which field is wrong and why. */

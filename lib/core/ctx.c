@@ -18,13 +18,6 @@
 #include "core/config.h"
 #include "core/ctx.h"
 
-uint64_t sr_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static uint32_t random_token(void)
 {
     uint32_t t = 0;

@@ -16,8 +16,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "common/log.h"
+#include "common/now.h"
 #include "core/handle.h"
-#include "core/log.h"
 #include "proto/wire.h"
 #include "quant/quant.h"
 #include "reliab/reliab.h"
@@ -144,7 +145,6 @@ struct serene_ctx {
     uint64_t truncated;
 };
 
-uint64_t sr_now_ns(void);
 /* The engine thread's entry point (engine.c). */
 void *sr_engine_main(void *arg);
 /* Mark op finished with result rc and wake its waiter (engine.c). */

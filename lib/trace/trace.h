@@ -33,7 +33,7 @@
 #include <netinet/in.h>
 #include <stddef.h>
 
-#include "core/log.h"
+#include "common/log.h"
 #include "proto/wire.h"
 #include "serene/serene.h"
 

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "core/log.h"
+#include "common/log.h"
 #include "serene/serene.h"
 
 #define SR_TP_BURST 32 /* messages per send/recv call at most */

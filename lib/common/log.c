@@ -3,7 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "core/log.h"
+#include "common/log.h"
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 

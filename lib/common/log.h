@@ -3,9 +3,10 @@
  * log.h - the context's log sink: a {cookie, fn} callback and a threshold.
  * The default sink writes "serene[rank]: LEVEL: msg" lines to stderr.
  * Never called per packet: the data path counts instead of logging.
+ * Every layer of the library may use it (lib/common depends on nothing).
  */
-#ifndef SERENE_CORE_LOG_H
-#define SERENE_CORE_LOG_H
+#ifndef SERENE_COMMON_LOG_H
+#define SERENE_COMMON_LOG_H
 
 #include "serene/serene.h"
 
@@ -25,4 +26,4 @@ void sr_logf(const sr_log *log, serene_log_level level, const char *fmt, ...)
 #define SR_INFO(log, ...) sr_logf((log), SERENE_LOG_INFO, __VA_ARGS__)
 #define SR_DEBUG(log, ...) sr_logf((log), SERENE_LOG_DEBUG, __VA_ARGS__)
 
-#endif /* SERENE_CORE_LOG_H */
+#endif /* SERENE_COMMON_LOG_H */
