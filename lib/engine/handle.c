@@ -2,7 +2,7 @@
 /*
  * handle.c - the context's region and its retirement (see handle.h).
  */
-#include "core/handle.h"
+#include "engine/handle.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

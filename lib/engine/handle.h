@@ -16,8 +16,8 @@
  *   reused since, no longer matches and is refused. The check can be fooled
  *   only when the descriptor was reused a multiple of SR_OP_STRIDE times.
  */
-#ifndef SERENE_CORE_HANDLE_H
-#define SERENE_CORE_HANDLE_H
+#ifndef SERENE_ENGINE_HANDLE_H
+#define SERENE_ENGINE_HANDLE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -47,4 +47,4 @@ static inline uint32_t sr_handle_tag(const void *handle)
     return (uint32_t)((uintptr_t)handle & (SR_OP_STRIDE - 1u));
 }
 
-#endif /* SERENE_CORE_HANDLE_H */
+#endif /* SERENE_ENGINE_HANDLE_H */

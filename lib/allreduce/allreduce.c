@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * allreduce.c - streaming allreduce, SwitchML-style over a pool of W switch
+ * slots: the module the engine runs, and the public calls.
+ *
+ * - The tensor is cut into chunks of elems_per_pkt values; chunk j always
+ *   travels through slot j mod W (W = min(window, chunks)), so every worker
+ *   uses every slot in the same order and the slots' shadow bits agree.
+ * - A slot's first round of a call is an exponent hint (no payload): it
+ *   carries next_exp = this worker's exponent of the slot's first chunk.
+ *   Each later round carries a chunk quantized with the exponent the switch
+ *   max-reduced in the round before, plus the hint for the slot's next
+ *   chunk. So all workers quantize a chunk with one common exponent, and
+ *   the int32 sum cannot overflow (quant.h).
+ * - Each round flips the slot's shadow bit; the switch keeps the previous
+ *   round's result under the other bit for workers that missed it.
+ * - Every packet in flight has a timer in the engine's one retransmission
+ *   engine; the switch's bitmap makes a retransmission idempotent.
+ * A NaN/Inf chunk is announced with the exponent SR_WIRE_EXP_NONFINITE;
+ * max-reduction spreads it, so every worker completes the call, fills the
+ * chunk with NaN and returns SERENE_ERR_NONFINITE, and the slots stay in
+ * step for the next call.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "allreduce/allreduce.h"
+#include "common/log.h"
+#include "proto/wire.h"
+#include "quant/quant.h"
+#include "reliab/reliab.h"
+
+/* ---- the module ------------------------------------------------------------ */
+
+static int ar_on_join(void *self, sr_engine *e)
+{
+    sr_ar *ar = self;
+    ar->slots = calloc(e->window, sizeof *ar->slots);
+    if (!ar->slots)
+        return SERENE_ERR_NOMEM;
+    ar->bits = sr_quant_bits(e->params.n_workers);
+    return 0;
+}
+
+static void ar_fini(void *self, sr_engine *e)
+{
+    sr_ar *ar = self;
+    free(ar->slots);
+    free(ar->exps);
+}
+
+static uint32_t chunk_len(const sr_engine *e, const serene_op *op, uint32_t j)
+{
+    size_t off = (size_t)j * e->params.elems_per_pkt;
+    size_t left = op->count - off;
+    return (uint32_t)(left < e->params.elems_per_pkt ? left : e->params.elems_per_pkt);
+}
+
+/* Build, queue and time the next round of slot s: chunk's data quantized
+ * with exponent exp (data != 0), or the hint round announcing chunk's local
+ * exponent (data == 0). Either way it carries the hint for the chunk the
+ * slot carries next. */
+static void send_round(sr_ar *ar, sr_engine *e, const serene_op *op, uint32_t s, uint32_t chunk,
+                       int data, int exp, uint64_t now)
+{
+    sr_ar_slot *sl = &ar->slots[s];
+    uint8_t *msg = sr_slot_msg(e, s);
+    uint32_t epp = e->params.elems_per_pkt;
+    uint32_t hint_chunk = data ? chunk + ar->w_eff : chunk;
+    sr_hdr h;
+    sr_hdr_base(e, &h, SR_OP_AR_DATA);
+    h.seq = ar->call_seq;
+    h.slot = (uint16_t)s;
+    h.shadow = sl->next_ver;
+    h.count = (uint16_t)(data ? chunk_len(e, op, chunk) : 0);
+    h.exp = (int8_t)(data ? exp : 0);
+    h.next_exp = (int8_t)(hint_chunk < ar->n_chunks ? ar->exps[hint_chunk] : SR_WIRE_EXP_NONE);
+    h.offset = chunk * epp;
+    h.aux = (uint32_t)op->count; /* the switch compares it: see SR_OP_AR_DATA */
+    sr_hdr_pack(msg, &h);
+    if (h.count) {
+        uint8_t *pl = msg + SR_WIRE_HDR_LEN;
+        if (exp == SR_WIRE_EXP_NONFINITE) {
+            memset(pl, 0, 4u * h.count);
+        } else {
+            size_t sat = e->qk.encode(pl, op->src + h.offset, h.count,
+                                      sr_quant_encode_mul(exp, ar->bits));
+            if (sat)
+                SR_STAT_ADD(e, saturations, sat);
+        }
+    }
+    sl->ver = sl->next_ver;
+    sl->next_ver ^= 1;
+    sl->busy = 1;
+    sl->count = h.count;
+    sl->offset = h.offset;
+    sl->next_chunk = data ? chunk + ar->w_eff : chunk;
+    sr_slot_send(e, s, h.count, now);
+}
+
+static void ar_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
+{
+    sr_ar *ar = self;
+    if (atomic_load(&ar->broken)) {
+        sr_op_finish(e, op, SERENE_ERR_BROKEN);
+        return;
+    }
+    uint32_t epp = e->params.elems_per_pkt;
+    size_t n_chunks = (op->count + epp - 1) / epp;
+    if (n_chunks > ar->exps_cap) {
+        int8_t *x = realloc(ar->exps, n_chunks);
+        if (!x) {
+            sr_op_finish(e, op, SERENE_ERR_NOMEM);
+            return;
+        }
+        ar->exps = x;
+        ar->exps_cap = n_chunks;
+    }
+    ar->n_chunks = (uint32_t)n_chunks;
+    ar->chunks_done = 0;
+    ar->nonfinite = 0;
+    for (uint32_t j = 0; j < ar->n_chunks; j++) {
+        float m;
+        size_t bad = e->qk.maxabs(op->src + (size_t)j * epp, chunk_len(e, op, j), &m);
+        ar->exps[j] = (int8_t)(bad ? SR_WIRE_EXP_NONFINITE : sr_quant_exponent(m));
+    }
+    ar->call_seq++;
+    ar->w_eff = ar->n_chunks < e->window ? ar->n_chunks : e->window;
+    /* A call of 0 values still meets the others' call in slot 0 (one hint
+     * round): calls pair up the same on every worker, and a count that
+     * differs is reported there. */
+    if (ar->w_eff == 0)
+        ar->w_eff = 1;
+    sr_rel_set_deadline(&e->rel, op->deadline_ns);
+    for (uint32_t s = 0; s < ar->w_eff; s++)
+        send_round(ar, e, op, s, s, 0, 0, now);
+}
+
+/* Decode a result of h->count values into dst; flags the call nonfinite
+ * when the switch spread a NaN/Inf or the sum overflows float. */
+static void decode_result(sr_ar *ar, sr_engine *e, const serene_op *op, const sr_hdr *h,
+                          const uint8_t *payload)
+{
+    float *dst = op->dst + h->offset;
+    if (h->exp == SR_WIRE_EXP_NONFINITE) {
+        ar->nonfinite = 1;
+        for (uint32_t i = 0; i < h->count; i++)
+            dst[i] = NAN;
+        return;
+    }
+    if (op->redop == SERENE_AVG) { /* rounded once: quant.h */
+        double hi, lo;
+        sr_quant_avg_mul(h->exp, ar->bits, e->params.n_workers, &hi, &lo);
+        e->qk.decode_avg(dst, payload, h->count, hi, lo);
+    } else {
+        e->qk.decode(dst, payload, h->count, sr_quant_decode_mul(h->exp, ar->bits));
+    }
+    /* A sum past FLT_MAX is +-Inf, reported like NaN/Inf input; only
+     * packets of the top binades can get there. */
+    float big;
+    if (sr_quant_sum_may_overflow(h->exp, ar->bits) && e->qk.maxabs(dst, h->count, &big))
+        ar->nonfinite = 1;
+}
+
+static void on_ar_result(void *self, sr_engine *e, serene_op *op, const sr_hdr *h,
+                         const uint8_t *payload, uint64_t now)
+{
+    sr_ar *ar = self;
+    sr_ar_slot *sl = h->slot < e->window ? &ar->slots[h->slot] : NULL;
+    if (h->seq != ar->call_seq || !sl || !sl->busy || h->shadow != sl->ver ||
+        h->offset != sl->offset || h->count != sl->count || h->aux != (uint32_t)op->count ||
+        h->worker != e->cfg.rank) {
+        SR_STAT_ADD(e, duplicates, 1);
+        return;
+    }
+    sl->busy = 0;
+    sr_rel_ack(&e->rel, h->slot, now);
+    if (h->count) {
+        decode_result(ar, e, op, h, payload);
+        ar->chunks_done++;
+    }
+    if (sl->next_chunk < ar->n_chunks)
+        send_round(ar, e, op, h->slot, sl->next_chunk, 1, h->next_exp, now);
+    if (ar->chunks_done == ar->n_chunks)
+        sr_op_finish(e, op, ar->nonfinite ? SERENE_ERR_NONFINITE : 0);
+}
+
+/* Fail the call for a reason that leaves the switch's slots out of step
+ * with this worker: later allreduces would mix rounds, so refuse them. */
+static void fail_broken(sr_ar *ar, sr_engine *e, serene_op *op, int rc)
+{
+    atomic_store(&ar->broken, 1);
+    sr_op_finish(e, op, rc);
+}
+
+static int ar_on_error(void *self, sr_engine *e, serene_op *op, const sr_hdr *h)
+{
+    sr_ar *ar = self;
+    if (h->aux != SR_OP_AR_DATA || h->seq != ar->call_seq)
+        return 0;
+    fail_broken(ar, e, op, sr_op_refused(e, h));
+    return 1;
+}
+
+static void ar_on_timeout(void *self, sr_engine *e, serene_op *op, int st)
+{
+    sr_ar *ar = self;
+    SR_ERR(&e->log,
+           "allreduce of %zu values timed out (%s): %u of %u chunks done; "
+           "are all %d workers running?",
+           op->count, st == SR_REL_RETRY_LIMIT ? "retry limit" : "deadline", ar->chunks_done,
+           ar->n_chunks, e->cfg.world_size);
+    fail_broken(ar, e, op, SERENE_ERR_TIMEOUT);
+}
+
+const sr_op_class sr_allreduce_class = {
+    .name = "allreduce",
+    .answers = {SR_OP_AR_RESULT},
+    /* Engine thread, at the join: the slots' shadow bits and the scheme. */
+    .on_join = ar_on_join,
+    /* API thread, at destroy. */
+    .fini = ar_fini,
+    /* Engine thread: exponents of every chunk, then a hint round per slot. */
+    .begin = ar_begin,
+    /* Engine thread: a slot's result; decode it, send the slot's next round. */
+    .on_message = on_ar_result,
+    /* Engine thread: the switch refused a round (MISMATCH, ...): broken. */
+    .on_error = ar_on_error,
+    /* Engine thread: deadline or retry limit: broken. */
+    .on_timeout = ar_on_timeout,
+};
+
+/* ---- public calls ------------------------------------------------------------ */
+
+static int ranges_overlap(const float *a, const float *b, size_t n)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b, len = n * sizeof(float);
+    return x < y + len && y < x + len;
+}
+
+/* Validate and queue an allreduce (inside sr_call_enter); *h = its handle. */
+static int ar_start(sr_engine *e, const float *sendbuf, float *recvbuf, size_t count,
+                    serene_reduce_op op, serene_op **h)
+{
+    if ((count && (!sendbuf || !recvbuf)) || (op != SERENE_SUM && op != SERENE_AVG))
+        return SERENE_ERR_INVAL;
+    if (count > UINT32_MAX) {
+        SR_ERR(&e->log, "allreduce of %zu values: at most %u per call", count, UINT32_MAX);
+        return SERENE_ERR_INVAL;
+    }
+    if (sendbuf != recvbuf && count && ranges_overlap(sendbuf, recvbuf, count)) {
+        SR_ERR(&e->log, "allreduce: sendbuf and recvbuf overlap without being equal");
+        return SERENE_ERR_INVAL;
+    }
+    sr_ar *ar = sr_engine_self(e, &sr_allreduce_class);
+    if (atomic_load(&ar->broken))
+        return SERENE_ERR_BROKEN;
+    serene_op *o = sr_op_alloc(e, &sr_allreduce_class, ar);
+    if (!o)
+        return SERENE_ERR_BUSY;
+    o->src = sendbuf;
+    o->dst = recvbuf;
+    o->count = count;
+    o->redop = op;
+    /* Even a call of 0 values goes to the switch: it pairs with the other
+     * workers' call there (ar_begin). */
+    sr_op_submit(e, o);
+    *h = sr_op_handle(o);
+    return 0;
+}
+
+SERENE_API int serene_allreduce_start(serene_ctx *ctx, const float *sendbuf, float *recvbuf,
+                                      size_t count, serene_reduce_op op, serene_op **op_out)
+{
+    if (!op_out)
+        return SERENE_ERR_INVAL;
+    *op_out = NULL;
+    sr_engine *e = sr_engine_live(ctx);
+    serene_op *h = NULL;
+    int rc = e ? sr_call_enter(e) : SERENE_ERR_INVAL;
+    if (rc)
+        return rc;
+    rc = ar_start(e, sendbuf, recvbuf, count, op, &h);
+    return sr_call_end(e, rc, h, op_out);
+}
+
+SERENE_API int serene_allreduce(serene_ctx *ctx, const float *sendbuf, float *recvbuf,
+                                size_t count, serene_reduce_op op)
+{
+    sr_engine *e = sr_engine_live(ctx);
+    serene_op *h = NULL;
+    int rc = e ? sr_call_enter(e) : SERENE_ERR_INVAL;
+    if (rc)
+        return rc;
+    rc = ar_start(e, sendbuf, recvbuf, count, op, &h);
+    return sr_call_end(e, rc, h, NULL);
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * allreduce.h - the streaming allreduce module: its state and its op class
+ * (allreduce.c says how it works). The public calls serene_allreduce and
+ * serene_allreduce_start live in allreduce.c too.
+ */
+#ifndef SERENE_ALLREDUCE_ALLREDUCE_H
+#define SERENE_ALLREDUCE_ALLREDUCE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/engine.h"
+
+/* Worker-side state of one switch slot (one packet in flight at most). */
+typedef struct sr_ar_slot {
+    uint8_t next_ver;    /* shadow bit of the slot's next new round; persists across calls */
+    uint8_t ver;         /* shadow bit of the round in flight */
+    uint8_t busy;        /* a round is in flight */
+    uint16_t count;      /* elements of the round in flight (0: exponent-hint round) */
+    uint32_t offset;     /* element offset of the round in flight */
+    uint32_t next_chunk; /* chunk this slot sends after the answer */
+} sr_ar_slot;
+
+typedef struct sr_ar {
+    /* An allreduce failed in a way that leaves the switch's slots out of
+     * step with this worker: later ones are refused. Any thread reads it. */
+    _Atomic int broken;
+    /* --- engine only ------------------------------------------------------ */
+    int bits;           /* B of the fixed-point scheme for this job */
+    sr_ar_slot *slots;  /* the engine's window of slots */
+    int8_t *exps;       /* per-chunk local exponents of the current call */
+    size_t exps_cap;
+    uint32_t call_seq;  /* calls started; the switch pairs calls by it */
+    uint32_t n_chunks, chunks_done, w_eff;
+    int nonfinite; /* the current call met a NaN/Inf chunk (own or reduced) */
+} sr_ar;
+
+extern const sr_op_class sr_allreduce_class;
+
+#endif /* SERENE_ALLREDUCE_ALLREDUCE_H */
