@@ -199,10 +199,12 @@ static void on_timers(sr_engine *e, uint64_t now)
         return;
     SR_STAT_ADD(e, timeouts, 1);
     serene_op *op = e->cur;
-    if (op->cls->on_timeout)
+    if (op->cls->on_timeout) {
         op->cls->on_timeout(op->self, e, op, st);
-    else
-        sr_op_finish(e, op, SERENE_ERR_TIMEOUT);
+        return;
+    }
+    SR_ERR(&e->log, "%s timed out", op->cls->name);
+    sr_op_finish(e, op, SERENE_ERR_TIMEOUT);
 }
 
 /* ---- the loop ---------------------------------------------------------------- */

@@ -44,7 +44,7 @@ enum sr_op_state { SR_OPS_FREE = 0, SR_OPS_QUEUED = 1, SR_OPS_DONE = 2 };
  * fini, and never two at once.
  */
 typedef struct sr_op_class {
-    /* For logs: "allreduce", "push", ... */
+    /* For logs: "allreduce", "store", ... */
     const char *name;
     /* The wire ops that answer this class's requests (0-terminated). The
      * engine hands each such message to this class: to on_message when an
@@ -80,7 +80,8 @@ typedef struct sr_op_class {
     int (*on_error)(void *self, sr_engine *e, serene_op *op, const sr_hdr *h);
     /* op's deadline passed, or one of its packets hit the retry limit (st:
      * SR_REL_DEADLINE or SR_REL_RETRY_LIMIT): log why and finish op with
-     * SERENE_ERR_TIMEOUT. NULL: finish it without a word. */
+     * SERENE_ERR_TIMEOUT. NULL: the engine logs the class's name and
+     * finishes it. */
     void (*on_timeout)(void *self, sr_engine *e, serene_op *op, int st);
 } sr_op_class;
 
