@@ -13,7 +13,7 @@
  * distinct objects may be used from distinct threads.
  *
  * The policy language is documented in lib/ctl/policy.c and
- * tests/ctl/README.md.
+ * lib/ctl/README.md.
  */
 #ifndef SERENE_CTL_H
 #define SERENE_CTL_H
@@ -108,7 +108,7 @@ typedef struct serene_ctl_job {
     serene_ctl_worker workers[SERENE_CTL_MAX_WORKERS];
 } serene_ctl_job;
 
-/* Parse a job file (key = value lines; see tests/ctl/README.md) from
+/* Parse a job file (key = value lines; see lib/ctl/README.md) from
  * text[len]. name labels messages. Returns 0, or -EINVAL with
  * "NAME:LINE: message" in err[errcap]. */
 SERENE_CTL_API int serene_ctl_job_parse(const char *text, size_t len, const char *name,
