@@ -9,63 +9,42 @@
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "serene/serene.h"
 #include "switch_proc.h"
+#include "timing.h"
 
 static sw_proc sw;
-static const char *switch_addr = sw.addr;
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* Jobs: 1 (N=2), 2 (N=1), 3 (N=2, 16 values per packet, 4 slots). */
 static int start_switch(void **state)
 {
     (void)state;
     static const char *const args[] = {"--job", "1:2", "--job", "2:1", "--job", "3:2:16:4", NULL};
-    return sw_start(&sw, args);
+    return sw_start(&sw, NULL, args);
 }
 
 static int stop_switch(void **state)
 {
     (void)state;
-    sw_stop(&sw);
+    sw_cleanup(&sw);
     return 0;
-}
-
-static void quiet(void *cookie, serene_log_level level, const char *msg)
-{
-    (void)cookie;
-    (void)level;
-    (void)msg;
 }
 
 static void base_cfg(serene_config *cfg, int job, int rank, int n)
 {
-    serene_config_init(cfg);
-    cfg->job_id = job;
-    cfg->rank = rank;
-    cfg->world_size = n;
+    sw_worker_config(&sw, cfg, job, rank, n);
     cfg->timeout_ms = 5000;
-    cfg->log_fn = quiet;
-    snprintf(cfg->switch_addr, sizeof cfg->switch_addr, "%s", switch_addr);
+    cfg->log_fn = sw_quiet_log;
 }
 
 static void test_errors_and_version(void **state)
@@ -129,7 +108,7 @@ static void test_config_env(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         serene_config c2;
         serene_config_init(&c2);
-        c2.log_fn = quiet;
+        c2.log_fn = sw_quiet_log;
         setenv(bad[i][0], bad[i][1], 1);
         assert_int_equal(serene_config_from_env(&c2), SERENE_ERR_CONFIG);
         unsetenv(bad[i][0]);
@@ -182,9 +161,9 @@ static void test_create_errors(void **state)
     base_cfg(&cfg, 1, 0, 2);
     snprintf(cfg.switch_addr, sizeof cfg.switch_addr, "127.0.0.1:9");
     cfg.timeout_ms = 300;
-    double t0 = now_ms();
+    double t0 = tc_now_ms();
     assert_int_equal(serene_ctx_create(&ctx, &cfg), SERENE_ERR_TIMEOUT);
-    assert_true(now_ms() - t0 < 300 + 2000); /* slack for a loaded host */
+    assert_true(tc_now_ms() - t0 < 300 + 2000); /* slack for a loaded host */
     assert_null(ctx);
     serene_ctx_destroy(&ctx); /* NULL is fine */
     serene_ctx_destroy(NULL);
@@ -294,9 +273,9 @@ static void test_two_contexts_nonfinite_and_busy(void **state)
     c0.job_nonce = c1.job_nonce = 6; /* a new incarnation resets the job */
     c0.timeout_ms = 400;
     assert_int_equal(serene_ctx_create(&a, &c0), 0);
-    double t0 = now_ms();
+    double t0 = tc_now_ms();
     assert_int_equal(serene_allreduce(a, xa, ya, N, SERENE_SUM), SERENE_ERR_TIMEOUT);
-    double ms = now_ms() - t0;
+    double ms = tc_now_ms() - t0;
     assert_true(ms >= 350 && ms < 400 + 2000); /* never early; late only by scheduling */
     assert_int_equal(serene_allreduce(a, xa, ya, N, SERENE_SUM), SERENE_ERR_BROKEN);
     serene_stats st;

@@ -17,56 +17,38 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "serene/serene.h"
 #include "switch_proc.h"
+#include "timing.h"
 
 static sw_proc sw;
 static uint32_t next_nonce = 100; /* a new incarnation per case */
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static void quiet(void *cookie, serene_log_level level, const char *msg)
-{
-    (void)cookie;
-    (void)level;
-    (void)msg;
-}
 
 /* Jobs: 1 (N=2), 2 (N=3), 3 (N=1). */
 static int start_switch(void **state)
 {
     (void)state;
     static const char *const args[] = {"--job", "1:2", "--job", "2:3", "--job", "3:1", NULL};
-    return sw_start(&sw, args);
+    return sw_start(&sw, NULL, args);
 }
 
 static int stop_switch(void **state)
 {
     (void)state;
-    sw_stop(&sw);
+    sw_cleanup(&sw);
     return 0;
 }
 
 static void base_cfg(serene_config *cfg, int job, int rank, int n, uint32_t nonce)
 {
-    serene_config_init(cfg);
-    cfg->job_id = job;
-    cfg->rank = rank;
-    cfg->world_size = n;
+    sw_worker_config(&sw, cfg, job, rank, n);
     cfg->job_nonce = nonce;
     cfg->timeout_ms = 30000; /* long: a case that ends by its deadline fails below */
-    cfg->log_fn = quiet;
-    snprintf(cfg->switch_addr, sizeof cfg->switch_addr, "%s", sw.addr);
+    cfg->log_fn = sw_quiet_log;
 }
 
 /* Create the n contexts of a job's new incarnation. Each JOIN is answered
@@ -101,9 +83,9 @@ typedef struct rank_call {
 static void *call_main(void *arg)
 {
     rank_call *c = arg;
-    double t0 = now_ms();
+    double t0 = tc_now_ms();
     c->rc = serene_allreduce(c->ctx, c->x, c->y, c->count, SERENE_SUM);
-    c->ms = now_ms() - t0;
+    c->ms = tc_now_ms() - t0;
     return NULL;
 }
 
@@ -188,7 +170,7 @@ static void test_stale_op_handle(void **state)
     copy = op;
     assert_int_equal(serene_op_wait(&op), 0);
     assert_null(op);
-    double t0 = now_ms();
+    double t0 = tc_now_ms();
     assert_int_equal(serene_op_wait(&copy), SERENE_ERR_INVAL);
     assert_null(copy);
     copy = NULL;
@@ -209,7 +191,7 @@ static void test_stale_op_handle(void **state)
         assert_int_equal(serene_op_wait(&a), 0);
         assert_int_equal(serene_op_wait(&b), 0);
     }
-    assert_true(now_ms() - t0 < 10000);
+    assert_true(tc_now_ms() - t0 < 10000);
     for (int i = 0; i < 300; i++)
         assert_true(y[i] == x[i]);
     destroy_job(ctx, 1);
@@ -239,7 +221,7 @@ static void test_two_threads_one_context(void **state)
         serene_get_stats(ctx[0], &st);
     }
     assert_true(st.pkts_sent > 1);
-    double t0 = now_ms();
+    double t0 = tc_now_ms();
     assert_int_equal(serene_allreduce(ctx[0], x0, z, N, SERENE_SUM), SERENE_ERR_CONCURRENT);
     serene_op *op = (serene_op *)&st;
     assert_int_equal(serene_push_start(ctx[0], 0, x0, 1, &op), SERENE_ERR_CONCURRENT);
@@ -248,7 +230,7 @@ static void test_two_threads_one_context(void **state)
     serene_ctx *keep = ctx[0];
     serene_ctx_destroy(&keep); /* refused: the other thread is inside */
     assert_non_null(keep);
-    assert_true(now_ms() - t0 < 2000);
+    assert_true(tc_now_ms() - t0 < 2000);
     assert_int_equal(serene_allreduce(ctx[1], x1, y1, N, SERENE_SUM), 0);
     pthread_join(th, NULL);
     assert_int_equal(c0.rc, 0);
@@ -272,7 +254,7 @@ static void test_destroyed_context(void **state)
     assert_int_equal(serene_op_wait(&op), 0);
     assert_int_equal(serene_allreduce_start(ctx[0], x, y, 10, SERENE_SUM, &op), 0);
     serene_ctx_destroy(&ctx[0]); /* op abandoned */
-    double t0 = now_ms();
+    double t0 = tc_now_ms();
     assert_int_equal(serene_allreduce(copy, x, y, 10, SERENE_SUM), SERENE_ERR_INVAL);
     assert_int_equal(serene_push(copy, 0, x, 1), SERENE_ERR_INVAL);
     assert_int_equal(serene_clock(copy), SERENE_ERR_INVAL);
@@ -286,7 +268,7 @@ static void test_destroyed_context(void **state)
     assert_int_equal(serene_op_wait(&op_copy), SERENE_ERR_INVAL);
     serene_ctx_destroy(&copy); /* no double free */
     assert_null(copy);
-    assert_true(now_ms() - t0 < 2000);
+    assert_true(tc_now_ms() - t0 < 2000);
     /* A new context never answers to the old handle. */
     serene_ctx *fresh[1];
     create_job(fresh, 3, 1);
