@@ -21,8 +21,9 @@
  *       clock() (t_return - t_call summed), for the script to compare runs.
  *
  *   ssp_check ctl SOCKET COMMAND...
- *       Sends one command line to serene-switch's control socket, prints
- *       the answer; exit 0 iff it starts with "ok".
+ *       Sends one command line to serene-switch's control socket (through
+ *       libserene-ctl's client), prints the answer; exit 0 iff it starts
+ *       with "ok".
  *
  *   ssp_check swap SOCKET JOB SEED
  *       The hot-swap controller: watches the job's high clock (status) and,
@@ -38,7 +39,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -46,16 +46,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
 #include <sys/types.h>
-#include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "switch_proc.h"
+#include "timing.h"
 
 #define MAX_RANKS 64
 #define MAX_SEQ 16
 #define MAX_ERRORS 10
-#define CTL_TIMEOUT_MS 2000
 /* The hot-swap controller gives up when the job does not reach its next
  * change point in this long: the workers are stuck or gone. */
 #define SWAP_DEADLINE_MS 30000
@@ -87,13 +86,6 @@ __attribute__((format(printf, 1, 2))) static void fail(const char *fmt, ...)
     vprintf(fmt, ap);
     va_end(ap);
     fputc('\n', stdout);
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static int parse_mode(const char *s, int *mode)
@@ -215,71 +207,84 @@ static int split_list(const char *s, char **out, int cap)
     return n;
 }
 
-static int cmd_clocks(int argc, char **argv)
+/* What `ssp_check clocks` was asked to check. */
+typedef struct clocks_args {
+    const char *dir;
+    int n, clocks;
+    policy expect, seq[MAX_SEQ];
+    uint32_t changes[MAX_SEQ];
+    int nseq, nchanges, no_holds, fast[MAX_RANKS], nfast;
+} clocks_args;
+
+/* argv: clocks DIR N CLOCKS [options]. 0, or 2 on bad usage. */
+static int parse_clocks_args(int argc, char **argv, clocks_args *a)
 {
     if (argc < 5)
         return 2;
-    const char *dir = argv[2];
-    const int n = atoi(argv[3]), clocks = atoi(argv[4]);
-    policy expect = {UNKNOWN_MODE, 0}, seq[MAX_SEQ];
-    uint32_t changes[MAX_SEQ];
-    int nseq = 0, nchanges = -1, no_holds = 0, fast[MAX_RANKS], nfast = 0;
-    if (n < 1 || n > MAX_RANKS || clocks < 1)
+    memset(a, 0, sizeof *a);
+    a->dir = argv[2];
+    a->n = atoi(argv[3]);
+    a->clocks = atoi(argv[4]);
+    a->expect.mode = UNKNOWN_MODE;
+    a->nchanges = -1;
+    if (a->n < 1 || a->n > MAX_RANKS || a->clocks < 1)
         return 2;
     for (int i = 5; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *items[MAX_SEQ + 1];
         if (!strcmp(argv[i], "--expect") && v) {
-            if (parse_policy(v, &expect))
+            if (parse_policy(v, &a->expect))
                 return 2;
             i++;
         } else if (!strcmp(argv[i], "--seq") && v) {
-            nseq = split_list(v, items, MAX_SEQ);
-            for (int k = 0; k < nseq; k++)
-                if (parse_policy(items[k], &seq[k]))
+            a->nseq = split_list(v, items, MAX_SEQ);
+            for (int k = 0; k < a->nseq; k++)
+                if (parse_policy(items[k], &a->seq[k]))
                     return 2;
             i++;
         } else if (!strcmp(argv[i], "--changes") && v) {
-            nchanges = split_list(v, items, MAX_SEQ);
-            for (int k = 0; k < nchanges; k++)
-                changes[k] = (uint32_t)strtoul(items[k], NULL, 10);
+            a->nchanges = split_list(v, items, MAX_SEQ);
+            for (int k = 0; k < a->nchanges; k++)
+                a->changes[k] = (uint32_t)strtoul(items[k], NULL, 10);
             i++;
         } else if (!strcmp(argv[i], "--fast") && v) {
-            nfast = split_list(v, items, MAX_SEQ);
-            for (int k = 0; k < nfast; k++)
-                fast[k] = atoi(items[k]);
+            a->nfast = split_list(v, items, MAX_SEQ);
+            for (int k = 0; k < a->nfast; k++)
+                a->fast[k] = atoi(items[k]);
             i++;
         } else if (!strcmp(argv[i], "--no-holds")) {
-            no_holds = 1;
+            a->no_holds = 1;
         } else {
             return 2;
         }
     }
+    return 0;
+}
 
-    rank_log lg[MAX_RANKS];
-    memset(lg, 0, sizeof lg);
-    for (int r = 0; r < n; r++)
-        if (load(dir, r, clocks, &lg[r]))
-            goto out;
-
-    /* One policy per clock, the same at every rank. */
-    for (int c = 0; c < clocks; c++) {
-        const row *a = &lg[0].rows[c];
-        for (int r = 1; r < n; r++) {
-            const row *b = &lg[r].rows[c];
-            if (a->mode != b->mode || a->s != b->s)
+/* One policy per clock, the same at every rank (and the expected one). */
+static void check_same_policy(const clocks_args *a, const rank_log *lg)
+{
+    for (int c = 0; c < a->clocks; c++) {
+        const row *x = &lg[0].rows[c];
+        for (int r = 1; r < a->n; r++) {
+            const row *y = &lg[r].rows[c];
+            if (x->mode != y->mode || x->s != y->s)
                 fail("clock %d: rank 0 saw %s s=%u but rank %d saw %s s=%u", c,
-                     mode_names[a->mode], a->s, r, mode_names[b->mode], b->s);
+                     mode_names[x->mode], x->s, r, mode_names[y->mode], y->s);
         }
-        if (expect.mode != UNKNOWN_MODE && !same_policy(a, &expect))
-            fail("clock %d ran under %s s=%u, want %s s=%u", c, mode_names[a->mode], a->s,
-                 mode_names[expect.mode], expect.s);
+        if (a->expect.mode != UNKNOWN_MODE && !same_policy(x, &a->expect))
+            fail("clock %d ran under %s s=%u, want %s s=%u", c, mode_names[x->mode], x->s,
+                 mode_names[a->expect.mode], a->expect.s);
     }
+}
 
-    /* The barrier, from the timestamps of every rank. */
+/* The barrier, from the timestamps of every rank. Returns the number of
+ * (rank, clock, peer) conditions checked. */
+static long check_barrier(const clocks_args *a, const rank_log *lg)
+{
     long checked = 0;
-    for (int w = 0; w < n; w++) {
-        for (int c = 0; c < clocks; c++) {
+    for (int w = 0; w < a->n; w++) {
+        for (int c = 0; c < a->clocks; c++) {
             const row *x = &lg[w].rows[c];
             if (x->mode == ASP || x->mode == UNKNOWN_MODE || (long)c - (long)x->s < 0)
                 continue;
@@ -287,7 +292,7 @@ static int cmd_clocks(int argc, char **argv)
             if ((int32_t)(x->low - (uint32_t)d) < 0)
                 fail("rank %d: clock %d (%s s=%u) returned with low %u < %d", w, c,
                      mode_names[x->mode], x->s, x->low, d);
-            for (int v = 0; v < n; v++) {
+            for (int v = 0; v < a->n; v++) {
                 checked++;
                 if (v != w && lg[v].rows[d].t_call > x->t_ret)
                     fail("rank %d: clock %d (%s s=%u) returned at %" PRIu64
@@ -297,65 +302,92 @@ static int cmd_clocks(int argc, char **argv)
             }
         }
     }
+    return checked;
+}
 
-    /* The sequence of policies and where it changed. */
-    if (nseq > 0) {
-        policy got[MAX_SEQ];
-        uint32_t at[MAX_SEQ];
-        int ngot = 0;
-        for (int c = 0; c < clocks; c++) {
-            const row *a = &lg[0].rows[c];
-            if (ngot > 0 && same_policy(a, &got[ngot - 1]))
-                continue;
-            if (ngot == MAX_SEQ) {
-                fail("more than %d policy changes", MAX_SEQ);
-                break;
-            }
-            got[ngot].mode = a->mode;
-            got[ngot].s = a->s;
-            at[ngot++] = (uint32_t)c;
+/* The sequence of policies rank 0 saw and where it changed, against --seq
+ * and --changes. */
+static void check_sequence(const clocks_args *a, const rank_log *lg)
+{
+    policy got[MAX_SEQ];
+    uint32_t at[MAX_SEQ];
+    int ngot = 0;
+    for (int c = 0; c < a->clocks; c++) {
+        const row *x = &lg[0].rows[c];
+        if (ngot > 0 && same_policy(x, &got[ngot - 1]))
+            continue;
+        if (ngot == MAX_SEQ) {
+            fail("more than %d policy changes", MAX_SEQ);
+            break;
         }
-        printf("policy sequence:");
-        for (int k = 0; k < ngot; k++)
-            printf(" %s(s=%u)@%u", mode_names[got[k].mode], got[k].s, at[k]);
-        printf("\n");
-        int ok = ngot == nseq;
-        for (int k = 0; ok && k < nseq; k++)
-            ok = same_policy(&(row){.mode = got[k].mode, .s = got[k].s}, &seq[k]);
-        if (!ok)
-            fail("the policy did not go through the %d steps asked for, in order", nseq);
-        if (ok && nchanges >= 0) {
-            if (nchanges != nseq - 1)
-                fail("%d change clocks given for %d steps", nchanges, nseq);
-            for (int k = 0; k < nchanges && k + 1 < ngot; k++)
-                if (at[k + 1] != changes[k])
-                    fail("change %d took effect at clock %u, the switch said %u", k + 1,
-                         at[k + 1], changes[k]);
-        }
+        got[ngot].mode = x->mode;
+        got[ngot].s = x->s;
+        at[ngot++] = (uint32_t)c;
     }
+    printf("policy sequence:");
+    for (int k = 0; k < ngot; k++)
+        printf(" %s(s=%u)@%u", mode_names[got[k].mode], got[k].s, at[k]);
+    printf("\n");
+    int ok = ngot == a->nseq;
+    for (int k = 0; ok && k < a->nseq; k++)
+        ok = same_policy(&(row){.mode = got[k].mode, .s = got[k].s}, &a->seq[k]);
+    if (!ok)
+        fail("the policy did not go through the %d steps asked for, in order", a->nseq);
+    if (ok && a->nchanges >= 0) {
+        if (a->nchanges != a->nseq - 1)
+            fail("%d change clocks given for %d steps", a->nchanges, a->nseq);
+        for (int k = 0; k < a->nchanges && k + 1 < ngot; k++)
+            if (at[k + 1] != a->changes[k])
+                fail("change %d took effect at clock %u, the switch said %u", k + 1, at[k + 1],
+                     a->changes[k]);
+    }
+}
 
+/* Each rank's time in clock(); returns the --fast ranks' total. */
+static uint64_t report_waits(const clocks_args *a, const rank_log *lg)
+{
     uint64_t fast_wait = 0;
-    for (int r = 0; r < n; r++) {
+    for (int r = 0; r < a->n; r++) {
         uint64_t wait = 0, worst = 0;
-        for (int c = 0; c < clocks; c++) {
+        for (int c = 0; c < a->clocks; c++) {
             uint64_t d = lg[r].rows[c].t_ret - lg[r].rows[c].t_call;
             wait += d;
             worst = d > worst ? d : worst;
         }
-        for (int k = 0; k < nfast; k++)
-            fast_wait += fast[k] == r ? wait : 0;
+        for (int k = 0; k < a->nfast; k++)
+            fast_wait += a->fast[k] == r ? wait : 0;
         printf("rank %d: waited %.1f ms in clock() (worst %.2f ms), holds %" PRIu64
                " releases %" PRIu64 "\n",
                r, (double)wait / 1e6, (double)worst / 1e6, lg[r].holds, lg[r].releases);
-        if (no_holds && lg[r].holds)
+        if (a->no_holds && lg[r].holds)
             fail("rank %d was held %" PRIu64 " times under a policy that never holds", r,
                  lg[r].holds);
     }
+    return fast_wait;
+}
+
+static int cmd_clocks(int argc, char **argv)
+{
+    clocks_args a;
+    int rc = parse_clocks_args(argc, argv, &a);
+    if (rc)
+        return rc;
+
+    rank_log lg[MAX_RANKS];
+    memset(lg, 0, sizeof lg);
+    for (int r = 0; r < a.n; r++)
+        if (load(a.dir, r, a.clocks, &lg[r]))
+            goto out;
+    check_same_policy(&a, lg);
+    long checked = check_barrier(&a, lg);
+    if (a.nseq > 0)
+        check_sequence(&a, lg);
+    uint64_t fast_wait = report_waits(&a, lg);
     printf("checked %ld (rank, clock, peer) barrier conditions\n", checked);
-    if (nfast)
+    if (a.nfast)
         printf("fast_wait_ns=%" PRIu64 "\n", fast_wait);
 out:
-    for (int r = 0; r < n; r++)
+    for (int r = 0; r < a.n; r++)
         free(lg[r].rows);
     if (failures > MAX_ERRORS)
         printf("FAIL: ... %d failures in all\n", failures);
@@ -363,53 +395,6 @@ out:
 }
 
 /* ---- control socket ----------------------------------------------------- */
-
-/* Send one command line, read the one-line answer into ans. 0 or -1. */
-static int control(const char *sock, const char *cmd, char *ans, size_t cap)
-{
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (strlen(sock) >= sizeof sa.sun_path) {
-        snprintf(ans, cap, "socket path too long");
-        return -1;
-    }
-    strcpy(sa.sun_path, sock);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa)) {
-        snprintf(ans, cap, "connect %s: %s", sock, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    char line[256];
-    int len = snprintf(line, sizeof line, "%s\n", cmd);
-    if (write(fd, line, (size_t)len) != len) {
-        snprintf(ans, cap, "write: %s", strerror(errno));
-        close(fd);
-        return -1;
-    }
-    shutdown(fd, SHUT_WR);
-    size_t got = 0;
-    uint64_t deadline = now_ns() + CTL_TIMEOUT_MS * 1000000ull;
-    while (got + 1 < cap && !memchr(ans, '\n', got)) {
-        uint64_t now = now_ns();
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (now >= deadline || poll(&p, 1, (int)((deadline - now) / 1000000 + 1)) <= 0) {
-            snprintf(ans, cap, "no answer within %d ms", CTL_TIMEOUT_MS);
-            close(fd);
-            return -1;
-        }
-        ssize_t k = read(fd, ans + got, cap - 1 - got);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            break;
-        got += (size_t)k;
-    }
-    close(fd);
-    ans[got] = 0;
-    ans[strcspn(ans, "\n")] = 0;
-    return got ? 0 : (snprintf(ans, cap, "empty answer"), -1);
-}
 
 static int cmd_ctl(int argc, char **argv)
 {
@@ -420,22 +405,17 @@ static int cmd_ctl(int argc, char **argv)
         size_t len = strlen(cmd);
         snprintf(cmd + len, sizeof cmd - len, "%s%s", i > 3 ? " " : "", argv[i]);
     }
-    int rc = control(argv[2], cmd, ans, sizeof ans);
+    int rc = sw_command(argv[2], cmd, ans, sizeof ans);
     printf("%s -> %s\n", cmd, ans);
-    return rc || strncmp(ans, "ok", 2) ? 1 : 0;
+    return rc ? 1 : 0;
 }
 
 /* The value of " key=" in an answer line; -1 when absent. */
 static int field(const char *ans, const char *key, uint32_t *out)
 {
-    char pat[32];
-    snprintf(pat, sizeof pat, " %s=", key);
-    const char *p = strstr(ans, pat);
-    if (!p)
-        return -1;
-    char *end;
-    unsigned long long v = strtoull(p + strlen(pat), &end, 10);
-    if (end == p + strlen(pat))
+    uint64_t v;
+
+    if (sw_field(ans, key, &v))
         return -1;
     *out = (uint32_t)v;
     return 0;
@@ -457,22 +437,22 @@ static int cmd_swap(int argc, char **argv)
     for (int k = 0; k < 3; k++) {
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
         target += 10 + (int32_t)((seed >> 33) % 25);
-        uint64_t deadline = now_ns() + SWAP_DEADLINE_MS * 1000000ull;
+        uint64_t deadline = tc_now_ns() + SWAP_DEADLINE_MS * 1000000ull;
         uint32_t high = 0;
         for (;;) {
-            if (control(sock, status_cmd, ans, sizeof ans) || strncmp(ans, "ok", 2) ||
+            if (sw_command(sock, status_cmd, ans, sizeof ans) ||
                 field(ans, "high", &high)) {
                 fail("swap: '%s' -> '%s'", status_cmd, ans);
                 return 1;
             }
             if ((int32_t)high >= target)
                 break;
-            if (now_ns() > deadline) {
+            if (tc_now_ns() > deadline) {
                 fail("swap: the job's high clock stayed at %d, below %d, for %d ms",
                      (int32_t)high, target, SWAP_DEADLINE_MS);
                 return 1;
             }
-            usleep(SWAP_POLL_US);
+            tc_sleep_us(SWAP_POLL_US);
         }
         char cmd[128];
         uint32_t from = high + 4 + (uint32_t)((seed >> 40) % 8);
@@ -480,7 +460,7 @@ static int cmd_swap(int argc, char **argv)
             snprintf(cmd, sizeof cmd, "policy %d %s from %" PRIu32, job, steps[k], from);
         else
             snprintf(cmd, sizeof cmd, "policy %d %s", job, steps[k]);
-        if (control(sock, cmd, ans, sizeof ans) || strncmp(ans, "ok", 2) ||
+        if (sw_command(sock, cmd, ans, sizeof ans) ||
             field(ans, "effective", &eff[k])) {
             fail("swap: '%s' -> '%s'", cmd, ans);
             return 1;
@@ -507,10 +487,8 @@ static int cmd_kill(int argc, char **argv)
     long ms = atol(argv[3]);
     if (pid <= 1 || ms < 0)
         return 2;
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
-    while (nanosleep(&ts, &ts) && errno == EINTR)
-        ;
-    uint64_t t = now_ns();
+    tc_sleep_ms(ms);
+    uint64_t t = tc_now_ns();
     if (kill(pid, SIGKILL)) {
         printf("FAIL: kill %ld: %s\n", (long)pid, strerror(errno));
         return 1;
