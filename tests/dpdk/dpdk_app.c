@@ -22,12 +22,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <rte_eal.h>
 #include <rte_ethdev.h>
 
 #include "serene/serene.h"
+#include "timing.h"
+#include "worker.h"
 
 #define FAIL(...)                                                                                  \
     do {                                                                                           \
@@ -35,13 +36,6 @@
         fputc('\n', stderr);                                                                       \
         return 1;                                                                                  \
     } while (0)
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* Sizes that cover one element, a packet boundary and many packets. */
 static const size_t sizes[] = {1, 255, 257, 300000};
@@ -114,8 +108,7 @@ static int app_eal_init(const char *args, int rank)
 static int app_eal(const char *eal_args, const char *port)
 {
     serene_config cfg;
-    serene_config_init(&cfg);
-    if (serene_config_from_env(&cfg))
+    if (tc_config_from_env(&cfg))
         FAIL("bad SERENE_* environment");
     if (app_eal_init(eal_args, cfg.rank) < 0)
         FAIL("the application's rte_eal_init failed: %s", rte_strerror(rte_errno));
@@ -148,15 +141,14 @@ static int app_eal(const char *eal_args, const char *port)
 static int join_only(const char *spec)
 {
     serene_config cfg;
-    serene_config_init(&cfg);
-    if (serene_config_from_env(&cfg))
+    if (tc_config_from_env(&cfg))
         FAIL("bad SERENE_* environment");
     snprintf(cfg.transport, sizeof cfg.transport, "dpdk");
     cfg.dpdk_port = spec;
     serene_ctx *ctx = NULL;
-    double t0 = now_ms();
+    double t0 = tc_now_ms();
     int rc = serene_ctx_create(&ctx, &cfg);
-    double ms = now_ms() - t0;
+    double ms = tc_now_ms() - t0;
     if (rc != SERENE_ERR_TIMEOUT)
         FAIL("serene_ctx_create returned %s, want SERENE_ERR_TIMEOUT", serene_err_name(rc));
     if (ms > cfg.timeout_ms + 1000.0)

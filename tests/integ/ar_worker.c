@@ -21,39 +21,39 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "serene/serene.h"
+#include "timing.h"
+#include "worker.h"
 
 #define MAX_SIZES 16
 
-static uint64_t mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
+typedef struct opts {
+    size_t sizes[MAX_SIZES];
+    int nsizes, reps, elems, avg, inplace, nonblocking;
+    int expect_retrans, expect_timeout, absent;
+    uint64_t seed;
+} opts;
+
+/* One call's buffers, for the largest size. */
+typedef struct bufs {
+    float *send, *recv;
+    double *exact; /* the exact sum of every rank's inputs */
+    float *pmax;   /* max |x| of the element's packet over ranks */
+} bufs;
 
 /* Input of rank r in call c at index i: uniform in (-1, 1) scaled by 2^k,
  * k in [-12, 12] constant over blocks of 100 values (so packets see both
  * uniform and mixed magnitudes), and exact zeros now and then. */
 static float input(uint64_t seed, int r, int c, size_t i)
 {
-    uint64_t blk = mix(seed ^ (uint64_t)r << 48 ^ (uint64_t)c << 32 ^ (i / 100));
-    uint64_t h = mix(seed * 31 + ((uint64_t)r << 56) + ((uint64_t)c << 40) + i);
+    uint64_t blk = tc_mix(seed ^ (uint64_t)r << 48 ^ (uint64_t)c << 32 ^ (i / 100));
+    uint64_t h = tc_mix(seed * 31 + ((uint64_t)r << 56) + ((uint64_t)c << 40) + i);
     if ((h & 63) == 0)
         return 0.0f;
     int k = (int)(blk % 25) - 12;
     double u = (double)(h >> 11) / (double)(1ull << 53) * 2.0 - 1.0;
     return (float)ldexp(u, k);
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 static int ceil_log2(int n)
@@ -79,179 +79,130 @@ static void usage(void)
                     "                 [--expect-timeout] [--absent-rank R]\n");
 }
 
-int main(int argc, char **argv)
+static int parse(int argc, char **argv, opts *o)
 {
-    size_t sizes[MAX_SIZES];
-    int nsizes = 0, reps = 1, elems = 0, avg = 0, inplace = 0, nonblocking = 0;
-    int expect_retrans = 0, expect_timeout = 0, absent = -1;
-    uint64_t seed = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--elems") && v) {
-            elems = atoi(v);
-            i++;
-        } else if (!strcmp(a, "--sizes") && v) {
-            char *dup = strdup(v), *save = NULL;
-            for (char *t = strtok_r(dup, ",", &save); t && nsizes < MAX_SIZES;
-                 t = strtok_r(NULL, ",", &save))
-                sizes[nsizes++] = (size_t)strtoull(t, NULL, 0);
-            free(dup);
-            i++;
-        } else if (!strcmp(a, "--reps") && v) {
-            reps = atoi(v);
-            i++;
-        } else if (!strcmp(a, "--seed") && v) {
-            seed = strtoull(v, NULL, 0);
-            i++;
-        } else if (!strcmp(a, "--absent-rank") && v) {
-            absent = atoi(v);
-            i++;
-        } else if (!strcmp(a, "--avg")) {
-            avg = 1;
-        } else if (!strcmp(a, "--inplace")) {
-            inplace = 1;
-        } else if (!strcmp(a, "--nonblocking")) {
-            nonblocking = 1;
-        } else if (!strcmp(a, "--expect-retrans")) {
-            expect_retrans = 1;
-        } else if (!strcmp(a, "--expect-timeout")) {
-            expect_timeout = 1;
-        } else {
-            usage();
-            return 2;
-        }
-    }
-    if (elems <= 0 || nsizes == 0 || reps <= 0) {
-        usage();
-        return 2;
-    }
+    const tc_opt table[] = {
+        {"--elems", TC_OPT_INT, &o->elems, NULL, 0, NULL},
+        {"--sizes", TC_OPT_SIZES, o->sizes, &o->nsizes, MAX_SIZES, NULL},
+        {"--reps", TC_OPT_INT, &o->reps, NULL, 0, NULL},
+        {"--seed", TC_OPT_U64, &o->seed, NULL, 0, NULL},
+        {"--absent-rank", TC_OPT_INT, &o->absent, NULL, 0, NULL},
+        {"--avg", TC_OPT_FLAG, &o->avg, NULL, 0, NULL},
+        {"--inplace", TC_OPT_FLAG, &o->inplace, NULL, 0, NULL},
+        {"--nonblocking", TC_OPT_FLAG, &o->nonblocking, NULL, 0, NULL},
+        {"--expect-retrans", TC_OPT_FLAG, &o->expect_retrans, NULL, 0, NULL},
+        {"--expect-timeout", TC_OPT_FLAG, &o->expect_timeout, NULL, 0, NULL},
+        {NULL, TC_OPT_FLAG, NULL, NULL, 0, NULL},
+    };
 
-    serene_config cfg;
-    serene_config_init(&cfg);
-    if (serene_config_from_env(&cfg))
-        return 2;
-    const int rank = cfg.rank, n = cfg.world_size;
-    if (rank == absent) {
-        printf("rank %d: absent on purpose\n", rank);
-        return 0;
-    }
-    serene_ctx *ctx = NULL;
-    double t0 = now_ms();
-    int rc = serene_ctx_create(&ctx, &cfg);
-    if (rc) {
-        fprintf(stderr, "rank %d: serene_ctx_create: %s (%s)\n", rank, serene_err_name(rc),
-                serene_strerror(rc));
-        return 1;
-    }
-    printf("rank %d/%d: joined in %.1f ms\n", rank, n, now_ms() - t0);
+    memset(o, 0, sizeof *o);
+    o->reps = 1;
+    o->absent = -1;
+    o->seed = 1;
+    if (tc_parse_opts(argc, argv, 1, table))
+        return -1;
+    return o->elems > 0 && o->nsizes > 0 && o->reps > 0 ? 0 : -1;
+}
 
+static int bufs_alloc(bufs *b, const opts *o)
+{
     size_t maxn = 0;
-    for (int s = 0; s < nsizes; s++)
-        maxn = sizes[s] > maxn ? sizes[s] : maxn;
-    float *send = malloc(maxn * sizeof *send), *recv = malloc(maxn * sizeof *recv);
-    double *exact = malloc(maxn * sizeof *exact);
-    float *pmax = malloc(maxn * sizeof *pmax); /* max |x| of the element's packet over ranks */
-    if (!send || !recv || !exact || !pmax)
-        return 1;
+    for (int s = 0; s < o->nsizes; s++)
+        maxn = o->sizes[s] > maxn ? o->sizes[s] : maxn;
+    b->send = malloc(maxn * sizeof *b->send);
+    b->recv = malloc(maxn * sizeof *b->recv);
+    b->exact = malloc(maxn * sizeof *b->exact);
+    b->pmax = malloc(maxn * sizeof *b->pmax);
+    return b->send && b->recv && b->exact && b->pmax ? 0 : -1;
+}
 
-    const int bits = 30 - ceil_log2(n);
-    double worst_call_ms = 0, worst_rel = 0;
-    int call = 0, failures = 0;
-    for (int rep = 0; rep < reps; rep++) {
-        for (int s = 0; s < nsizes; s++, call++) {
-            size_t cnt = sizes[s];
-            for (size_t i = 0; i < cnt; i++) {
-                exact[i] = 0;
-                pmax[i] = 0;
+static void bufs_free(bufs *b)
+{
+    free(b->send);
+    free(b->recv);
+    free(b->exact);
+    free(b->pmax);
+}
+
+/* Every rank's inputs of call `call`: this rank's into send, their exact
+ * sum and each packet's largest magnitude over ranks. */
+static void make_inputs(const opts *o, int rank, int n, int call, size_t cnt, bufs *b)
+{
+    for (size_t i = 0; i < cnt; i++) {
+        b->exact[i] = 0;
+        b->pmax[i] = 0;
+    }
+    for (int r = 0; r < n; r++) {
+        for (size_t p = 0; p < cnt; p += (size_t)o->elems) {
+            size_t end = p + (size_t)o->elems < cnt ? p + (size_t)o->elems : cnt;
+            float m = 0;
+            for (size_t i = p; i < end; i++) {
+                float x = input(o->seed, r, call, i);
+                b->exact[i] += x;
+                if (r == rank)
+                    b->send[i] = x;
+                m = fabsf(x) > m ? fabsf(x) : m;
             }
-            for (int r = 0; r < n; r++) {
-                for (size_t p = 0; p < cnt; p += (size_t)elems) {
-                    size_t end = p + (size_t)elems < cnt ? p + (size_t)elems : cnt;
-                    float m = 0;
-                    for (size_t i = p; i < end; i++) {
-                        float x = input(seed, r, call, i);
-                        exact[i] += x;
-                        if (r == rank)
-                            send[i] = x;
-                        m = fabsf(x) > m ? fabsf(x) : m;
-                    }
-                    for (size_t i = p; i < end; i++)
-                        pmax[i] = m > pmax[i] ? m : pmax[i];
-                }
-            }
-            float *src = send, *dst = inplace ? send : recv;
-            double c0 = now_ms();
-            if (nonblocking) {
-                serene_op *op = NULL;
-                rc = serene_allreduce_start(ctx, src, dst, cnt, avg ? SERENE_AVG : SERENE_SUM, &op);
-                if (!rc) {
-                    /* Poll a little, as an application overlapping compute would. */
-                    while (serene_op_test(op) == SERENE_ERR_AGAIN && now_ms() - c0 < 2.0)
-                        ;
-                    rc = serene_op_wait(&op);
-                }
-            } else {
-                rc = serene_allreduce(ctx, src, dst, cnt, avg ? SERENE_AVG : SERENE_SUM);
-            }
-            double ms = now_ms() - c0;
-            worst_call_ms = ms > worst_call_ms ? ms : worst_call_ms;
-            if (ms > cfg.timeout_ms + 1000.0) {
-                fprintf(stderr, "rank %d: call %d took %.0f ms, deadline %d ms\n", rank, call, ms,
-                        cfg.timeout_ms);
-                failures++;
-            }
-            if (expect_timeout) {
-                int ok = rc == SERENE_ERR_TIMEOUT;
-                printf("rank %d: allreduce returned %s after %.0f ms (deadline %d ms): %s\n", rank,
-                       serene_err_name(rc), ms, cfg.timeout_ms, ok ? "as expected" : "UNEXPECTED");
-                fflush(stdout);
-                serene_ctx_destroy(&ctx);
-                free(send);
-                free(recv);
-                free(exact);
-                free(pmax);
-                /* Exit non-zero like a real application whose peer vanished. */
-                return ok && ms <= cfg.timeout_ms + 1000.0 ? 3 : 1;
-            }
-            if (rc) {
-                fprintf(stderr, "rank %d: call %d (%zu values): %s (%s)\n", rank, call, cnt,
-                        serene_err_name(rc), serene_strerror(rc));
-                failures++;
-                goto out;
-            }
-            size_t bad = 0;
-            for (size_t i = 0; i < cnt; i++) {
-                double want = avg ? exact[i] / n : exact[i];
-                double bound = n * ldexp(1.0, exponent_of(pmax[i]) - bits) / (avg ? n : 1) +
-                               0.5 * ldexp(1.0, ilogb(fabs(want) + 1e-300) - 23) + 1e-300;
-                double err = fabs((double)dst[i] - want);
-                if (!(err <= bound)) {
-                    if (bad++ < 5)
-                        fprintf(stderr,
-                                "rank %d: call %d [%zu] got %.9g want %.9g err %.3g > bound %.3g\n",
-                                rank, call, i, (double)dst[i], want, err, bound);
-                } else if (bound > 0 && err / bound > worst_rel) {
-                    worst_rel = err / bound;
-                }
-            }
-            if (bad) {
-                fprintf(stderr, "rank %d: call %d: %zu of %zu values outside the bound\n", rank,
-                        call, bad, cnt);
-                failures++;
-            }
+            for (size_t i = p; i < end; i++)
+                b->pmax[i] = m > b->pmax[i] ? m : b->pmax[i];
         }
     }
-out:;
+}
+
+/* One allreduce, blocking or started and then waited for. */
+static int allreduce(serene_ctx *ctx, const opts *o, float *src, float *dst, size_t cnt)
+{
+    serene_reduce_op op = o->avg ? SERENE_AVG : SERENE_SUM;
+    if (!o->nonblocking)
+        return serene_allreduce(ctx, src, dst, cnt, op);
+    serene_op *h = NULL;
+    double c0 = tc_now_ms();
+    int rc = serene_allreduce_start(ctx, src, dst, cnt, op, &h);
+    if (rc)
+        return rc;
+    /* Poll a little, as an application overlapping compute would. */
+    while (serene_op_test(h) == SERENE_ERR_AGAIN && tc_now_ms() - c0 < 2.0)
+        ;
+    return serene_op_wait(&h);
+}
+
+/* Every element of dst against the bound; returns how many are outside it
+ * and raises *worst_rel to the worst err/bound ratio within it. */
+static size_t check_result(const opts *o, int rank, int n, int call, size_t cnt, const float *dst,
+                           const bufs *b, double *worst_rel)
+{
+    const int bits = 30 - ceil_log2(n);
+    size_t bad = 0;
+    for (size_t i = 0; i < cnt; i++) {
+        double want = o->avg ? b->exact[i] / n : b->exact[i];
+        double bound = n * ldexp(1.0, exponent_of(b->pmax[i]) - bits) / (o->avg ? n : 1) +
+                       0.5 * ldexp(1.0, ilogb(fabs(want) + 1e-300) - 23) + 1e-300;
+        double err = fabs((double)dst[i] - want);
+        if (!(err <= bound)) {
+            if (bad++ < 5)
+                fprintf(stderr, "rank %d: call %d [%zu] got %.9g want %.9g err %.3g > bound %.3g\n",
+                        rank, call, i, (double)dst[i], want, err, bound);
+        } else if (bound > 0 && err / bound > *worst_rel) {
+            *worst_rel = err / bound;
+        }
+    }
+    return bad;
+}
+
+/* The statistics line and the checks on them; returns failures found. */
+static int report_stats(serene_ctx *ctx, const opts *o, int rank, int calls, double worst_call_ms,
+                        double worst_rel)
+{
     serene_stats st;
+    int failures = 0;
     serene_get_stats(ctx, &st);
     printf("rank %d: %d calls, worst call %.1f ms, worst err/bound %.3f, sent %llu recv %llu "
            "retrans %llu dup %llu rejected %llu timeouts %llu saturations %llu\n",
-           rank, call, worst_call_ms, worst_rel, (unsigned long long)st.pkts_sent,
+           rank, calls, worst_call_ms, worst_rel, (unsigned long long)st.pkts_sent,
            (unsigned long long)st.pkts_recv, (unsigned long long)st.retransmissions,
            (unsigned long long)st.duplicates, (unsigned long long)st.rejected,
            (unsigned long long)st.timeouts, (unsigned long long)st.saturations);
-    if (expect_retrans && st.retransmissions == 0) {
+    if (o->expect_retrans && st.retransmissions == 0) {
         fprintf(stderr, "rank %d: expected retransmissions under injected loss, saw none\n",
                 rank);
         failures++;
@@ -261,10 +212,82 @@ out:;
                 rank, (unsigned long long)st.saturations);
         failures++;
     }
+    return failures;
+}
+
+/* The reps x sizes calls. Returns failures, or -(3 or 1) when
+ * --expect-timeout ended the run: the exit status, negated. */
+static int run_calls(serene_ctx *ctx, const serene_config *cfg, const opts *o, bufs *b)
+{
+    const int rank = cfg->rank, n = cfg->world_size;
+    double worst_call_ms = 0, worst_rel = 0;
+    int call = 0, failures = 0, stop = 0;
+    for (int rep = 0; rep < o->reps && !stop; rep++) {
+        for (int s = 0; s < o->nsizes && !stop; s++, call++) {
+            size_t cnt = o->sizes[s];
+            make_inputs(o, rank, n, call, cnt, b);
+            float *dst = o->inplace ? b->send : b->recv;
+            double c0 = tc_now_ms();
+            int rc = allreduce(ctx, o, b->send, dst, cnt);
+            double ms = tc_now_ms() - c0;
+            worst_call_ms = ms > worst_call_ms ? ms : worst_call_ms;
+            if (ms > cfg->timeout_ms + 1000.0) {
+                fprintf(stderr, "rank %d: call %d took %.0f ms, deadline %d ms\n", rank, call, ms,
+                        cfg->timeout_ms);
+                failures++;
+            }
+            if (o->expect_timeout) {
+                int ok = rc == SERENE_ERR_TIMEOUT;
+                printf("rank %d: allreduce returned %s after %.0f ms (deadline %d ms): %s\n", rank,
+                       serene_err_name(rc), ms, cfg->timeout_ms, ok ? "as expected" : "UNEXPECTED");
+                fflush(stdout);
+                /* Exit non-zero like a real application whose peer vanished. */
+                return ok && ms <= cfg->timeout_ms + 1000.0 ? -3 : -1;
+            }
+            if (rc) {
+                fprintf(stderr, "rank %d: call %d (%zu values): %s (%s)\n", rank, call, cnt,
+                        serene_err_name(rc), serene_strerror(rc));
+                failures++;
+                stop = 1;
+                break;
+            }
+            size_t bad = check_result(o, rank, n, call, cnt, dst, b, &worst_rel);
+            if (bad) {
+                fprintf(stderr, "rank %d: call %d: %zu of %zu values outside the bound\n", rank,
+                        call, bad, cnt);
+                failures++;
+            }
+        }
+    }
+    return failures + report_stats(ctx, o, rank, call, worst_call_ms, worst_rel);
+}
+
+int main(int argc, char **argv)
+{
+    opts o;
+    if (parse(argc, argv, &o)) {
+        usage();
+        return 2;
+    }
+    serene_config cfg;
+    if (tc_config_from_env(&cfg))
+        return 2;
+    if (cfg.rank == o.absent) {
+        printf("rank %d: absent on purpose\n", cfg.rank);
+        return 0;
+    }
+    serene_ctx *ctx = NULL;
+    double t0 = tc_now_ms();
+    if (tc_ctx_create(&ctx, &cfg))
+        return 1;
+    printf("rank %d/%d: joined in %.1f ms\n", cfg.rank, cfg.world_size, tc_now_ms() - t0);
+    bufs b = {NULL, NULL, NULL, NULL};
+    int status = 1;
+    if (bufs_alloc(&b, &o) == 0) {
+        int failures = run_calls(ctx, &cfg, &o, &b);
+        status = failures < 0 ? -failures : failures ? 1 : 0;
+    }
     serene_ctx_destroy(&ctx);
-    free(send);
-    free(recv);
-    free(exact);
-    free(pmax);
-    return failures ? 1 : 0;
+    bufs_free(&b);
+    return status;
 }

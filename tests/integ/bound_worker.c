@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "serene/serene.h"
+#include "worker.h"
 
 #define EXP_FLOOR (-96) /* SR_WIRE_EXP_MIN: the documented floor of E */
 #define EXP_CEIL 126    /* SR_WIRE_EXP_MAX */
@@ -50,17 +51,9 @@
 enum { MIXED, TINY, OVERFLOW, AFTER };
 static const char *const kind_name[] = {"mixed", "tiny", "overflow", "after"};
 
-static uint64_t mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 static uint64_t hash4(uint64_t seed, uint64_t a, uint64_t b, uint64_t c)
 {
-    return mix(seed ^ mix(a ^ mix(b ^ mix(c))));
+    return tc_mix(seed ^ tc_mix(a ^ tc_mix(b ^ tc_mix(c))));
 }
 
 /* A random-mantissa value of binade e (below 2^-126 a subnormal of that
@@ -254,21 +247,15 @@ int main(int argc, char **argv)
 {
     job J = {.seed = 1};
     size_t count = 20000;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--elems") && v) {
-            J.elems = (size_t)strtoul(v, NULL, 0);
-            i++;
-        } else if (!strcmp(a, "--seed") && v) {
-            J.seed = strtoull(v, NULL, 0);
-            i++;
-        } else if (!strcmp(a, "--count") && v) {
-            count = (size_t)strtoul(v, NULL, 0);
-            i++;
-        } else {
-            fprintf(stderr, "usage: bound_worker --elems P [--seed S] [--count C]\n");
-            return 2;
-        }
+    const tc_opt table[] = {
+        {"--elems", TC_OPT_SIZE, &J.elems, NULL, 0, NULL},
+        {"--seed", TC_OPT_U64, &J.seed, NULL, 0, NULL},
+        {"--count", TC_OPT_SIZE, &count, NULL, 0, NULL},
+        {NULL, TC_OPT_FLAG, NULL, NULL, 0, NULL},
+    };
+    if (tc_parse_opts(argc, argv, 1, table)) {
+        fprintf(stderr, "usage: bound_worker --elems P [--seed S] [--count C]\n");
+        return 2;
     }
     if (!J.elems || count < 700) {
         fprintf(stderr, "bound_worker: --elems must be > 0 and --count >= 700\n");
@@ -276,17 +263,13 @@ int main(int argc, char **argv)
     }
 
     serene_config cfg;
-    serene_config_init(&cfg);
-    if (serene_config_from_env(&cfg))
+    if (tc_config_from_env(&cfg))
         return 2;
     J.rank = cfg.rank;
     J.n = cfg.world_size;
     J.bits = 30 - ceil_log2(J.n);
-    int rc = serene_ctx_create(&J.ctx, &cfg);
-    if (rc) {
-        fprintf(stderr, "rank %d: serene_ctx_create: %s\n", J.rank, serene_err_name(rc));
+    if (tc_ctx_create(&J.ctx, &cfg))
         return 1;
-    }
     J.x = calloc((size_t)J.n, sizeof *J.x);
     J.recv = malloc(count * sizeof *J.recv);
     J.sum = malloc(count * sizeof *J.sum);

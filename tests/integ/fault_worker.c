@@ -49,17 +49,16 @@
  * Every loop is bounded. Exit status: 0 ok; 1 a check failed; 2 bad usage;
  * 3 ar-loop's expected timeout.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "serene/serene.h"
+#include "timing.h"
+#include "worker.h"
 
 #define MAX_RANKS 64
 #define MAX_SIZES 8
@@ -92,32 +91,6 @@ __attribute__((format(printf, 1, 2))) static int fail(const char *fmt, ...)
     return 1;
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-
-    while (nanosleep(&ts, &ts) && errno == EINTR)
-        ;
-}
-
-static int wait_file(const char *path, int limit_ms)
-{
-    for (int waited = 0; waited < limit_ms; waited += 10) {
-        if (access(path, F_OK) == 0)
-            return 0;
-        sleep_ms(10);
-    }
-    return -1;
-}
-
 /* ---- exact values -------------------------------------------------------- */
 
 /* Allreduce input of rank r in round it at index i: an integer in
@@ -146,7 +119,7 @@ typedef struct run {
 /* Time one call; complain if it outlived its deadline. */
 static int timed(run *r, const char *what, int rc, uint64_t t0)
 {
-    double ms = (double)(now_ns() - t0) / 1e6;
+    double ms = (double)(tc_now_ns() - t0) / 1e6;
 
     r->calls++;
     if (ms > r->worst_ms)
@@ -172,7 +145,7 @@ static int exact_round(run *r, const opts *o, int it)
         for (size_t i = 0; i < cnt; i++)
             r->send[i] = ar_in(rank_, it, i);
         snprintf(what, sizeof what, "round %d: allreduce of %zu", it, cnt);
-        t0 = now_ns();
+        t0 = tc_now_ns();
         if (timed(r, what, serene_allreduce(r->ctx, r->send, r->recv, cnt, SERENE_SUM), t0))
             return failures + 1;
         for (size_t i = 0; i < cnt; i++) {
@@ -187,15 +160,15 @@ static int exact_round(run *r, const opts *o, int it)
     }
     for (int k = 0; k < o->words; k++)
         r->words[k] = push_in(rank_, it, k);
-    t0 = now_ns();
+    t0 = tc_now_ns();
     snprintf(what, sizeof what, "round %d: push", it);
     if (timed(r, what, serene_push_i32(r->ctx, 0, r->words, (size_t)o->words), t0))
         return failures + 1;
-    t0 = now_ns();
+    t0 = tc_now_ns();
     snprintf(what, sizeof what, "round %d: clock after the push", it);
     if (timed(r, what, serene_clock(r->ctx), t0))
         return failures + 1;
-    t0 = now_ns();
+    t0 = tc_now_ns();
     snprintf(what, sizeof what, "round %d: pull", it);
     if (timed(r, what, serene_pull_i32(r->ctx, 0, r->back, (size_t)o->words, 0), t0))
         return failures + 1;
@@ -212,7 +185,7 @@ static int exact_round(run *r, const opts *o, int it)
         }
     }
     /* Nobody pushes round it + 1 before every rank has pulled round it. */
-    t0 = now_ns();
+    t0 = tc_now_ns();
     snprintf(what, sizeof what, "round %d: clock after the pull", it);
     if (timed(r, what, serene_clock(r->ctx), t0))
         return failures + 1;
@@ -313,11 +286,11 @@ static int mode_ar_loop(serene_config *cfg, const opts *o)
 
         for (size_t i = 0; i < n; i++)
             in[i] = ar_in(rank_, call, i);
-        t0 = now_ns();
+        t0 = tc_now_ns();
         rc = serene_allreduce(ctx, in, out, n, SERENE_SUM);
-        ms = (double)(now_ns() - t0) / 1e6;
+        ms = (double)(tc_now_ns() - t0) / 1e6;
         if (rc) {
-            uint64_t t1 = now_ns();
+            uint64_t t1 = tc_now_ns();
             int rc2;
             double ms2;
 
@@ -325,9 +298,9 @@ static int mode_ar_loop(serene_config *cfg, const opts *o)
                    "the call (deadline %d ms)\n",
                    rank_, call, serene_err_name(rc), t1, ms, cfg->timeout_ms);
             fflush(stdout);
-            t0 = now_ns();
+            t0 = tc_now_ns();
             rc2 = serene_allreduce(ctx, in, out, n, SERENE_SUM);
-            ms2 = (double)(now_ns() - t0) / 1e6;
+            ms2 = (double)(tc_now_ns() - t0) / 1e6;
             printf("rank %d: the next call returned %s after %.1f ms\n", rank_,
                    serene_err_name(rc2), ms2);
             status = 3;
@@ -392,17 +365,17 @@ static int mode_asp(serene_config *cfg, const opts *o)
     if (rank_ == o->victim) {
         printf("rank %d: %d clocks done, waiting to be killed\n", rank_, k);
         fflush(stdout);
-        sleep_ms(VICTIM_WAIT_MS);
+        tc_sleep_ms(VICTIM_WAIT_MS);
         failures += fail("the victim was not killed within %d ms", VICTIM_WAIT_MS);
         goto out;
     }
     printf("rank %d: %d clocks done\n", rank_, k);
     fflush(stdout);
-    if (wait_file(o->go_file, WAIT_GO_MS)) {
+    if (tc_wait_file(o->go_file, WAIT_GO_MS)) {
         failures += fail("no %s within %d ms", o->go_file, WAIT_GO_MS);
         goto out;
     }
-    printf("rank %d: go at %" PRIu64 " ns\n", rank_, now_ns());
+    printf("rank %d: go at %" PRIu64 " ns\n", rank_, tc_now_ns());
     /* Clocks K .. K + R - 3 proceed at once; K + R - 2 meets the ring. */
     for (int c = k; c < k + r_ring && failures < 5; c++) {
         uint64_t t0;
@@ -412,9 +385,9 @@ static int mode_asp(serene_config *cfg, const opts *o)
             failures += fail("push in clock %d: %s", c, serene_err_name(rc));
             break;
         }
-        t0 = now_ns();
+        t0 = tc_now_ns();
         rc = serene_clock(ctx);
-        ms = (double)(now_ns() - t0) / 1e6;
+        ms = (double)(tc_now_ns() - t0) / 1e6;
         serene_get_stats(ctx, &st);
         serene_get_clock_info(ctx, &ci);
         if (c <= k + r_ring - 3) {
@@ -489,7 +462,7 @@ static int restart_round(run *r, const opts *o, int it, int *rcs, uint64_t *t_st
     for (size_t q = 0; q < words; q++)
         r->fwords[q] = (float)(rank_ + 1);
     for (int k = 0; k < RESTART_OPS; k++) {
-        t_start[k] = now_ns();
+        t_start[k] = tc_now_ns();
         if (o->nonblocking) {
             rcs[k] = k == 0   ? serene_allreduce_start(r->ctx, r->send, r->recv, cnt, SERENE_SUM,
                                                        &ops[k])
@@ -501,7 +474,7 @@ static int restart_round(run *r, const opts *o, int it, int *rcs, uint64_t *t_st
                      : k == 1 ? serene_push(r->ctx, 0, r->fwords, words)
                      : k == 3 ? serene_pull(r->ctx, 0, r->fback, words, 0)
                               : serene_clock(r->ctx);
-            t_done[k] = now_ns();
+            t_done[k] = tc_now_ns();
         }
         n = k + 1;
         if (rcs[k])
@@ -510,7 +483,7 @@ static int restart_round(run *r, const opts *o, int it, int *rcs, uint64_t *t_st
     for (int k = 0; o->nonblocking && k < n; k++) {
         if (ops[k])
             rcs[k] = serene_op_wait(&ops[k]);
-        t_done[k] = now_ns();
+        t_done[k] = tc_now_ns();
     }
     for (int k = 0; k < n; k++) {
         double ms = (double)(t_done[k] - t_start[k]) / 1e6;
@@ -584,7 +557,7 @@ static int mode_restart(serene_config *cfg, const opts *o)
     fflush(stdout);
     if (failures)
         return 1;
-    if (wait_file(o->go_file, WAIT_GO_MS))
+    if (tc_wait_file(o->go_file, WAIT_GO_MS))
         return fail("no %s within %d ms", o->go_file, WAIT_GO_MS);
     cfg->job_nonce = o->new_nonce;
     if (run_open(&r, cfg, o)) {
@@ -618,6 +591,21 @@ static void usage(void)
 
 static int parse(int argc, char **argv, opts *o)
 {
+    const tc_opt table[] = {
+        {"--rounds", TC_OPT_INT, &o->rounds, NULL, 0, NULL},
+        {"--words", TC_OPT_INT, &o->words, NULL, 0, NULL},
+        {"--count", TC_OPT_INT, &o->count, NULL, 0, NULL},
+        {"--max-calls", TC_OPT_INT, &o->max_calls, NULL, 0, NULL},
+        {"--before", TC_OPT_INT, &o->before, NULL, 0, NULL},
+        {"--victim", TC_OPT_INT, &o->victim, NULL, 0, NULL},
+        {"--ring", TC_OPT_INT, &o->ring, NULL, 0, NULL},
+        {"--sizes", TC_OPT_SIZES, o->sizes, &o->nsizes, MAX_SIZES, NULL},
+        {"--go-file", TC_OPT_STR, &o->go_file, NULL, 0, NULL},
+        {"--new-nonce", TC_OPT_U32, &o->new_nonce, NULL, 0, &o->have_nonce},
+        {"--nonblocking", TC_OPT_FLAG, &o->nonblocking, NULL, 0, NULL},
+        {NULL, TC_OPT_FLAG, NULL, NULL, 0, NULL},
+    };
+
     memset(o, 0, sizeof *o);
     o->rounds = 3;
     o->words = 300;
@@ -628,41 +616,8 @@ static int parse(int argc, char **argv, opts *o)
     if (argc < 2)
         return -1;
     o->mode = argv[1];
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int *iv = !strcmp(a, "--rounds")      ? &o->rounds
-                  : !strcmp(a, "--words")     ? &o->words
-                  : !strcmp(a, "--count")     ? &o->count
-                  : !strcmp(a, "--max-calls") ? &o->max_calls
-                  : !strcmp(a, "--before")    ? &o->before
-                  : !strcmp(a, "--victim")    ? &o->victim
-                  : !strcmp(a, "--ring")      ? &o->ring
-                                              : NULL;
-
-        if (iv && v) {
-            *iv = atoi(v);
-            i++;
-        } else if (!strcmp(a, "--sizes") && v) {
-            char *dup = strdup(v), *save = NULL;
-
-            for (char *t = dup ? strtok_r(dup, ",", &save) : NULL; t && o->nsizes < MAX_SIZES;
-                 t = strtok_r(NULL, ",", &save))
-                o->sizes[o->nsizes++] = (size_t)strtoull(t, NULL, 0);
-            free(dup);
-            i++;
-        } else if (!strcmp(a, "--go-file") && v) {
-            o->go_file = v;
-            i++;
-        } else if (!strcmp(a, "--new-nonce") && v) {
-            o->new_nonce = (uint32_t)strtoul(v, NULL, 0);
-            o->have_nonce = 1;
-            i++;
-        } else if (!strcmp(a, "--nonblocking")) {
-            o->nonblocking = 1;
-        } else {
-            return -1;
-        }
-    }
+    if (tc_parse_opts(argc, argv, 2, table))
+        return -1;
     if (o->nsizes == 0) {
         static const size_t def[] = {1, 255, 257, 20000};
 
@@ -693,8 +648,7 @@ int main(int argc, char **argv)
         usage();
         return 2;
     }
-    serene_config_init(&cfg);
-    if (serene_config_from_env(&cfg) || cfg.world_size > MAX_RANKS)
+    if (tc_config_from_env(&cfg) || cfg.world_size > MAX_RANKS)
         return 2;
     rank_ = cfg.rank;
     if (!strcmp(o.mode, "exact"))

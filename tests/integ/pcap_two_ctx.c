@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "serene/serene.h"
+#include "worker.h"
 
 int main(int argc, char **argv)
 {
@@ -25,8 +26,7 @@ int main(int argc, char **argv)
     }
     size_t n = (size_t)atoi(argv[2]);
     serene_config cfg;
-    serene_config_init(&cfg);
-    if (serene_config_from_env(&cfg))
+    if (tc_config_from_env(&cfg))
         return 2;
     if (strlen(argv[1]) >= sizeof cfg.pcap_path) {
         fprintf(stderr, "pcap_two_ctx: pattern longer than %zu bytes\n", sizeof cfg.pcap_path - 1);

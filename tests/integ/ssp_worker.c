@@ -43,16 +43,16 @@
  * Exit status: 0 all checks passed; 1 a check failed; 2 bad usage;
  * 3 (killed) the expected timeout.
  */
-#include <errno.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "serene/serene.h"
+#include "timing.h"
+#include "worker.h"
 
 #define MAX_RANKS 64
 /* Bound on the killed-switch loop: the switch is killed long before. */
@@ -88,38 +88,6 @@ static void log_to_stderr(void *cookie, serene_log_level level, const char *msg)
             (unsigned)level < 4 ? names[level] : "?", msg);
 }
 
-static uint64_t mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_us(long us)
-{
-    struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000};
-    while (nanosleep(&ts, &ts) && errno == EINTR)
-        ;
-}
-
-static const char *mode_name(serene_sync_mode m)
-{
-    switch (m) {
-    case SERENE_SYNC_BSP: return "BSP";
-    case SERENE_SYNC_SSP: return "SSP";
-    case SERENE_SYNC_ASP: return "ASP";
-    }
-    return "?";
-}
-
 static int report(int rank, const char *what, int rc)
 {
     fprintf(stderr, "rank %d: %s: %s (%s)\n", rank, what, serene_err_name(rc),
@@ -132,35 +100,30 @@ static int report(int rank, const char *what, int rc)
 static int run_clocks(serene_ctx *ctx, const serene_config *cfg, const opts *o)
 {
     const int rank = cfg->rank, n = cfg->world_size;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/rank%d.csv", o->out, rank);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "rank %d: cannot write %s: %s\n", rank, path, strerror(errno));
+    tc_clock_log lg;
+    if (tc_clock_log_open(&lg, o->out, rank))
         return 1;
-    }
-    fprintf(f, "clock,t_call_ns,t_return_ns,mode,s,low,high\n");
 
     int32_t one = 1, words[MAX_RANKS];
-    uint64_t rng = mix(o->seed * 1000003u + (uint64_t)rank);
+    uint64_t rng = tc_mix(o->seed * 1000003u + (uint64_t)rank);
     uint64_t waited = 0, worst = 0;
     int failures = 0, rc = 0;
     for (int c = 0; c < o->clocks; c++) {
         long us = 1000L * (rank == o->slow_rank ? o->slow_ms : o->compute_ms);
         if (o->jitter_us > 0) {
-            rng = mix(rng);
+            rng = tc_mix(rng);
             us += (long)(rng % (uint64_t)(o->jitter_us + 1));
         }
-        sleep_us(us);
+        tc_sleep_us(us);
         if ((rc = serene_push_i32(ctx, (size_t)rank, &one, 1))) {
             failures += report(rank, "push", rc);
             break;
         }
         serene_clock_info before, after;
         serene_get_clock_info(ctx, &before);
-        uint64_t t_call = now_ns();
+        uint64_t t_call = tc_now_ns();
         rc = serene_clock(ctx);
-        uint64_t t_ret = now_ns();
+        uint64_t t_ret = tc_now_ns();
         if (rc) {
             fprintf(stderr, "rank %d: clock %d: %s (%s)\n", rank, c, serene_err_name(rc),
                     serene_strerror(rc));
@@ -170,9 +133,7 @@ static int run_clocks(serene_ctx *ctx, const serene_config *cfg, const opts *o)
         serene_get_clock_info(ctx, &after);
         waited += t_ret - t_call;
         worst = t_ret - t_call > worst ? t_ret - t_call : worst;
-        fprintf(f, "%d,%llu,%llu,%s,%u,%u,%u\n", c, (unsigned long long)t_call,
-                (unsigned long long)t_ret, mode_name(after.mode), after.staleness, after.low,
-                after.high);
+        tc_clock_log_row(&lg, c, t_call, t_ret, &after);
         if (before.clock != (uint32_t)c || after.clock != (uint32_t)c + 1) {
             fprintf(stderr, "rank %d: clock_info.clock went %u -> %u around clock %d\n", rank,
                     before.clock, after.clock, c);
@@ -188,7 +149,7 @@ static int run_clocks(serene_ctx *ctx, const serene_config *cfg, const opts *o)
             if (v == rank ? words[v] != c + 1 : words[v] < need) {
                 fprintf(stderr,
                         "rank %d: after clock %d (%s s=%u) word %d = %d, want %s %ld\n", rank,
-                        c, mode_name(after.mode), after.staleness, v, words[v],
+                        c, tc_mode_name(after.mode), after.staleness, v, words[v],
                         v == rank ? "exactly" : ">=", v == rank ? (long)c + 1 : need);
                 failures++;
             }
@@ -196,21 +157,16 @@ static int run_clocks(serene_ctx *ctx, const serene_config *cfg, const opts *o)
         if (failures > 10)
             break;
     }
+    if (tc_clock_log_close(&lg, ctx))
+        failures++;
     serene_stats st;
     serene_get_stats(ctx, &st);
-    fprintf(f, "#stats holds=%llu releases=%llu clock_wait_ns=%llu retrans=%llu\n",
-            (unsigned long long)st.holds, (unsigned long long)st.releases,
-            (unsigned long long)st.clock_wait_ns, (unsigned long long)st.retransmissions);
-    if (fclose(f)) {
-        fprintf(stderr, "rank %d: writing %s failed\n", rank, path);
-        failures++;
-    }
     serene_clock_info last;
     serene_get_clock_info(ctx, &last);
     printf("rank %d: %d clocks, waited %.1f ms (worst call %.1f ms), holds %llu releases %llu, "
            "last policy %s s=%u\n",
            rank, o->clocks, waited / 1e6, worst / 1e6, (unsigned long long)st.holds,
-           (unsigned long long)st.releases, mode_name(last.mode), last.staleness);
+           (unsigned long long)st.releases, tc_mode_name(last.mode), last.staleness);
     return failures ? 1 : 0;
 }
 
@@ -219,7 +175,7 @@ static int run_clocks(serene_ctx *ctx, const serene_config *cfg, const opts *o)
 /* v(rank, iter, k) in [-2^28, 2^29): 4 ranks sum to [-2^30, 2^31). */
 static int32_t value(uint64_t seed, int r, int i, size_t k)
 {
-    uint64_t h = mix(seed ^ (uint64_t)r << 56 ^ (uint64_t)i << 40 ^ k);
+    uint64_t h = tc_mix(seed ^ (uint64_t)r << 56 ^ (uint64_t)i << 40 ^ k);
     return (int32_t)((int64_t)(h % (3ull << 28)) - (1ll << 28));
 }
 
@@ -473,7 +429,7 @@ static int run_killed(serene_ctx *ctx, const serene_config *cfg, const opts *o)
     const char *names[3] = {"push", "clock", "pull"};
     for (long it = 0; it < KILLED_MAX_ITERS; it++) {
         int rcs[3] = {0, 0, 0}, ran[3] = {0, 0, 0};
-        uint64_t t0 = now_ns(), t_done[3] = {0, 0, 0};
+        uint64_t t0 = tc_now_ns(), t_done[3] = {0, 0, 0};
         if (o->nonblocking) {
             /* All three in flight at once: each must end by its deadline. */
             serene_op *ops[3] = {NULL, NULL, NULL};
@@ -486,7 +442,7 @@ static int run_killed(serene_ctx *ctx, const serene_config *cfg, const opts *o)
                 ran[i] = ops[i] != NULL || rcs[i] != 0;
                 if (ops[i])
                     rcs[i] = serene_op_wait(&ops[i]);
-                t_done[i] = now_ns();
+                t_done[i] = tc_now_ns();
             }
         } else {
             for (int i = 0; i < 3 && (i == 0 || !rcs[i - 1]); i++) {
@@ -494,7 +450,7 @@ static int run_killed(serene_ctx *ctx, const serene_config *cfg, const opts *o)
                          : i == 1 ? serene_clock(ctx)
                                   : serene_pull(ctx, 0, back, KILLED_WORDS, 0);
                 ran[i] = 1;
-                t_done[i] = now_ns();
+                t_done[i] = tc_now_ns();
             }
         }
         int first = -1;
@@ -551,45 +507,31 @@ static void usage(void)
 
 static int parse(int argc, char **argv, opts *o)
 {
+    const tc_opt table[] = {
+        {"--clocks", TC_OPT_INT, &o->clocks, NULL, 0, NULL},
+        {"--compute-ms", TC_OPT_INT, &o->compute_ms, NULL, 0, NULL},
+        {"--slow-rank", TC_OPT_INT, &o->slow_rank, NULL, 0, NULL},
+        {"--slow-ms", TC_OPT_INT, &o->slow_ms, NULL, 0, NULL},
+        {"--jitter-us", TC_OPT_INT, &o->jitter_us, NULL, 0, NULL},
+        {"--iters", TC_OPT_INT, &o->iters, NULL, 0, NULL},
+        {"--count", TC_OPT_INT, &o->count, NULL, 0, NULL},
+        {"--out", TC_OPT_STR, &o->out, NULL, 0, NULL},
+        {"--offset", TC_OPT_SIZE, &o->offset, NULL, 0, NULL},
+        {"--capacity", TC_OPT_SIZE, &o->capacity, NULL, 0, NULL},
+        {"--seed", TC_OPT_U64, &o->seed, NULL, 0, NULL},
+        {"--expect-retrans", TC_OPT_FLAG, &o->expect_retrans, NULL, 0, NULL},
+        {"--nonblocking", TC_OPT_FLAG, &o->nonblocking, NULL, 0, NULL},
+        {NULL, TC_OPT_FLAG, NULL, NULL, 0, NULL},
+    };
+
     memset(o, 0, sizeof *o);
     o->slow_rank = -1;
     o->seed = 1;
     if (argc < 2)
         return -1;
     o->mode = argv[1];
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int *iv = !strcmp(a, "--clocks")       ? &o->clocks
-                  : !strcmp(a, "--compute-ms") ? &o->compute_ms
-                  : !strcmp(a, "--slow-rank")  ? &o->slow_rank
-                  : !strcmp(a, "--slow-ms")    ? &o->slow_ms
-                  : !strcmp(a, "--jitter-us")  ? &o->jitter_us
-                  : !strcmp(a, "--iters")      ? &o->iters
-                  : !strcmp(a, "--count")      ? &o->count
-                                               : NULL;
-        if (iv && v) {
-            *iv = atoi(v);
-            i++;
-        } else if (!strcmp(a, "--out") && v) {
-            o->out = v;
-            i++;
-        } else if (!strcmp(a, "--offset") && v) {
-            o->offset = (size_t)strtoull(v, NULL, 0);
-            i++;
-        } else if (!strcmp(a, "--capacity") && v) {
-            o->capacity = (size_t)strtoull(v, NULL, 0);
-            i++;
-        } else if (!strcmp(a, "--seed") && v) {
-            o->seed = strtoull(v, NULL, 0);
-            i++;
-        } else if (!strcmp(a, "--expect-retrans")) {
-            o->expect_retrans = 1;
-        } else if (!strcmp(a, "--nonblocking")) {
-            o->nonblocking = 1;
-        } else {
-            return -1;
-        }
-    }
+    if (tc_parse_opts(argc, argv, 2, table))
+        return -1;
     if (!strcmp(o->mode, "clocks"))
         return o->clocks > 0 && o->out ? 0 : -1;
     if (!strcmp(o->mode, "store"))
@@ -605,21 +547,14 @@ int main(int argc, char **argv)
         return 2;
     }
     serene_config cfg;
-    serene_config_init(&cfg);
-    if (serene_config_from_env(&cfg))
-        return 2;
-    if (cfg.world_size > MAX_RANKS)
+    if (tc_config_from_env(&cfg) || cfg.world_size > MAX_RANKS)
         return 2;
     log_sink sink = {.rank = cfg.rank};
     cfg.log_fn = log_to_stderr;
     cfg.log_cookie = &sink;
     serene_ctx *ctx = NULL;
-    int rc = serene_ctx_create(&ctx, &cfg);
-    if (rc) {
-        fprintf(stderr, "rank %d: serene_ctx_create: %s (%s)\n", cfg.rank, serene_err_name(rc),
-                serene_strerror(rc));
+    if (tc_ctx_create(&ctx, &cfg))
         return 1;
-    }
     int status = !strcmp(o.mode, "clocks")  ? run_clocks(ctx, &cfg, &o)
                  : !strcmp(o.mode, "store") ? run_store(ctx, &cfg, &o)
                                             : run_killed(ctx, &cfg, &o);
