@@ -28,23 +28,11 @@ CTL=$1 RUN=$2 SWITCH=$3 WORKER=$4 CHECK=$5
 N=4 CLOCKS=200 SLOW_AFTER=60 FIXED=150
 export SERENE_TIMEOUT_MS=10000
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/serene-ctl-dyn.XXXXXX") || exit 1
-swpid="" ctlpid=""
-# shellcheck source=../integ/switch_lib.sh
-. "$(dirname "$0")/../integ/switch_lib.sh"
-cleanup() {
-    [ -n "$ctlpid" ] && kill -TERM "$ctlpid" 2>/dev/null
-    stop_switch >/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-    echo "FAIL: ctl-dynamic: $*"
-    for f in ctl.log ctl.err switch.log; do
-        [ -f "$work/$f" ] && { echo "---- $f (tail):"; tail -n 15 "$work/$f"; }
-    done
-    exit 1
-}
+# shellcheck source=../common/harness.sh
+. "$(dirname "$0")/../common/harness.sh"
+harness_init ctl-dynamic
+HARNESS_LOGS=(ctl.log ctl.err switch.log)
+HARNESS_TAIL=15
 
 start_switch 127.0.0.1:0 --job "0:$N,store=64,policy=bsp" || fail "serene-switch exited at startup"
 
@@ -66,20 +54,17 @@ when wait_fraction > 0.5 for 8 clocks: staleness += 4 max 8
 when clock >= 150: bsp
 stop at clock 200
 POL
-timeout -k 5 60 "$CTL" run --control "$ctl" --job 0 "$work/policy" --interval 5 --duration 50 \
-    --log "$work/ctl.log" >"$work/ctl.out" 2>"$work/ctl.err" &
-ctlpid=$!
+spawn "$work/ctl.out" --stderr "$work/ctl.err" timeout -k 5 60 "$CTL" run --control "$ctl" \
+    --job 0 "$work/policy" --interval 5 --duration 50 --log "$work/ctl.log"
+ctlpid=$spawned
 
 mkdir "$work/logs"
-timeout -k 5 60 "$RUN" -n "$N" --switch "127.0.0.1:$port" --job 0 -- \
+run_bounded 60 "$work/ranks.out" "$RUN" -n "$N" --switch "127.0.0.1:$port" --job 0 -- \
     "$WORKER" --clocks "$CLOCKS" --out "$work/logs" --compute-ms 10 --slow-rank 3 --slow-ms 60 \
-    --slow-after "$SLOW_AFTER" >"$work/ranks.out" 2>&1
-rc=$?
+    --slow-after "$SLOW_AFTER"
 sed 's/^/    /' "$work/ranks.out"
 [ "$rc" -eq 0 ] || fail "serene-run exited with $rc"
-wait "$ctlpid"
-rc=$?
-ctlpid=""
+wait_pid "$ctlpid" 65
 cat "$work/ctl.out"
 grep -v '^job 0: low' "$work/ctl.err" | sed 's/^/    /'
 [ "$rc" -eq 0 ] || fail "serene-ctl run exited with $rc"

@@ -45,8 +45,6 @@ if [ $# -ne 7 ]; then
     exit 2
 fi
 CASE=$1 RUN=$2 AR=$3 SSPW=$4 CHECK=$5 APP=$6 DUMP=$7
-SWITCH=${SERENE_SWITCH_BIN:-$(dirname "$RUN")/../../p4/swswitch/serene-switch}
-[ -x "$SWITCH" ] || { echo "FAIL: $CASE: no serene-switch at '$SWITCH'"; exit 1; }
 if [ "$(id -u)" -ne 0 ]; then
     echo "SKIP: $CASE: DPDK virtual devices and namespaces need root"
     exit 77
@@ -60,30 +58,18 @@ export SERENE_TIMEOUT_MS=30000 SERENE_TRANSPORT=dpdk
 # The library logs its port line and counters at info.
 export SERENE_LOG_LEVEL=${SERENE_LOG_LEVEL:-info}
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/serene-dpdk.XXXXXX") || exit 1
-swpid=""
+# shellcheck source=../common/harness.sh
+. "$(dirname "$0")/../common/harness.sh"
+harness_init "$CASE"
 netns=()
 
-cleanup() {
-    [ -n "$swpid" ] && stop_switch >/dev/null
+# shellcheck disable=SC2317 # run by the exit trap, once every process is stopped
+on_cleanup() {
+    local ns
     for ns in "${netns[@]+"${netns[@]}"}"; do
         ip netns del "$ns" 2>/dev/null
     done
-    rm -rf "$work"
 }
-trap cleanup EXIT
-
-fail() {
-    echo "FAIL: $CASE: $*"
-    if [ -f "$work/switch.log" ]; then
-        echo "---- serene-switch log (tail):"
-        tail -n 20 "$work/switch.log"
-    fi
-    exit 1
-}
-
-# start_switch, stop_switch
-. "$(dirname "$0")/../integ/switch_lib.sh"
 
 # memif_switch N ARGS...: a switch in DPDK mode with N memif servers, one
 # socket per worker: $work/memif<r>.
@@ -101,20 +87,6 @@ memif_switch() {
 memif_worker_env() {
     export SERENE_DPDK_EAL_ARGS="$EAL --vdev=net_memif0,role=client,socket=$work/memif%r$MEMIF_OPT"
     export SERENE_DPDK_PORT=net_memif0
-}
-
-# ranks NAME LIMIT_S N [serene-run options] -- PROGRAM ARGS...: sets rc;
-# output in $work/NAME.out (and shown).
-ranks() {
-    local name=$1 limit=$2 n=$3
-    shift 3
-    timeout -k 5 "$limit" "$RUN" -n "$n" --switch "127.0.0.1:$port" "$@" >"$work/$name.out" 2>&1
-    rc=$?
-    sed "s/^/    /" "$work/$name.out"
-    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-        fail "$name: hit its ${limit} s limit: something hangs"
-    fi
-    [ "$rc" -eq 0 ] || fail "$name: serene-run exited with $rc"
 }
 
 # The switch's counters at exit must show DPDK traffic and no frame it
@@ -217,24 +189,22 @@ case_tap() {
     NSX=()
     # The worker creates the tap device; its address and the neighbour
     # entry can only be set once it exists.
-    ip netns exec "$ns" env SERENE_RANK=0 SERENE_WORLD_SIZE=1 SERENE_JOB=0 \
+    spawn "$work/tap.out" ip netns exec "$ns" env SERENE_RANK=0 SERENE_WORLD_SIZE=1 SERENE_JOB=0 \
         SERENE_SWITCH="10.9.2.1:$port" SERENE_BIND=10.9.2.2:40000 \
         SERENE_DPDK_EAL_ARGS="$EAL --vdev=net_tap0,iface=srtap0,mac=$mac" SERENE_DPDK_PORT=net_tap0 \
-        timeout -k 5 120 "$AR" --elems 256 --sizes 1,257,200000 --reps 2 --seed 41 \
-        >"$work/tap.out" 2>&1 &
-    local wpid=$! up=0
+        timeout -k 5 120 "$AR" --elems 256 --sizes 1,257,200000 --reps 2 --seed 41
+    local wpid=$spawned up=0
     for _ in $(seq 200); do
         ip -n "$ns" link show srtap0 >/dev/null 2>&1 && { up=1; break; }
         kill -0 "$wpid" 2>/dev/null || break
         sleep 0.05
     done
-    [ "$up" = 1 ] || { wait "$wpid"; cat "$work/tap.out"; fail "the worker created no srtap0"; }
+    [ "$up" = 1 ] || { wait_pid "$wpid" 10; cat "$work/tap.out"; fail "the worker created no srtap0"; }
     ip -n "$ns" addr add 10.9.2.1/24 dev srtap0 &&
         ip -n "$ns" link set srtap0 up &&
         ip -n "$ns" neigh replace 10.9.2.2 lladdr "$mac" dev srtap0 nud permanent ||
         fail "cannot configure srtap0"
-    wait "$wpid"
-    rc=$?
+    wait_pid "$wpid" 130
     sed "s/^/    /" "$work/tap.out"
     [ "$rc" -eq 0 ] || fail "the worker on net_tap exited with $rc"
     grep -q 'dpdk: port 0 (net_tap0) up' "$work/tap.out" || fail "no net_tap0 port line"

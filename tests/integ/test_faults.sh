@@ -49,123 +49,25 @@ if [ $# -ne 4 ]; then
     exit 2
 fi
 CASE=$1 WORKER=$2 RUN=$3 CHECK=$4
-SWITCH=${SERENE_SWITCH_BIN:-$(dirname "$RUN")/../../p4/swswitch/serene-switch}
-[ -x "$SWITCH" ] || { echo "FAIL: $CASE: no serene-switch at '$SWITCH' (set SERENE_SWITCH_BIN)"; exit 1; }
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/serene-faults.XXXXXX") || exit 1
-swpid=""
-pids=()
+# shellcheck source=../common/harness.sh
+. "$(dirname "$0")/../common/harness.sh"
+harness_init "$CASE"
+HARNESS_TAIL=12
+start=$(date +%s%N)
+pids=() # the ranks of the running case, by rank
 netns=()
 veth=""
 NSX=() # command prefix that runs the switch inside a namespace (netem case)
 
-# shellcheck disable=SC2317 # run by the EXIT trap
-cleanup() {
+# shellcheck disable=SC2317 # run by the exit trap, once every process is stopped
+on_cleanup() {
     local p
-    # A signal now must not cut the cleanup short.
-    trap '' INT TERM
-    # SIGTERM first: `timeout` passes it on to serene-run, which stops its
-    # ranks; SIGKILL whatever is left after 2 s.
-    for p in "${pids[@]+"${pids[@]}"}"; do
-        kill -TERM "$p" 2>/dev/null
-    done
-    for _ in $(seq 40); do
-        local alive=0
-        for p in "${pids[@]+"${pids[@]}"}"; do
-            kill -0 "$p" 2>/dev/null && alive=1
-        done
-        [ "$alive" -eq 1 ] || break
-        sleep 0.05
-    done
-    for p in "${pids[@]+"${pids[@]}"}"; do
-        kill -KILL "$p" 2>/dev/null
-    done
-    if [ -n "$swpid" ]; then
-        kill -KILL "$swpid" 2>/dev/null
-        wait "$swpid" 2>/dev/null
-    fi
-    for p in "${pids[@]+"${pids[@]}"}"; do
-        wait "$p" 2>/dev/null
-    done
     for p in "${netns[@]+"${netns[@]}"}"; do
         ip netns del "$p" 2>/dev/null
     done
     [ -n "$veth" ] && ip link del "$veth" 2>/dev/null
-    rm -rf "$work"
 }
-trap cleanup EXIT
-trap 'echo "FAIL: $CASE: interrupted"; exit 1' INT TERM
-
-ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
-start=$(date +%s%N)
-
-fail() {
-    echo "FAIL: $CASE: $*"
-    if [ -f "$work/switch.log" ]; then
-        echo "---- serene-switch log (tail):"
-        tail -n 12 "$work/switch.log"
-    fi
-    exit 1
-}
-
-skip() {
-    echo "SKIP: $*"
-    exit 77
-}
-
-# start_switch, stop_switch
-. "$(dirname "$0")/switch_lib.sh"
-
-# wait_grep FILE REGEX LIMIT_S: until FILE has a line matching REGEX.
-wait_grep() {
-    for _ in $(seq $(($3 * 20))); do
-        grep -Eq -- "$2" "$1" 2>/dev/null && return 0
-        sleep 0.05
-    done
-    return 1
-}
-
-# wait_pid PID LIMIT_S: reap PID (a child of this shell); rc = its status,
-# or 124 after SIGKILL when it still ran after LIMIT_S seconds.
-wait_pid() {
-    for _ in $(seq $(($2 * 20))); do
-        kill -0 "$1" 2>/dev/null || break
-        sleep 0.05
-    done
-    if kill -0 "$1" 2>/dev/null; then
-        kill -KILL "$1" 2>/dev/null
-        wait "$1" 2>/dev/null
-        rc=124
-        return
-    fi
-    wait "$1"
-    rc=$?
-}
-
-# kill_by_pid PID: SIGKILL (stamped: sets kill_ns), then wait until PID is
-# gone. PID is disowned first, so bash neither reports the kill nor keeps
-# it for `wait`; its SIGCHLD handler still reaps it.
-kill_by_pid() {
-    disown "$1" 2>/dev/null
-    "$CHECK" kill "$1" 0 >"$work/kill.out" 2>&1 || { cat "$work/kill.out"; fail "could not kill $1"; }
-    cat "$work/kill.out"
-    kill_ns=$(sed -n 's/^killed [0-9]* at \([0-9]*\) ns$/\1/p' "$work/kill.out")
-    [ -n "$kill_ns" ] || fail "no kill time from ssp_check"
-    for _ in $(seq 100); do
-        kill -0 "$1" 2>/dev/null || return 0
-        sleep 0.05
-    done
-    fail "pid $1 still there 5 s after SIGKILL"
-}
-
-# ctl_field CMD KEY: the value of KEY= in the control socket's answer.
-ctl_field() {
-    local ans
-    ans=$("$CHECK" ctl "$ctl" "$1") || fail "control '$1': $ans"
-    sed -n "s/.* $2=\\([^ ]*\\).*/\\1/p" <<<"$ans"
-}
-
-nonce() { echo $(((RANDOM << 15 | RANDOM) + 1)); }
 
 # check_after_kill FILE RANK DEADLINE_MS: every "returned NAME at T ns" of
 # FILE came after the kill and within DEADLINE_MS + 1 s of it, none OK.
@@ -194,8 +96,6 @@ check_after_kill() {
     return "$bad"
 }
 
-show() { sed "s/^/    [$2] /" "$1"; }
-
 # ---- worker-killed-allreduce ------------------------------------------------
 
 case_worker_killed_allreduce() {
@@ -205,8 +105,8 @@ case_worker_killed_allreduce() {
     export SERENE_SWITCH=127.0.0.1:$port SERENE_JOB_NONCE
     SERENE_JOB_NONCE=$(nonce)
     for r in $(seq 0 $((n - 1))); do
-        SERENE_RANK=$r "$WORKER" ar-loop --count 20000 >"$work/rank$r.out" 2>&1 &
-        pids[r]=$!
+        spawn "$work/rank$r.out" env SERENE_RANK="$r" "$WORKER" ar-loop --count 20000
+        pids[r]=$spawned
     done
     for r in $(seq 0 $((n - 1))); do
         wait_grep "$work/rank$r.out" "^rank $r: call 3 ok" 20 || {
@@ -214,7 +114,7 @@ case_worker_killed_allreduce() {
             fail "rank $r did not complete 3 allreduces in 20 s"
         }
     done
-    kill_by_pid "${pids[victim]}"
+    kill_stamped "${pids[victim]}" 0
     echo "rank $victim (pid ${pids[victim]}) killed mid-run"
     for r in 0 1; do
         wait_pid "${pids[r]}" $((deadline / 1000 + 10))
@@ -243,9 +143,9 @@ case_worker_killed_asp() {
     export SERENE_SWITCH=127.0.0.1:$port SERENE_JOB_NONCE
     SERENE_JOB_NONCE=$(nonce)
     for r in $(seq 0 $((n - 1))); do
-        SERENE_RANK=$r "$WORKER" asp --before $k --ring $ring --go-file "$work/go" \
-            --victim $victim >"$work/rank$r.out" 2>&1 &
-        pids[r]=$!
+        spawn "$work/rank$r.out" env SERENE_RANK="$r" "$WORKER" asp --before $k --ring $ring \
+            --go-file "$work/go" --victim $victim
+        pids[r]=$spawned
     done
     for r in $(seq 0 $((n - 1))); do
         wait_grep "$work/rank$r.out" "^rank $r: $k clocks done" 20 || {
@@ -253,7 +153,7 @@ case_worker_killed_asp() {
             fail "rank $r did not finish $k clocks in 20 s"
         }
     done
-    kill_by_pid "${pids[victim]}"
+    kill_stamped "${pids[victim]}" 0
     low=$(ctl_field "status 0" low)
     high=$(ctl_field "status 0" high)
     echo "rank $victim killed after $k clocks; the switch: low=$low high=$high"
@@ -291,9 +191,9 @@ case_switch_restart() {
     for r in 0 1; do
         local nb=()
         [ "$r" -eq 1 ] && nb=(--nonblocking)
-        SERENE_RANK=$r "$WORKER" restart --go-file "$work/go" --new-nonce "$n2" --sizes 20000 \
-            --words 300 "${nb[@]+"${nb[@]}"}" >"$work/rank$r.out" 2>&1 &
-        pids[r]=$!
+        spawn "$work/rank$r.out" env SERENE_RANK="$r" "$WORKER" restart --go-file "$work/go" \
+            --new-nonce "$n2" --sizes 20000 --words 300 "${nb[@]+"${nb[@]}"}"
+        pids[r]=$spawned
     done
     for r in 0 1; do
         wait_grep "$work/rank$r.out" "^rank $r: round 3 ok" 20 || {
@@ -302,7 +202,7 @@ case_switch_restart() {
         }
     done
     kill_t0=$(date +%s%N)
-    kill_by_pid "$swpid"
+    kill_stamped "$swpid" 0
     swpid=""
     # At once on the same port: the ranks' retransmissions reach the new
     # switch, which does not know them. The port may take a moment to free.
@@ -392,13 +292,12 @@ case_netem() {
     # serene-run uses our switch (--switch) and stops its ranks on its own
     # --timeout; `timeout` bounds serene-run itself.
     # In the background, so that a signal to this script is handled at once.
-    ip netns exec "$ns_wk" env SERENE_TIMEOUT_MS=20000 \
+    spawn "$out" ip netns exec "$ns_wk" env SERENE_TIMEOUT_MS=20000 \
         timeout -k 5 200 "$RUN" -n 3 --switch "$ip_sw:$port" --timeout 180 -- \
-        "$WORKER" exact --rounds 4 --sizes 1,255,257,20000 --words 600 >"$out" 2>&1 &
-    pids=($!)
-    wait "${pids[0]}"
+        "$WORKER" exact --rounds 4 --sizes 1,255,257,20000 --words 600
+    wait "$spawned"
     rc_run=$?
-    pids=()
+    forget_pid "$spawned"
     sed 's/^/    /' "$out"
     [ "$rc_run" -eq 0 ] || fail "serene-run exited with $rc_run (124: it hung)"
     [ "$(grep -c 'every allreduce and pull exact' "$out")" -eq 3 ] || fail "not every rank reported exact results"

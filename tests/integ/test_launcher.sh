@@ -28,8 +28,11 @@ CHILD=$2
 AR_WORKER=${3:-}
 EXT=127.0.0.1:9 # --switch for checks that need no switch: ranks never talk to it
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# shellcheck source=../common/harness.sh
+. "$(dirname "$0")/../common/harness.sh"
+harness_init launcher
+# fail below counts and goes on: an interrupted run must still stop here.
+trap 'echo "FAIL: launcher: interrupted"; exit 1' INT TERM
 mkdir "$work/tmp"
 export TMPDIR=$work/tmp # where serene-run makes its port-file directory
 failures=0
@@ -136,8 +139,8 @@ fi
 name="env"
 out=$work/$name.out err=$work/$name.err rc=0 ms=0
 t0=$(date +%s%N)
-"$RUN" -n 4 --job 7 -- "$CHILD" --sleep-rank 0 --ms 1500 >"$out" 2>"$err" </dev/null &
-bg=$!
+spawn "$out" --stderr "$err" "$RUN" -n 4 --job 7 -- "$CHILD" --sleep-rank 0 --ms 1500
+bg=$spawned
 for _ in $(seq 100); do grep -q 'listening on' "$err" && break; sleep 0.1; done
 sw=$(switch_pid)
 port=$(switch_addr | sed 's/.*://')
@@ -149,9 +152,8 @@ else
         udp_bound "$port" || fail "$name: nothing bound to UDP port $port while the job runs"
     fi
 fi
-for _ in $(seq 150); do kill -0 "$bg" 2>/dev/null || break; sleep 0.1; done
-if kill -0 "$bg" 2>/dev/null; then kill -KILL "$bg"; fail "$name: serene-run still running after 15 s"; fi
-wait "$bg" || rc=$?
+wait_pid "$bg" 15
+[ "$rc" -ne 124 ] || fail "$name: serene-run still running after 15 s"
 ms=$((($(date +%s%N) - t0) / 1000000))
 expect_rc 0
 for r in 0 1 2 3; do
@@ -276,14 +278,13 @@ launcher_signal() { # NAME SIGNAL WANT
     local t0 pre=()
     # Background jobs of a script start with SIGINT ignored; give it back.
     if [ "$2" = INT ]; then pre=(env --default-signal=INT); fi
-    "${pre[@]}" "$RUN" -n 3 -- "$CHILD" --sleep-rank -1 >"$out" 2>"$err" </dev/null &
-    local bg=$!
+    spawn "$out" --stderr "$err" "${pre[@]}" "$RUN" -n 3 -- "$CHILD" --sleep-rank -1
+    local bg=$spawned
     for _ in $(seq 100); do [ "$(child_pids | wc -l)" -eq 3 ] && break; sleep 0.1; done
     t0=$(date +%s%N)
     kill -"$2" "$bg"
-    for _ in $(seq 100); do kill -0 "$bg" 2>/dev/null || break; sleep 0.05; done
-    if kill -0 "$bg" 2>/dev/null; then kill -KILL "$bg"; fail "$name: serene-run still running 5 s after SIG$2"; fi
-    wait "$bg" || rc=$?
+    wait_pid "$bg" 5
+    [ "$rc" -ne 124 ] || fail "$name: serene-run still running 5 s after SIG$2"
     ms=$((($(date +%s%N) - t0) / 1000000))
     faster_than 2500 # ranks and switch die of SIGTERM: no 3 s SIGKILL grace
     expect_rc "$3"

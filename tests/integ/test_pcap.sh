@@ -32,25 +32,10 @@
 set -uo pipefail
 
 MODE=${1:-}
-work=$(mktemp -d "${TMPDIR:-/tmp}/serene-pcap.XXXXXX") || exit 1
-swpid=""
-bgpid=""
-
-cleanup() {
-    [ -n "$bgpid" ] && kill -KILL "$bgpid" 2>/dev/null
-    [ -n "$swpid" ] && stop_switch
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-fail() {
-    echo "FAIL: pcap: $*"
-    if [ -f "$work/switch.log" ]; then
-        echo "---- serene-switch log (tail):"
-        tail -n 10 "$work/switch.log"
-    fi
-    exit 1
-}
+# shellcheck source=../common/harness.sh
+. "$(dirname "$0")/../common/harness.sh"
+harness_init pcap
+HARNESS_TAIL=10
 
 # expect_create_error NAME ERRNAME PATTERN... -- ENV... : run ar_worker alone
 # (rank 0 of a 1-worker job; the trace opens before any packet is sent) and
@@ -88,27 +73,12 @@ if [ "$MODE" != full ] || [ $# -ne 5 ]; then
     exit 2
 fi
 RUN=$2 WORKER=$3 DUMP=$4 TWO=$5
-SWITCH=${SERENE_SWITCH_BIN:-$(dirname "$RUN")/../../p4/swswitch/serene-switch}
-[ -x "$SWITCH" ] || fail "no serene-switch at '$SWITCH' (set SERENE_SWITCH_BIN)"
 export SERENE_TIMEOUT_MS=10000
-
-# stop_switch
-. "$(dirname "$0")/switch_lib.sh"
 
 # Job 0: serene-run's ranks; job 1: two contexts in one process; job 2: the
 # killed rank (its peer never comes).
-"$SWITCH" --listen 127.0.0.1:0 --port-file "$work/port" --job 0:2 --job 1:2 --job 2:2 \
-    >"$work/switch.log" 2>&1 &
-swpid=$!
-for _ in $(seq 200); do
-    [ -s "$work/port" ] && break
-    kill -0 "$swpid" 2>/dev/null || { swpid=""; fail "serene-switch exited at startup"; }
-    sleep 0.05
-done
-[ -s "$work/port" ] || fail "serene-switch wrote no port file in 10 s"
-port=$(cat "$work/port")
+start_switch 127.0.0.1:0 --job 0:2 --job 1:2 --job 2:2 || fail "serene-switch exited at startup"
 sw="127.0.0.1:$port"
-echo "serene-switch pid $swpid on $sw"
 
 # is_pcap FILE: a pcap header (either byte order, micro- or nanosecond
 # magic) with link type 1 (Ethernet).
@@ -233,9 +203,9 @@ echo "ok: two contexts wrote one trace each"
 echo "== killed: rank 0 of job 2 alone (its peer never comes), SIGKILLed while it retransmits"
 # No `timeout` around it: the SIGKILL must reach the worker itself. Its own
 # deadline (30 s) and cleanup bound it.
-SERENE_PCAP="$work/killed.pcap" SERENE_SWITCH=$sw SERENE_JOB=2 SERENE_RANK=0 SERENE_WORLD_SIZE=2 \
-    SERENE_TIMEOUT_MS=30000 "$WORKER" --elems 256 --sizes 100000 >"$work/killed.out" 2>&1 &
-bgpid=$!
+spawn "$work/killed.out" env SERENE_PCAP="$work/killed.pcap" SERENE_SWITCH="$sw" SERENE_JOB=2 \
+    SERENE_RANK=0 SERENE_WORLD_SIZE=2 SERENE_TIMEOUT_MS=30000 "$WORKER" --elems 256 --sizes 100000
+bgpid=$spawned
 seen=0
 for _ in $(seq 100); do
     # The file is being written: read it whole (grep -c), whatever the status.
@@ -249,7 +219,7 @@ done
 kill -KILL "$bgpid" 2>/dev/null
 wait "$bgpid" 2>/dev/null
 rc=$?
-bgpid=""
+forget_pid "$bgpid"
 [ $seen -eq 1 ] || fail "killed: no retransmitted AR_DATA in the trace within 10 s"
 [ $rc -eq 137 ] || fail "killed: the worker exited $rc before the SIGKILL"
 timeout 30 "$DUMP" "$work/killed.pcap" --summary >"$work/killed.dump" 2>&1 ||

@@ -35,57 +35,13 @@ if [ $# -ne 4 ]; then
     exit 2
 fi
 CASE=$1 RUN=$2 WORKER=$3 CHECK=$4
-SWITCH=${SERENE_SWITCH_BIN:-$(dirname "$RUN")/../../p4/swswitch/serene-switch}
-[ -x "$SWITCH" ] || { echo "FAIL: $CASE: no serene-switch at '$SWITCH' (set SERENE_SWITCH_BIN)"; exit 1; }
 N=4
 # Deadline of every library call outside the killed case: a hang fails fast.
 export SERENE_TIMEOUT_MS=10000
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/serene-ssp.XXXXXX") || exit 1
-swpid=""
-bgpids=()
-
-cleanup() {
-    # Background jobs still running after a failure: SIGTERM, which
-    # `timeout` passes on to the program it runs.
-    for p in "${bgpids[@]+"${bgpids[@]}"}"; do
-        kill -TERM "$p" 2>/dev/null
-    done
-    [ -n "$swpid" ] && stop_switch >/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
-
-fail() {
-    echo "FAIL: $CASE: $*"
-    if [ -f "$work/switch.log" ]; then
-        echo "---- serene-switch log (tail):"
-        tail -n 20 "$work/switch.log"
-    fi
-    exit 1
-}
-
-# start_switch, stop_switch
-. "$(dirname "$0")/switch_lib.sh"
-
-# ranks NAME LIMIT_S [serene-run options] -- WORKER ARGS...: run 4 ranks
-# under serene-run against our switch; sets rc, ms; output in $work/NAME.out.
-ranks() {
-    local name=$1 limit=$2 t0
-    shift 2
-    t0=$(date +%s%N)
-    timeout -k 5 "$limit" "$RUN" -n "$N" --switch "127.0.0.1:$port" "$@" >"$work/$name.out" 2>&1
-    rc=$?
-    ms=$(ms_since "$t0")
-    sed "s/^/    /" "$work/$name.out"
-    echo "$name: serene-run exit $rc after $ms ms"
-    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-        fail "$name: hit its ${limit} s limit: something hangs"
-    fi
-    [ "$rc" -eq 0 ] || fail "$name: serene-run exited with $rc"
-}
+# shellcheck source=../common/harness.sh
+. "$(dirname "$0")/../common/harness.sh"
+harness_init "$CASE"
 
 case_barrier() {
     local pols=(bsp ssp:1 ssp:3 asp) j pol dir out
@@ -99,7 +55,7 @@ case_barrier() {
         pol=${pols[$j]}
         dir=$work/${pol/:/}
         mkdir "$dir"
-        ranks "barrier-${pol/:/}" 60 --job "$j" -- \
+        ranks "barrier-${pol/:/}" 60 "$N" --job "$j" -- \
             "$WORKER" clocks --clocks 40 --compute-ms 5 --slow-rank 3 --slow-ms 25 --out "$dir"
         local extra=()
         [ "$pol" = asp ] && extra=(--no-holds)
@@ -122,7 +78,7 @@ case_barrier() {
 case_store() {
     start_switch 127.0.0.1:0 --job "0:$N,store=2048,policy=bsp" --loss 0.05 --dup 0.02 --seed 7 || fail "serene-switch did not start"
     # 1000 words at 100 span rows 0-4 of 256; floats go to 1110..1409.
-    ranks store 60 -- "$WORKER" store --iters 20 --offset 100 --count 1000 --capacity 2048 \
+    ranks store 60 "$N" -- "$WORKER" store --iters 20 --offset 100 --count 1000 --capacity 2048 \
         --seed 5 --expect-retrans
     [ "$(grep -c 'store: 20 iterations' "$work/store.out")" -eq "$N" ] ||
         fail "not every rank reported its 20 iterations"
@@ -133,20 +89,13 @@ case_hot_swap() {
     echo "seed=$seed (SSP_SEED=$seed repeats the schedule)"
     mkdir "$dir"
     start_switch 127.0.0.1:0 --job "0:$N,store=64,policy=bsp" || fail "serene-switch did not start"
-    timeout 40 "$CHECK" swap "$ctl" 0 "$seed" >"$work/swap.out" 2>&1 &
-    local ctlpid=$!
-    bgpids+=("$ctlpid")
-    ranks hot-swap 60 -- "$WORKER" clocks --clocks 200 --jitter-us 4000 --seed "$seed" --out "$dir"
-    for _ in $(seq 100); do
-        kill -0 "$ctlpid" 2>/dev/null || break
-        sleep 0.05
-    done
-    kill -0 "$ctlpid" 2>/dev/null && { kill -KILL "$ctlpid"; echo "controller still running after the job: killed"; }
-    wait "$ctlpid"
-    local crc=$?
-    bgpids=()
+    spawn "$work/swap.out" timeout 40 "$CHECK" swap "$ctl" 0 "$seed"
+    local ctlpid=$spawned
+    ranks hot-swap 60 "$N" -- "$WORKER" clocks --clocks 200 --jitter-us 4000 --seed "$seed" --out "$dir"
+    wait_pid "$ctlpid" 5
+    [ "$rc" -eq 124 ] && echo "controller still running after the job: killed"
     sed "s/^/    /" "$work/swap.out"
-    [ "$crc" -eq 0 ] || fail "the controller did not get its 3 changes in (exit $crc; see above)"
+    [ "$rc" -eq 0 ] || fail "the controller did not get its 3 changes in (exit $rc; see above)"
     changes=$(sed -n 's/^changes=//p' "$work/swap.out")
     timeout 20 "$CHECK" clocks "$dir" "$N" 200 --seq bsp,ssp:3,asp,bsp --changes "$changes" |
         sed "s/^/    /"
@@ -154,33 +103,26 @@ case_hot_swap() {
 }
 
 case_killed() {
-    local deadline=2000 r kill_ns
+    local deadline=2000 r
     local pids=()
     start_switch 127.0.0.1:0 --job "0:$N,store=64,policy=bsp" || fail "serene-switch did not start"
     export SERENE_TIMEOUT_MS=$deadline SERENE_WORLD_SIZE=$N SERENE_JOB=0
-    export SERENE_SWITCH=127.0.0.1:$port SERENE_JOB_NONCE=$((RANDOM * 32768 + RANDOM + 1))
+    export SERENE_SWITCH=127.0.0.1:$port SERENE_JOB_NONCE
+    SERENE_JOB_NONCE=$(nonce)
     local t0
     t0=$(date +%s%N)
     for r in $(seq 0 $((N - 1))); do
         local nb=()
         [ "$r" -ge 2 ] && nb=(--nonblocking)
-        SERENE_RANK=$r timeout -k 2 20 "$WORKER" killed "${nb[@]+"${nb[@]}"}" >"$work/rank$r.out" 2>&1 &
-        pids+=($!)
-        bgpids+=($!)
+        spawn "$work/rank$r.out" env SERENE_RANK="$r" timeout -k 2 20 "$WORKER" killed "${nb[@]+"${nb[@]}"}"
+        pids+=("$spawned")
     done
-    # Killed on purpose: keep bash from reporting it (the switch is then
-    # reaped by bash, not by `wait`).
-    disown "$swpid"
-    "$CHECK" kill "$swpid" 1000 >"$work/kill.out" 2>&1 || { cat "$work/kill.out"; fail "could not kill the switch"; }
-    cat "$work/kill.out"
+    kill_stamped "$swpid" 1000
     swpid=""
-    kill_ns=$(sed -n 's/^killed [0-9]* at \([0-9]*\) ns$/\1/p' "$work/kill.out")
-    [ -n "$kill_ns" ] || fail "no kill time"
     local bad=0
     for r in $(seq 0 $((N - 1))); do
-        wait "${pids[$r]}"
-        local rc=$?
-        sed "s/^/    [$r] /" "$work/rank$r.out"
+        wait_pid "${pids[$r]}" 30
+        show "$work/rank$r.out" "$r"
         if [ "$rc" -ne 3 ]; then
             local why="its pending call did not end with SERENE_ERR_TIMEOUT by its deadline"
             [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && why="it still hung 20 s after it started"
@@ -207,7 +149,6 @@ case_killed() {
             echo "rank $r: pending calls ended $(((first_t - kill_ns) / 1000000))..$(((last_t - kill_ns) / 1000000)) ms after the kill"
         fi
     done
-    bgpids=()
     echo "all ranks done $(ms_since "$t0") ms after they started"
     [ "$bad" -eq 0 ] || fail "not every rank's pending call ended with an error by its deadline"
     [ "$(ms_since "$t0")" -lt 10000 ] || fail "the run took 10 s or more"
@@ -221,8 +162,8 @@ case $CASE in
     switch-killed) case_killed ;;
     *) echo "unknown case $CASE" >&2; exit 2 ;;
 esac
-[ -n "$swpid" ] && stop_switch
-echo "---- serene-switch log (tail):"
+stop_switch
+echo "---- switch.log (tail):"
 tail -n 8 "$work/switch.log"
 echo "PASS: ssp-$CASE in $(ms_since "$start") ms"
 exit 0

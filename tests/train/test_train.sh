@@ -26,20 +26,10 @@ TRAIN=$1 RUN=$2 SWITCH=$3 GEN=$4
 ITERS=60
 export SERENE_TIMEOUT_MS=10000 SERENE_SWITCH_BIN=$SWITCH
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/serene-train-test.XXXXXX") || exit 1
-swpid=""
-# shellcheck source=../integ/switch_lib.sh
-. "$(dirname "$0")/../integ/switch_lib.sh"
-cleanup() {
-    stop_switch >/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-    echo "FAIL: train: $*"
-    [ -f "$work/out.log" ] && { echo "---- last output:"; tail -n 20 "$work/out.log"; }
-    exit 1
-}
+# shellcheck source=../common/harness.sh
+. "$(dirname "$0")/../common/harness.sh"
+harness_init train
+HARNESS_LOGS=(out.log)
 
 "$GEN" "$work/digits.bin" 1000 16 3 || fail "gen_digits failed"
 common=(--data "$work/digits.bin" --iters "$ITERS" --batch 16 --lr 0.05 --eval-every 10
