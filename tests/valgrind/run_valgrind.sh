@@ -5,7 +5,7 @@
 # test under valgrind's memcheck (issue 10, Done-when 4):
 #
 #   unit:  test_wire test_quant test_reliab test_pipeline test_pipeline_ssp
-#          test_barrier
+#          test_barrier*
 #   integ: test_api (it starts serene-switch from $SERENE_SWITCH_BIN) and
 #          isolation (serene-switch fed forged and malformed datagrams);
 #          serene-switch runs under memcheck too (--trace-children).
@@ -107,7 +107,7 @@ run() {
 }
 
 echo "valgrind $(valgrind --version | sed 's/^valgrind-//') on $(uname -m); build $build"
-for t in wire quant reliab pipeline pipeline_ssp barrier; do
+for t in wire quant reliab pipeline pipeline_ssp barrier barrier_model barrier_policy; do
     run "test_$t" "$build/tests/unit/test_$t"
 done
 run test_api "$build/tests/integ/test_api"
