@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * pipeline_helpers.h - the fixture and packet helpers that test_pipeline.c,
- * test_pipeline_sim.c and test_pipeline_ssp.c share: a pipeline per test,
- * worker addresses, header builders, job setup, JOIN, per-job counters and
- * the checks of answers as wire bytes. Header-only (static inline), so each
- * test binary stays a single source file.
+ * pipeline_helpers.h - the fixture and packet helpers that the pipeline
+ * tests share (test_pipeline_jobs.c, test_pipeline_join.c,
+ * test_pipeline_allreduce.c, test_pipeline_sim.c, test_pipeline_ssp.c): a
+ * pipeline per test, worker addresses, header builders, job setup, JOIN,
+ * per-job counters and the checks of answers as wire bytes. Header-only
+ * (static inline), so each test binary stays a single source file.
  */
 #ifndef SERENE_TESTS_PIPELINE_HELPERS_H
 #define SERENE_TESTS_PIPELINE_HELPERS_H
@@ -247,6 +248,36 @@ static inline sr_pipe_job_info info_of(fx *f, uint16_t job)
 
     assert_int_equal(sr_pipe_job_info_get(f->p, job, &info), 0);
     return info;
+}
+
+/* One AR_RESULT action: metadata from meta, the sums, and destinations:
+ * workers 0..n_or_to-1 of the job if multicast, else worker n_or_to. */
+static inline void expect_result(fx *f, int multicast, unsigned n_or_to, const sr_hdr *meta,
+                                 const uint32_t *sum)
+{
+    const sr_pipe_action *a = &f->out->act[0];
+    unsigned nd = multicast ? n_or_to : 1;
+    sr_hdr want = *meta;
+
+    want.op = SR_OP_AR_RESULT;
+    want.flags = 0;
+    want.status = 0;
+    want.aux = meta->aux; /* the call's total count, echoed */
+    assert_int_equal(f->out->n, 1);
+    assert_int_equal(a->multicast, multicast);
+    assert_int_equal(a->n_dests, nd);
+    for (unsigned k = 0; k < nd; k++) {
+        const uint8_t *pl;
+        sr_hdr h = replica(f, a, k, &pl);
+        unsigned w = multicast ? k : n_or_to;
+        sr_peer pe = peer_of(meta->job, w);
+
+        expect_peer(&a->dests[k].peer, &pe);
+        want.worker = (uint16_t)w;
+        expect_hdr(&h, &want);
+        for (unsigned i = 0; i < h.count; i++)
+            assert_int_equal(sr_get_be32(pl + 4u * i), sum[i]);
+    }
 }
 
 #endif /* SERENE_TESTS_PIPELINE_HELPERS_H */

@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_pipeline_join.c - the software switch's pipeline, driven packet by
+ * packet: JOIN and its answers (JOIN_ACK, idempotent retransmissions,
+ * stale tokens, spoofed peers, unknown jobs, worker ids out of range) and a
+ * new nonce starting a new incarnation of the job.
+ *
+ * Messages are built with sr_hdr_pack, and every answer is checked both as
+ * the action's fields and as the bytes a replica carries (header packed by
+ * sr_pipe_replica_hdr, parsed back with sr_msg_parse); the fixture and the
+ * helpers are in pipeline_helpers.h.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "pipeline.h"
+#include "pipeline_helpers.h"
+#include "proto/wire.h"
+
+#define V(...) ((const int32_t[]){__VA_ARGS__})
+
+/* ---- JOIN ------------------------------------------------------------------------ */
+
+static void test_join_ack(void **state)
+{
+    fx *f = *state;
+    sr_hdr h = mk(SR_OP_JOIN, 7, 1, 0xdeadbeefu, 0);
+    sr_peer src = peer_of(7, 1);
+    const sr_pipe_action *a = &f->out->act[0];
+    const uint8_t *pl;
+    sr_join_params jp;
+    sr_hdr r, got;
+
+    assert_int_equal(job_add(f->p, 7, 3, 64, 16), 0);
+    feed(f, &src, &h, NULL);
+    assert_int_equal(f->out->n, 1);
+    assert_int_equal(a->multicast, 0);
+    assert_int_equal(a->n_dests, 1);
+    expect_peer(&a->dests[0].peer, &src);
+    r = mk(SR_OP_JOIN_ACK, 7, 1, 0xdeadbeefu, 0);
+    r.count = SR_JOIN_PARAMS_WORDS;
+    got = replica(f, a, 0, &pl);
+    expect_hdr(&got, &r);
+    sr_join_params_unpack(pl, &jp);
+    assert_int_equal(jp.n_workers, 3);
+    assert_int_equal(jp.elems_per_pkt, 64);
+    assert_int_equal(jp.pool_slots, 16);
+    assert_int_equal(jp.store_capacity, SR_TEST_STORE);
+    assert_int_equal(info_of(f, 7).n_bound, 1);
+    assert_int_equal(jc(f, 7).joins, 1);
+    assert_int_equal(jc(f, 7).rx, 1);
+    assert_int_equal(jc(f, 7).tx, 1);
+}
+
+static void test_join_idempotent(void **state)
+{
+    fx *f = *state;
+
+    assert_int_equal(job_add(f->p, 7, 2, 8, 4), 0);
+    for (int i = 0; i < 3; i++) {
+        join(f, 7, 0, 42, 0);
+        assert_int_equal(f->out->act[0].hdr.seq, 42);
+    }
+    assert_int_equal(info_of(f, 7).n_bound, 1);
+    assert_int_equal(jc(f, 7).joins, 3);
+    assert_int_equal(jc(f, 7).errors_sent, 0);
+}
+
+static void test_join_stale_token(void **state)
+{
+    fx *f = *state;
+    sr_hdr h = mk(SR_OP_JOIN, 7, 0, 43, 0);
+    uint32_t sum[1] = {5};
+
+    add_joined(f, 7, 1, 4, 2); /* worker 0 bound with token 1000 */
+    ar(f, &h, 0, NULL);
+    expect_error_w(f, &h, SR_ST_STALE);
+    /* The old binding is untouched: its token still joins, its data counts. */
+    join(f, 7, 0, 1000, 0);
+    h = ar_hdr(7, 0, 0, 1, 0, 1);
+    ar(f, &h, 0, V(5));
+    expect_result(f, 1, 1, &h, sum);
+    assert_int_equal(jc(f, 7).errors_sent, 1);
+}
+
+static void test_join_spoofed_peer(void **state)
+{
+    fx *f = *state;
+    sr_hdr h = mk(SR_OP_JOIN, 7, 1, 1001, 0);
+    sr_peer spoof = {peer_of(7, 1).ip, 9999};
+    uint32_t sum[1] = {7};
+
+    add_joined(f, 7, 2, 4, 2);
+    feed(f, &spoof, &h, NULL);
+    expect_error(f, &spoof, &h, SR_ST_NOT_MEMBER);
+    /* The spoofer's data is dropped; the real worker still completes. */
+    h = ar_hdr(7, 0, 0, 3, 0, 1);
+    h.worker = 1;
+    feed(f, &spoof, &h, V(100));
+    expect_nothing(f);
+    assert_int_equal(jc(f, 7).dropped_unbound, 1);
+    ar(f, &h, 0, V(3));
+    expect_nothing(f);
+    ar(f, &h, 1, V(4));
+    expect_result(f, 1, 2, &h, sum);
+}
+
+static void test_join_unknown_job(void **state)
+{
+    fx *f = *state;
+    sr_hdr h = mk(SR_OP_JOIN, 3, 0, 1, 0);
+
+    assert_int_equal(job_add(f->p, 4, 1, 4, 2), 0);
+    ar(f, &h, 0, NULL);
+    expect_error_w(f, &h, SR_ST_UNKNOWN_JOB);
+    assert_int_equal(sc(f).unknown_job, 1);
+    assert_int_equal(sc(f).tx_total, 1);
+    assert_int_equal(jc(f, 4).rx, 0);
+}
+
+static void test_join_worker_out_of_range(void **state)
+{
+    fx *f = *state;
+    sr_hdr h = mk(SR_OP_JOIN, 7, 2, 1, 0);
+
+    add_joined(f, 7, 2, 4, 2);
+    ar(f, &h, 2, NULL);
+    expect_error_w(f, &h, SR_ST_NOT_MEMBER);
+    /* With another nonce it must not reset the job either. */
+    h = mk(SR_OP_JOIN, 7, 64, 1, 99);
+    ar(f, &h, 64, NULL);
+    expect_error_w(f, &h, SR_ST_NOT_MEMBER);
+    assert_int_equal(info_of(f, 7).nonce, 0);
+    assert_int_equal(info_of(f, 7).n_bound, 2);
+    assert_int_equal(jc(f, 7).resets, 0);
+}
+
+static void test_join_new_nonce_resets(void **state)
+{
+    fx *f = *state;
+    sr_hdr d = ar_hdr(7, 1, 0, 5, 0, 2);
+    uint32_t sum[2] = {11, 22};
+
+    add_joined(f, 7, 2, 2, 4);
+    ar(f, &d, 0, V(1000, 2000)); /* a partial round of the old incarnation */
+    expect_nothing(f);
+    /* While its workers are bound, a new nonce is refused: a stray or
+     * forged JOIN cannot wipe a running job. */
+    sr_hdr nj = mk(SR_OP_JOIN, 7, 0, 555, 77);
+    sr_peer other = {0x0a000063u, 4000}, w0 = peer_of(7, 0);
+    feed(f, &other, &nj, NULL);
+    expect_error(f, &other, &nj, SR_ST_JOB_IN_USE);
+    assert_int_equal(info_of(f, 7).nonce, 0);
+    assert_int_equal(jc(f, 7).in_use_refused, 1);
+    /* A forged LEAVE (wrong token, or wrong address) unbinds nobody. */
+    leave(f, 7, 0, 999);
+    assert_int_equal(jc(f, 7).leaves, 0);
+    /* Worker 0 leaves: still refused while worker 1 is bound. */
+    leave(f, 7, 0, 1000);
+    assert_int_equal(jc(f, 7).leaves, 1);
+    feed(f, &other, &nj, NULL);
+    expect_error(f, &other, &nj, SR_ST_JOB_IN_USE);
+    /* A worker that left cannot come back in the same incarnation. */
+    sr_hdr rj = mk(SR_OP_JOIN, 7, 0, 1000, 0);
+    feed(f, &w0, &rj, NULL);
+    expect_error(f, &w0, &rj, SR_ST_STALE);
+    leave(f, 7, 1, 1001);
+    assert_int_equal(jc(f, 7).leaves, 2);
+    join(f, 7, 0, 555, 77);
+    assert_int_equal(f->out->act[0].hdr.aux, 77);
+    assert_int_equal(info_of(f, 7).nonce, 77);
+    assert_int_equal(info_of(f, 7).n_bound, 1);
+    assert_int_equal(jc(f, 7).resets, 1);
+    ar(f, &d, 1, V(1, 2)); /* worker 1's old binding is gone */
+    expect_nothing(f);
+    assert_int_equal(jc(f, 7).dropped_unbound, 2); /* and the forged LEAVE */
+    join(f, 7, 0, 555, 77); /* a retransmitted JOIN does not reset again */
+    join(f, 7, 1, 556, 77);
+    assert_int_equal(jc(f, 7).resets, 1);
+    /* The old round is gone: worker 0 is no duplicate, the sum is new. */
+    ar(f, &d, 0, V(10, 20));
+    expect_nothing(f);
+    ar(f, &d, 1, V(1, 2));
+    expect_result(f, 1, 2, &d, sum);
+}
+
+int main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_join_ack),
+        T(test_join_idempotent),
+        T(test_join_stale_token),
+        T(test_join_spoofed_peer),
+        T(test_join_unknown_job),
+        T(test_join_worker_out_of_range),
+        T(test_join_new_nonce_resets),
+    };
+#undef T
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
