@@ -4,7 +4,7 @@
 # run_valgrind.sh BUILD_DIR - the core unit tests and the integration API
 # test under valgrind's memcheck (issue 10, Done-when 4):
 #
-#   unit:  test_wire, test_quant, test_reliab, test_pipeline_* but the
+#   unit:  test_wire, test_quant*, test_reliab, test_pipeline_* but the
 #          simulation, test_barrier*
 #   integ: test_api (it starts serene-switch from $SERENE_SWITCH_BIN) and
 #          isolation (serene-switch fed forged and malformed datagrams);
@@ -107,8 +107,8 @@ run() {
 }
 
 echo "valgrind $(valgrind --version | sed 's/^valgrind-//') on $(uname -m); build $build"
-for t in wire quant reliab pipeline_jobs pipeline_join pipeline_allreduce pipeline_ssp \
-    barrier barrier_model barrier_policy; do
+for t in wire quant quant_variants quant_avg reliab pipeline_jobs pipeline_join pipeline_allreduce \
+    pipeline_ssp barrier barrier_model barrier_policy; do
     run "test_$t" "$build/tests/unit/test_$t"
 done
 run test_api "$build/tests/integ/test_api"
