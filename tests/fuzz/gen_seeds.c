@@ -84,11 +84,11 @@ static void save(const char *dir, const char *name)
     g_len = 0;
 }
 
-static void pipeline_seeds(const char *dir)
+/* JOIN: both jobs, a retransmission, and every refusal. */
+static void seed_join(const char *dir)
 {
     const uint16_t A = FZ_JOB_A, B = FZ_JOB_B;
 
-    /* JOIN: both jobs, a retransmission, and every refusal. */
     join_all(A, FZ_JOB_A_WORKERS, 0);
     join(2, B, 0, 0);
     join(3, B, 1, 0);
@@ -97,9 +97,14 @@ static void pipeline_seeds(const char *dir)
     msg(0, SR_OP_JOIN, A, 0, 77, 0, 0, 0, 0, 0, 0);     /* new token: STALE */
     join(3, A, 5, 0);                                   /* not a member */
     save(dir, "join");
+}
 
-    /* Allreduce: a full round in each version of slot 0, a lost result,
-     * slot 1, then a mismatch, a bad slot and a bad count. */
+/* Allreduce: a full round in each version of slot 0, a lost result,
+ * slot 1, then a mismatch, a bad slot and a bad count. */
+static void seed_allreduce(const char *dir)
+{
+    const uint16_t A = FZ_JOB_A;
+
     join_all(A, FZ_JOB_A_WORKERS, 0);
     for (uint16_t w = 0; w < FZ_JOB_A_WORKERS; w++)
         msg(w, SR_OP_AR_DATA, A, w, 1, 0, 0, FZ_JOB_A_ELEMS, 0, 0, 10u * w);
@@ -111,8 +116,13 @@ static void pipeline_seeds(const char *dir)
     msg(0, SR_OP_AR_DATA, A, 0, 1, FZ_JOB_A_SLOTS, 0, 1, 0, 0, 1);   /* bad slot */
     msg(0, SR_OP_AR_DATA, A, 0, 1, 0, 0, FZ_JOB_A_ELEMS + 1, 0, 0, 1); /* bad count */
     save(dir, "allreduce");
+}
 
-    /* Store: pushes, a duplicate, the partial last row, pulls, refusals. */
+/* Store: pushes, a duplicate, the partial last row, pulls, refusals. */
+static void seed_store(const char *dir)
+{
+    const uint16_t A = FZ_JOB_A;
+
     join_all(A, FZ_JOB_A_WORKERS, 0);
     msg(0, SR_OP_PUSH, A, 0, 1, 0, 0, FZ_JOB_A_ELEMS, 0, 0, 5);
     msg(0, SR_OP_PUSH, A, 0, 1, 0, 0, FZ_JOB_A_ELEMS, 0, 0, 5);      /* duplicate */
@@ -124,9 +134,14 @@ static void pipeline_seeds(const char *dir)
     msg(2, SR_OP_PULL, A, 2, 2, 0, 0, 0, 8, 3, 0);                    /* beyond */
     msg(2, SR_OP_PULL, A, 2, 3, 0, 0, 0, 0, 0, 0);                    /* count 0 */
     save(dir, "store");
+}
 
-    /* Barrier: SSP(1) holds and releases, a CLOCK beyond the ring, and
-     * policy changes now, ahead and refused. */
+/* Barrier: SSP(1) holds and releases, a CLOCK beyond the ring, and
+ * policy changes now, ahead and refused. */
+static void seed_barrier(const char *dir)
+{
+    const uint16_t A = FZ_JOB_A;
+
     join_all(A, FZ_JOB_A_WORKERS, 0);
     clock_(0, A, 0, 0);
     clock_(0, A, 0, 1);                                 /* HOLD: 1 - low(-1) > 1 */
@@ -143,9 +158,14 @@ static void pipeline_seeds(const char *dir)
     clock_(0, A, 0, 9);                                 /* beyond the ring */
     clock_(0, A, 0, 2);
     save(dir, "barrier");
+}
 
-    /* Isolation: B's workers and a stranger at A, unknown job, answers and
-     * junk sent to the switch. */
+/* Isolation: B's workers and a stranger at A, unknown job, answers and
+ * junk sent to the switch. */
+static void seed_isolation(const char *dir)
+{
+    const uint16_t A = FZ_JOB_A, B = FZ_JOB_B;
+
     join_all(A, 2, 0);
     join(2, B, 0, 0);
     join(3, B, 1, 0);
@@ -157,8 +177,13 @@ static void pipeline_seeds(const char *dir)
     msg(0, SR_OP_AR_RESULT, A, 0, 1, 0, 0, 1, 0, 0, 1); /* an answer, dropped */
     put_rec(1, (const uint8_t *)"\x53\x45\x02", 3);     /* truncated */
     save(dir, "isolation");
+}
 
-    /* A new incarnation in the middle of everything. */
+/* A new incarnation in the middle of everything. */
+static void seed_reset(const char *dir)
+{
+    const uint16_t A = FZ_JOB_A;
+
     join_all(A, FZ_JOB_A_WORKERS, 0);
     msg(0, SR_OP_PUSH, A, 0, 1, 0, 0, 1, 0, 0, 3);
     msg(0, SR_OP_AR_DATA, A, 0, 1, 0, 0, 1, 0, 0, 1);
@@ -171,8 +196,13 @@ static void pipeline_seeds(const char *dir)
     clock_(0, A, 0, 0);
     msg(1, SR_OP_PULL, A, 1, 1, 0, 0, 0, 0, 1, 0);
     save(dir, "reset");
+}
 
-    /* Job B: 2 workers, 1 slot, ring 2 under BSP. */
+/* Job B: 2 workers, 1 slot, ring 2 under BSP. */
+static void seed_job_b(const char *dir)
+{
+    const uint16_t B = FZ_JOB_B;
+
     join(2, B, 0, 0);
     join(3, B, 1, 0);
     msg(2, SR_OP_AR_DATA, B, 0, 1, 0, 0, 2, 0, 0, 1);
@@ -185,6 +215,17 @@ static void pipeline_seeds(const char *dir)
     clock_(3, B, 1, 1);
     policy(1, SR_SYNC_SSP, 0, 5);
     save(dir, "job_b");
+}
+
+static void pipeline_seeds(const char *dir)
+{
+    seed_join(dir);
+    seed_allreduce(dir);
+    seed_store(dir);
+    seed_barrier(dir);
+    seed_isolation(dir);
+    seed_reset(dir);
+    seed_job_b(dir);
 }
 
 static void one_msg(const char *dir, const char *name, uint8_t op, uint16_t count)
