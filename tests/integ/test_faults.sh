@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# test_faults.sh CASE FAULT_WORKER SERENE_RUN SSP_CHECK - fault tests of
-# issue 10 against a real serene-switch ($SERENE_SWITCH_BIN) and real
-# fault_worker processes (fault_worker.c says what each mode checks).
+# test_faults.sh CASE FAULT_WORKER SERENE_RUN SSP_CHECK - fault tests
+# against a real serene-switch ($SERENE_SWITCH_BIN) and real fault_worker
+# processes (fault_worker.c says what each mode checks).
 # SSP_CHECK provides `kill PID MS` (a SIGKILL stamped with CLOCK_MONOTONIC,
 # the clock the workers stamp their errors with) and `ctl SOCKET CMD`.
 #

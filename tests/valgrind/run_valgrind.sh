@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # run_valgrind.sh BUILD_DIR - the core unit tests and the integration API
-# test under valgrind's memcheck (issue 10, Done-when 4):
+# test under valgrind's memcheck:
 #
 #   unit:  test_wire, test_quant*, test_reliab, test_pipeline_* but the
 #          simulation, test_barrier*
