@@ -116,6 +116,18 @@ _Static_assert(SR_WIRE_COUNT_POISON > SR_WIRE_MAX_ELEMS, "the poison mark is no 
     X(AR_DATA, 16, "allreduce contribution for (slot, shadow bit); aux = call's total")           \
     /* aux echoes the round's total count. */                                                     \
     X(AR_RESULT, 17, "the slot's sum, sent to every worker of the job")                           \
+    /* Sent instead of a contribution whose timer expired: its header with                        \
+     * op AR_PROBE, count 0 and no payload. It changes no state. The switch                       \
+     * answers AR_HELD when the worker's contribution is in the cell's open                       \
+     * round, AR_NAK when it is not there or the round completed (the worker                      \
+     * then resends in full and a completed round answers that with the                           \
+     * shadow copy), ERROR MISMATCH on a poisoned round. (18 is unassigned.) */                   \
+    X(AR_PROBE, 19, "allreduce: is my contribution to (slot, shadow bit) held? header only")      \
+    /* Answer to an AR_PROBE, or to a resent AR_DATA, whose contribution the                      \
+     * open round already holds: the request's header echoed, count 0. */                         \
+    X(AR_HELD, 20, "allreduce: the round holds the contribution and waits; count 0")              \
+    /* Answer to an AR_PROBE: the request's header echoed, count 0. */                            \
+    X(AR_NAK, 21, "allreduce: the probed contribution is not held: resend it in full")            \
     /* SSP parameter store and barrier. The store is int32 words, added modulo                    \
      * 2^32, in rows of the job's elems_per_pkt words; a PUSH or PULL stays                       \
      * within one row. PUSH: seq = the worker's push number (serial, from 1),                     \

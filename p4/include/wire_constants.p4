@@ -37,6 +37,12 @@ const bit<8> SR_OP_ERROR = 3;
 const bit<8> SR_OP_AR_DATA = 16;
 // the slot's sum, sent to every worker of the job
 const bit<8> SR_OP_AR_RESULT = 17;
+// allreduce: is my contribution to (slot, shadow bit) held? header only
+const bit<8> SR_OP_AR_PROBE = 19;
+// allreduce: the round holds the contribution and waits; count 0
+const bit<8> SR_OP_AR_HELD = 20;
+// allreduce: the probed contribution is not held: resend it in full
+const bit<8> SR_OP_AR_NAK = 21;
 // SSP store: add values; seq = push number, applied once per row and worker
 const bit<8> SR_OP_PUSH = 32;
 // SSP store: push acknowledged; aux = 1 applied now, 0 duplicate

@@ -46,7 +46,7 @@ static uint64_t rnd(uint64_t *s)
 struct named { const char *name; int value; };
 static const struct named ops[] = {
     {"JOIN", 1}, {"JOIN_ACK", 2}, {"ERROR", 3}, {"LEAVE", 4}, {"AR_DATA", 16}, {"AR_RESULT", 17},
-    {"PUSH", 32}, {"PUSH_ACK", 33}, {"PULL", 34}, {"PULL_RESP", 35}, {"CLOCK", 36},
+    {"AR_PROBE", 19}, {"AR_HELD", 20}, {"AR_NAK", 21}, {"PUSH", 32}, {"PUSH_ACK", 33}, {"PULL", 34}, {"PULL_RESP", 35}, {"CLOCK", 36},
     {"PROCEED", 37}, {"RELEASE", 38}, {"HOLD", 39}};
 #define N_OPS (sizeof(ops) / sizeof(ops[0]))
 static const struct named msg_results[] = {
