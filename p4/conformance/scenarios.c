@@ -136,9 +136,62 @@ static int ar_mismatches(cf_ctx *c)
     return 0;
 }
 
+/* AR_PROBE of worker w for its contribution to (slot, shadow) in call seq
+ * at offset with exponents exp and next_exp, as the library sends it: the
+ * contribution's header, op AR_PROBE, count 0, the RETRANSMIT flag set
+ * (the answer clears it). */
+static int probe(cf_ctx *c, unsigned w, unsigned slot, unsigned shadow, uint32_t seq,
+                 uint32_t off, int exp, int next_exp)
+{
+    sr_hdr h = req(c, SR_OP_AR_PROBE, w, seq);
+
+    h.slot = (uint16_t)slot;
+    h.shadow = (uint8_t)shadow;
+    h.offset = off;
+    h.exp = (int8_t)exp;
+    h.next_exp = (int8_t)next_exp;
+    h.flags = SR_FLAG_RETRANSMIT;
+    h.aux = CALL_TOTAL(seq);
+    return send_to(c, w, &h, NULL, 0);
+}
+
+/* Waiting is not loss (slot 5): a probe and a resend of a contribution the
+ * open round holds get AR_HELD; a probe of a contribution the switch lacks,
+ * and one of a round already complete, get AR_NAK, and the full resend
+ * that follows is added or answered with the shadow copy. A poisoned round
+ * (slot 4) answers probes MISMATCH; a probe with a payload, or beyond the
+ * pool, is refused; AR_HELD and AR_NAK sent to the switch are dropped. */
+static int ar_probes(cf_ctx *c)
+{
+    unsigned n = c->job.n_workers, E = c->elems;
+    sr_hdr h;
+
+    TRY(ar(c, 0, 5, 1, 7, 10 * E, 2, 3, E, 9u, 1u));
+    TRY(probe(c, 0, 5, 1, 7, 10 * E, 2, 3));         /* held */
+    TRY(ar(c, 0, 5, 1, 7, 10 * E, 2, 3, E, 9u, 1u)); /* resent in full: held */
+    TRY(probe(c, 1, 5, 1, 7, 10 * E, 2, 1));         /* lost: not held */
+    for (unsigned w = 1; w < n; w++) /* the resend, then the last one */
+        TRY(ar(c, w, 5, 1, 7, 10 * E, 2, (int)w, E, 100u * w, 3u));
+    TRY(probe(c, 2, 5, 1, 7, 10 * E, 2, 2));         /* complete: not held */
+    TRY(ar(c, 2, 5, 1, 7, 10 * E, 2, 2, E, 200u, 3u)); /* the shadow copy */
+    TRY(probe(c, 1, 4, 0, 6, 8 * E, 1, 1));          /* poisoned: MISMATCH */
+    h = req(c, SR_OP_AR_PROBE, 0, 7);
+    h.slot = 5;
+    h.shadow = 1;
+    h.count = 1; /* a payload: BAD_COUNT */
+    TRY(send_to(c, 0, &h, (const uint32_t[]){1u}, 1));
+    h.count = 0;
+    h.slot = (uint16_t)c->slots; /* BAD_SLOT */
+    TRY(send_to(c, 0, &h, NULL, 0));
+    h = req(c, SR_OP_AR_HELD, 0, 7);
+    TRY(send_to(c, 0, &h, NULL, 0));
+    h = req(c, SR_OP_AR_NAK, 0, 7);
+    return send_to(c, 0, &h, NULL, 0);
+}
+
 /* Streaming allreduce: completion and multicast, duplicates, the shadow
- * copy, the stale-copy rule, mismatches, exponent max, wrap-around,
- * partial packets, and every refusal the P4 program shares. */
+ * copy, the stale-copy rule, mismatches, probes, exponent max,
+ * wrap-around, partial packets, and every refusal the P4 program shares. */
 static int run_allreduce(cf_ctx *c)
 {
     unsigned n = c->job.n_workers, E = c->elems;
@@ -155,7 +208,7 @@ static int run_allreduce(cf_ctx *c)
          * sum wraps modulo 2^32 as in the switch ALU. */
         uint32_t base = w == 0 ? 0x7fffffffu : w == 1 ? 1u : 1000u * w;
         TRY(ar(c, w, 0, 0, 1, 0, 5, (int)w - 1, E, base, w == 1 ? (uint32_t)-3 : 7u));
-        if (w == 0) /* duplicate while the round is open: dropped */
+        if (w == 0) /* duplicate while the round is open: AR_HELD */
             TRY(ar(c, w, 0, 0, 1, 0, 5, -1, E, base, 7u));
     }
     /* Worker 1 lost its result: the shadow copy answers it alone. */
@@ -175,6 +228,7 @@ static int run_allreduce(cf_ctx *c)
     /* A retransmission of round 2 after it completed: the shadow copy. */
     TRY(ar(c, 2, 0, 1, 2, 2 * E, 4, 4, E, 8u, 1u));
     TRY(ar_mismatches(c));
+    TRY(ar_probes(c));
 
     /* Refusals answered with ERROR: slot beyond the pool, count above the
      * job's elements per packet, a job the switch does not hold. */

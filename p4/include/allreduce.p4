@@ -15,6 +15,15 @@
  * poisons it (count SR_WIRE_COUNT_POISON): from then on every contribution
  * to the cell is answered MISMATCH, so the workers that came first learn
  * it from their retransmissions.
+ *
+ * Waiting is not loss: a copy of a contribution that the cell's open round
+ * already holds is answered AR_HELD, header only, back to the sender. An
+ * AR_PROBE (header only, the fields of the contribution it stands for)
+ * reads the cell and writes nothing: MISMATCH on a poisoned round, AR_HELD
+ * when the open round holds the worker's contribution, AR_NAK otherwise
+ * (sr_allreduce_probe). Both answers are the request with its op changed,
+ * count 0, its lanes invalid and flags and status 0 (egress sets the
+ * lengths): never larger than the request.
  */
 #ifndef SERENE_P4_ALLREDUCE_P4_
 #define SERENE_P4_ALLREDUCE_P4_
@@ -40,6 +49,8 @@
         val_reg_##i.write(cell, acc_##i);                                   \
         hdr.vals[i].v = acc_##i;                                            \
     }
+// A header-only answer: no payload.
+#define SR_AR_NO_LANE(i) hdr.vals[i].setInvalid();
 // The cell's lane i as payload word i, for i < the round's count.
 #define SR_RESULT_LANE(i)                                                   \
     if (i < m_count) {                                                      \
@@ -74,6 +85,16 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         hdr.serene.aux = m_total;
     }
 
+    // AR_HELD or AR_NAK: the request's header, back to the sender alone.
+    action answer_hdr(bit<8> op) {
+        hdr.serene.op = op;
+        hdr.serene.count = 0;
+        hdr.serene.flags = 0;
+        hdr.serene.status = 0;
+        SR_LANES(SR_AR_NO_LANE)
+        meta.route = SR_P4_OUT_UNICAST;
+    }
+
     apply {
         index_t cell = ((meta.blk * SR_P4_SLOTS + (index_t)hdr.serene.slot) << 1) |
                        (index_t)hdr.serene.shadow;
@@ -90,6 +111,7 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         bit<8> nexp;
         bool meta_eq;
         bool first;
+        bool probe = hdr.serene.op == SR_OP_AR_PROBE;
 
         if (!meta.worker_ok) {
             meta.route = SR_P4_OUT_DROP; // isolation: no answer at all
@@ -99,8 +121,8 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
             meta.err = SR_ST_BAD_SLOT;
             return;
         }
-        if (meta.too_many) {
-            meta.err = SR_ST_BAD_COUNT;
+        if (meta.too_many || (probe && hdr.serene.count != 0)) {
+            meta.err = SR_ST_BAD_COUNT; // a probe is header only
             return;
         }
         seen_reg.read(seen, cell);
@@ -121,6 +143,15 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
             meta.err = SR_ST_MISMATCH; // poisoned: everyone learns it
             return;
         }
+        if (probe) {
+            // sr_allreduce_probe: no state changes.
+            if ((seen & meta.wbit) != 0 && cnt != 0) {
+                answer_hdr(SR_OP_AR_HELD);
+            } else {
+                answer_hdr(SR_OP_AR_NAK); // not held, or complete: resend in full
+            }
+            return;
+        }
         if ((seen & meta.wbit) != 0) {
             if (cnt == 0) {
                 // Complete: the worker lost its result; the shadow copy.
@@ -128,7 +159,7 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
                 SR_LANES(SR_RESULT_LANE)
                 meta.route = SR_P4_OUT_UNICAST;
             } else {
-                meta.route = SR_P4_OUT_DROP; // the first copy already counted
+                answer_hdr(SR_OP_AR_HELD); // the first copy already counted
             }
             return;
         }

@@ -120,8 +120,8 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
             return;
         }
         // Only requests: an answer arriving here is a loop or a confused peer.
-        if (op != SR_OP_JOIN && op != SR_OP_LEAVE && op != SR_OP_AR_DATA && op != SR_OP_PUSH &&
-            op != SR_OP_PULL && op != SR_OP_CLOCK) {
+        if (op != SR_OP_JOIN && op != SR_OP_LEAVE && op != SR_OP_AR_DATA &&
+            op != SR_OP_AR_PROBE && op != SR_OP_PUSH && op != SR_OP_PULL && op != SR_OP_CLOCK) {
             drop(SR_P4_DROP_ANSWER);
             return;
         }
@@ -135,7 +135,7 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
             meta.blk = (index_t)(hdr.serene.job & (SR_P4_MAX_JOBS - 1));
             membership.apply(hdr, meta, sm, reset_clocks);
             if (meta.err == 0) {
-                if (op == SR_OP_AR_DATA) {
+                if (op == SR_OP_AR_DATA || op == SR_OP_AR_PROBE) {
                     allreduce.apply(hdr, meta, sm);
                 } else if (op == SR_OP_PUSH || op == SR_OP_PULL) {
                     store.apply(hdr, meta, sm);

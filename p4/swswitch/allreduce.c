@@ -97,6 +97,29 @@ static void result_fill(sr_pipe_action *a, const sr_pipe_job *j, size_t cell, ui
     a->payload_len = 4u * (size_t)count;
 }
 
+/* A header-only answer to w's request h (AR_HELD or AR_NAK): its header
+ * echoed with count 0 and no flags, to w alone. Never larger than h. */
+static void reply_hdr(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
+                      uint8_t op, sr_pipe_out *out)
+{
+    sr_pipe_action *a = sr_svc_action_new(out);
+
+    if (!a)
+        return;
+    a->hdr = *h;
+    a->hdr.version = SR_WIRE_VERSION;
+    a->hdr.op = op;
+    a->hdr.count = 0;
+    a->hdr.flags = 0;
+    a->hdr.status = 0;
+    sr_svc_unicast(a, src, h->worker);
+    sr_svc_count_tx(p, j, a);
+    if (op == SR_OP_AR_HELD)
+        j->c.held++;
+    else
+        j->c.naks++;
+}
+
 /* Does the packet belong to the cell's round (or last completed round)? */
 static int meta_eq(const sr_pipe_job *j, size_t cell, const sr_hdr *h)
 {
@@ -144,8 +167,10 @@ static int refused(sr_pipe *p, sr_pipe_job *j, size_t cell, uint64_t bit, const 
             if (send_result(p, j, cell, src, h->worker, 0, out))
                 j->c.shadow_replies++;
         } else {
-            /* Still waiting for others: the first copy already counted. */
+            /* Still waiting for others: the first copy already counted.
+             * Saying so stops the worker's resends (it probes instead). */
             j->c.dup_dropped++;
+            reply_hdr(p, j, src, h, SR_OP_AR_HELD, out);
         }
         return 1;
     }
@@ -243,6 +268,11 @@ static int contribute(sr_pipe_job *j, size_t cell, uint64_t bit, const sr_hdr *h
  * moment when no round of the slot is open, still passes for a new round:
  * as in SwitchML, the workers' retransmission timeout must exceed the
  * network's worst delay by that much.
+ *
+ * Waiting is not loss. A copy of w's contribution to the cell's open round
+ * (w's bit set, cnt != 0) is answered AR_HELD: the round waits for others,
+ * and the worker stops resending (sr_allreduce_probe says how it then
+ * asks).
  */
 void sr_allreduce_data(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
                        const uint8_t *payload, sr_pipe_out *out)
@@ -274,4 +304,53 @@ void sr_allreduce_data(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_
      * clears this cell) removes bindings. */
     if (send_result(p, j, cell, src, w, 1, out))
         j->c.results++;
+}
+
+/*
+ * AR_PROBE: worker w asks, header only, whether the cell holds its
+ * contribution; the worker sends it instead of its payload when the
+ * packet's timer expires. It changes no state, so no stale-copy test is
+ * needed: the answer echoes the probe's header, and the worker matches it
+ * with the round it has in flight (seq, slot, shadow bit and offset name
+ * one round of one worker) and drops the rest.
+ * - A poisoned round: MISMATCH, as to a contribution.
+ * - w's bit set and the round open: AR_HELD, so the worker keeps waiting.
+ *   w's bit in the cell is its contribution to its round in flight: a
+ *   worker's bit in one version is cleared when it contributes to the
+ *   other, which it does only after the result of the round it probes.
+ * - Otherwise AR_NAK: the contribution is not there (lost), or the round
+ *   completed and w's copy of the result was lost. The worker resends in
+ *   full, and that resend is a contribution like any other: counted, or
+ *   answered with the shadow copy, or dropped as stale. The result is not
+ *   sent to the probe itself, so no answer is larger than its request.
+ */
+void sr_allreduce_probe(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
+                        sr_pipe_out *out)
+{
+    uint64_t bit;
+    size_t cell;
+
+    if (!sr_svc_worker_ok(j, h->worker, src)) {
+        j->c.dropped_unbound++;
+        return;
+    }
+    if (h->slot >= j->slots) {
+        sr_svc_reply_error(p, j, src, h, SR_ST_BAD_SLOT, out);
+        return;
+    }
+    if (h->count != 0) { /* header only */
+        sr_svc_reply_error(p, j, src, h, SR_ST_BAD_COUNT, out);
+        return;
+    }
+    j->c.probes++;
+    bit = UINT64_C(1) << h->worker;
+    cell = 2u * (size_t)h->slot + h->shadow;
+    if (j->m_count[cell] == SR_WIRE_COUNT_POISON) {
+        j->c.mismatches++;
+        sr_svc_reply_error(p, j, src, h, SR_ST_MISMATCH, out);
+    } else if ((j->seen[cell] & bit) && j->cnt[cell] != 0) {
+        reply_hdr(p, j, src, h, SR_OP_AR_HELD, out);
+    } else {
+        reply_hdr(p, j, src, h, SR_OP_AR_NAK, out);
+    }
 }

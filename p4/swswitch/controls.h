@@ -4,7 +4,7 @@
  * has one control per file (p4/include/X.p4 beside p4/swswitch/X.c):
  *
  *   membership.c  JOIN, LEAVE, new incarnations   membership.p4
- *   allreduce.c   AR_DATA on the slot pool          allreduce.p4
+ *   allreduce.c   AR_DATA and AR_PROBE on the slots allreduce.p4
  *   store.c       PUSH and PULL on the SSP store    store.p4
  *   barrier.c     CLOCK on the barrier ring         barrier.p4
  *
@@ -56,9 +56,15 @@ void sr_allreduce_free(sr_pipe_job *j);
 void sr_allreduce_clear(sr_pipe_job *j);
 
 /* AR_DATA: one contribution to a slot; AR_RESULT to every worker when it
- * completes the round, the shadow copy to a retransmission, or ERROR. */
+ * completes the round, the shadow copy to a retransmission to a complete
+ * round, AR_HELD to one to an open round that holds it, or ERROR. */
 void sr_allreduce_data(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
                        const uint8_t *payload, sr_pipe_out *out);
+
+/* AR_PROBE: AR_HELD when the open round holds the worker's contribution,
+ * else AR_NAK, or ERROR. Changes no state. */
+void sr_allreduce_probe(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
+                        sr_pipe_out *out);
 
 /* ---- store.c -------------------------------------------------------------- */
 

@@ -19,6 +19,7 @@ static int is_request(uint8_t op)
     case SR_OP_JOIN:
     case SR_OP_LEAVE:
     case SR_OP_AR_DATA:
+    case SR_OP_AR_PROBE:
     case SR_OP_PUSH:
     case SR_OP_PULL:
     case SR_OP_CLOCK:
@@ -62,6 +63,7 @@ void sr_pipe_process(sr_pipe *p, const sr_peer *src, const uint8_t *msg, size_t 
     case SR_OP_JOIN: sr_membership_join(p, j, src, &h, out); break;
     case SR_OP_LEAVE: sr_membership_leave(j, src, &h); break;
     case SR_OP_AR_DATA: sr_allreduce_data(p, j, src, &h, payload, out); break;
+    case SR_OP_AR_PROBE: sr_allreduce_probe(p, j, src, &h, out); break;
     case SR_OP_PUSH: sr_store_push(p, j, src, &h, payload, out); break;
     case SR_OP_PULL: sr_store_pull(p, j, src, &h, out); break;
     default: sr_barrier_job_clock(p, j, src, &h, out); break;

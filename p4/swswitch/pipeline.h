@@ -8,8 +8,8 @@
  * each sent either back to the source or to every worker of the job, with
  * the header's worker field rewritten per replica.
  *
- * Ops: JOIN and LEAVE (membership.c), streaming allreduce (AR_DATA,
- * allreduce.c), the SSP parameter store (PUSH, PULL, store.c) and barrier
+ * Ops: JOIN and LEAVE (membership.c), streaming allreduce (AR_DATA and
+ * AR_PROBE, allreduce.c), the SSP parameter store (PUSH, PULL, store.c) and barrier
  * (CLOCK, barrier.c), one file per control of the P4 program (controls.h);
  * ingress.c dispatches, job_table.c holds the jobs. Each job has a
  * store of store_words uint32 accumulators (int32 on the wire, sums modulo
@@ -85,10 +85,15 @@ typedef struct sr_pipe_out {
     X(in_use_refused)  /* JOINs with a new nonce refused: workers still bound (JOB_IN_USE) */    \
     X(results)         /* rounds completed (each a multicast of AR_RESULT) */                    \
     X(shadow_replies)  /* AR_RESULTs re-sent from a completed slot to a retransmission */        \
-    X(dup_dropped)     /* duplicate contributions to a round still in progress */                \
+    X(dup_dropped)     /* duplicate contributions to a round still in progress: not added,       \
+                          answered AR_HELD */                                                    \
+    X(probes)          /* AR_PROBEs from bound workers, refused ones (MISMATCH) included */      \
+    X(held)            /* AR_HELD answers: to duplicates and probes of an open round */         \
+    X(naks)            /* AR_NAK answers: probes of a contribution not held, or of a round       \
+                          complete */                                                            \
     X(mismatches)      /* contributions whose seq/offset/count/exp disagree with the slot */     \
     X(stale_dropped)   /* late copies from a worker that already moved on in the slot */         \
-    X(dropped_unbound) /* AR_DATA, PUSH, PULL or CLOCK from an unbound worker id or from       \
+    X(dropped_unbound) /* AR_DATA, AR_PROBE, PUSH, PULL or CLOCK from an unbound worker id or  \
                           another address */                                                     \
     X(errors_sent)     /* ERROR replies */                                                       \
     X(pushes)          /* PUSHes applied to the store (PUSH_ACK aux = 1) */                      \

@@ -19,8 +19,10 @@
  * - isolation: unicasts go back to the source only; multicasts go exactly
  *   to the workers bound in the job's current incarnation, at the addresses
  *   they joined from (a model of the bindings kept here from the JOIN_ACKs
- *   seen, and checked against sr_pipe_job_info_get); AR_DATA, PUSH, PULL
- *   and CLOCK from anyone else get nothing;
+ *   seen, and checked against sr_pipe_job_info_get); AR_DATA, AR_PROBE,
+ *   PUSH, PULL and CLOCK from anyone else get nothing;
+ * - AR_HELD and AR_NAK echo the request, header only, to its sender; a
+ *   probe changes no state and never gets a result;
  * - counters: rx_total moves by one, tx_total and the job's tx by the
  *   copies sent, a rejected message is counted under its parse result;
  * - the barrier: high - low <= ring, rules ordered and bounded, clocks =
@@ -73,8 +75,8 @@ static int peer_eq(const sr_peer *a, const sr_peer *b)
 
 static int is_request(unsigned op)
 {
-    return op == SR_OP_JOIN || op == SR_OP_LEAVE || op == SR_OP_AR_DATA || op == SR_OP_PUSH ||
-           op == SR_OP_PULL || op == SR_OP_CLOCK;
+    return op == SR_OP_JOIN || op == SR_OP_LEAVE || op == SR_OP_AR_DATA ||
+           op == SR_OP_AR_PROBE || op == SR_OP_PUSH || op == SR_OP_PULL || op == SR_OP_CLOCK;
 }
 
 static job_model *model_of(uint16_t job)
@@ -260,6 +262,16 @@ static void check_action(const job_model *m, const sr_hdr *req, const sr_peer *s
          * contribution needs a binding. */
         CHECK(!a->multicast || a->n_dests == m->jp.n_workers);
         CHECK(a->multicast || (h->slot == req->slot && h->shadow == req->shadow));
+        break;
+    case SR_OP_AR_HELD:
+    case SR_OP_AR_NAK:
+        /* The request echoed, header only, to its sender: never larger
+         * than the request. Only a probe gets AR_NAK. */
+        CHECK(req->op == SR_OP_AR_PROBE || (req->op == SR_OP_AR_DATA && h->op == SR_OP_AR_HELD));
+        CHECK(!a->multicast && h->count == 0 && h->flags == 0 && h->status == 0);
+        CHECK(h->seq == req->seq && h->slot == req->slot && h->shadow == req->shadow);
+        CHECK(h->offset == req->offset && h->exp == req->exp && h->aux == req->aux);
+        CHECK(h->slot < m->jp.pool_slots && req->count <= elems);
         break;
     case SR_OP_PUSH_ACK:
         CHECK(req->op == SR_OP_PUSH && h->count == 0 && h->aux <= 1);

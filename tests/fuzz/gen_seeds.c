@@ -118,6 +118,29 @@ static void seed_allreduce(const char *dir)
     save(dir, "allreduce");
 }
 
+/* Probes: held while the round waits, not held for a worker whose copy
+ * is missing and after completion, on a poisoned round, and refused
+ * (with a payload, beyond the pool); a resend to the open round. */
+static void seed_probe(const char *dir)
+{
+    const uint16_t A = FZ_JOB_A;
+
+    join_all(A, FZ_JOB_A_WORKERS, 0);
+    msg(0, SR_OP_AR_DATA, A, 0, 3, 1, 0, FZ_JOB_A_ELEMS, 0, 9, 5);
+    msg(0, SR_OP_AR_PROBE, A, 0, 3, 1, 0, 0, 0, 9, 0);               /* held */
+    msg(0, SR_OP_AR_DATA, A, 0, 3, 1, 0, FZ_JOB_A_ELEMS, 0, 9, 5);   /* held */
+    msg(1, SR_OP_AR_PROBE, A, 1, 3, 1, 0, 0, 0, 9, 0);               /* not held */
+    for (uint16_t w = 1; w < FZ_JOB_A_WORKERS; w++)
+        msg(w, SR_OP_AR_DATA, A, w, 3, 1, 0, FZ_JOB_A_ELEMS, 0, 9, w);
+    msg(1, SR_OP_AR_PROBE, A, 1, 3, 1, 0, 0, 0, 9, 0);               /* complete */
+    msg(0, SR_OP_AR_DATA, A, 0, 3, 0, 1, 2, 4, 9, 7);
+    msg(1, SR_OP_AR_DATA, A, 1, 3, 0, 1, 2, 5, 9, 7);                /* mismatch */
+    msg(0, SR_OP_AR_PROBE, A, 0, 3, 0, 1, 0, 4, 9, 0);               /* poisoned */
+    msg(0, SR_OP_AR_PROBE, A, 0, 3, 1, 1, 1, 0, 9, 0);               /* a payload */
+    msg(0, SR_OP_AR_PROBE, A, 0, 3, FZ_JOB_A_SLOTS, 0, 0, 0, 9, 0);  /* bad slot */
+    save(dir, "probe");
+}
+
 /* Store: pushes, a duplicate, the partial last row, pulls, refusals. */
 static void seed_store(const char *dir)
 {
@@ -221,6 +244,7 @@ static void pipeline_seeds(const char *dir)
 {
     seed_join(dir);
     seed_allreduce(dir);
+    seed_probe(dir);
     seed_store(dir);
     seed_barrier(dir);
     seed_isolation(dir);

@@ -226,6 +226,26 @@ static inline void expect_error(fx *f, const sr_peer *src, const sr_hdr *req, un
     expect_hdr(&got, &want);
 }
 
+/* One header-only allreduce answer (AR_HELD or AR_NAK) to req's sender,
+ * worker req->worker: req echoed with op, count 0, flags and status 0. */
+static inline void expect_answer(fx *f, const sr_hdr *req, unsigned op)
+{
+    const sr_pipe_action *a = &f->out->act[0];
+    sr_peer src = peer_of(req->job, req->worker);
+    sr_hdr want = *req, got;
+
+    assert_int_equal(f->out->n, 1);
+    assert_int_equal(a->multicast, 0);
+    assert_int_equal(a->n_dests, 1);
+    expect_peer(&a->dests[0].peer, &src);
+    want.op = (uint8_t)op;
+    want.count = 0;
+    want.flags = 0;
+    want.status = 0;
+    got = replica(f, a, 0, NULL);
+    expect_hdr(&got, &want);
+}
+
 /* The ERROR to worker w's own address. */
 static inline void expect_error_w(fx *f, const sr_hdr *req, unsigned status)
 {

@@ -29,10 +29,12 @@
  * (3 later packets of its worker, 2 results to it, and the 3 others'
  * contributions to the third round after it) before it can arrive three
  * rounds late, beyond what the pipeline's stale-copy tests cover (see
- * pipeline.c). Workers retransmit what is outstanding whenever the network
- * is quiet, and now and then a packet early. Every result a worker
- * receives, shadow copies and late duplicates included, must carry its
- * chunk's exact sums, and each chunk must complete exactly once. */
+ * pipeline.c). Whenever the network is quiet, and now and then early, a
+ * worker's timer expires for what is outstanding: it probes (and resends
+ * in full on AR_NAK) or resends in full at once, at random, so that both
+ * kinds of recovery meet. Every result a worker receives, shadow copies
+ * and late duplicates included, must carry its chunk's exact sums, and
+ * each chunk must complete exactly once. */
 enum { SIM_N = 4, SIM_S = 3, SIM_E = 4, SIM_CHUNKS = 90, SIM_Q = 4096, SIM_JOB = 9 };
 
 typedef struct sim_pkt {
@@ -82,7 +84,8 @@ static void net_push(net *s, int to_switch, unsigned w, const uint8_t *b, size_t
     memcpy(p->b, b, len);
 }
 
-static void sim_send(sim *s, unsigned w, unsigned k)
+/* Worker w's contribution of chunk k, or its header-only probe. */
+static void sim_send(sim *s, unsigned w, unsigned k, int probe)
 {
     uint8_t b[SR_WIRE_HDR_LEN + 4 * SIM_E];
     sr_hdr h = ar_hdr(SIM_JOB, (uint16_t)(k % SIM_S), (uint8_t)((k / SIM_S) & 1u), 7,
@@ -90,10 +93,21 @@ static void sim_send(sim *s, unsigned w, unsigned k)
 
     h.worker = (uint16_t)w;
     h.next_exp = (int8_t)(k % 5u + w);
+    if (probe) {
+        h.op = SR_OP_AR_PROBE;
+        h.count = 0;
+    }
     sr_hdr_pack(b, &h);
-    for (unsigned i = 0; i < SIM_E; i++)
+    for (unsigned i = 0; i < h.count; i++)
         sr_put_be32(b + SR_WIRE_HDR_LEN + 4u * i, sim_val(w, k, i));
-    net_push(&s->n, 1, w, b, sizeof b);
+    net_push(&s->n, 1, w, b, SR_WIRE_HDR_LEN + 4u * h.count);
+}
+
+/* A timer of worker w expired for chunk k: a probe or, as a worker of the
+ * old protocol would, the whole packet again (both must be safe). */
+static void sim_expire(sim *s, unsigned w, unsigned k)
+{
+    sim_send(s, w, k, net_rand(&s->n, 2) == 0);
 }
 
 static void sim_at_switch(fx *f, sim *s, const sim_pkt *pk)
@@ -125,12 +139,20 @@ static void sim_at_worker(sim *s, const sim_pkt *pk)
     unsigned k, w = pk->w;
 
     assert_int_equal(sr_msg_parse(pk->b, pk->len, &h, &pl), SR_PARSE_OK);
-    assert_int_equal(h.op, SR_OP_AR_RESULT);
     assert_int_equal(h.worker, w);
     k = h.offset / SIM_E;
     assert_true(k < SIM_CHUNKS);
     assert_int_equal(h.slot, k % SIM_S);
     assert_int_equal(h.shadow, (k / SIM_S) & 1u);
+    assert_true(k <= s->next[w][h.slot]); /* never a chunk it has not sent */
+    if (h.op == SR_OP_AR_HELD || h.op == SR_OP_AR_NAK) {
+        assert_int_equal(h.count, 0);
+        /* Not held: resend it in full, if it is still outstanding. */
+        if (h.op == SR_OP_AR_NAK && k == s->next[w][h.slot])
+            sim_send(s, w, k, 0);
+        return;
+    }
+    assert_int_equal(h.op, SR_OP_AR_RESULT);
     assert_int_equal(h.next_exp, (int)(k % 5u + SIM_N - 1));
     for (unsigned i = 0; i < SIM_E; i++) {
         uint32_t sum = 0;
@@ -139,13 +161,12 @@ static void sim_at_worker(sim *s, const sim_pkt *pk)
             sum += sim_val(v, k, i);
         assert_int_equal(sr_get_be32(pl + 4u * i), sum);
     }
-    assert_true(k <= s->next[w][h.slot]); /* never a chunk it has not sent */
     if (k != s->next[w][h.slot])
         return; /* a late duplicate */
     s->have[w][k] = 1;
     s->next[w][h.slot] += SIM_S;
     if (s->next[w][h.slot] < SIM_CHUNKS)
-        sim_send(s, w, s->next[w][h.slot]);
+        sim_send(s, w, s->next[w][h.slot], 0);
 }
 
 /* Take the oldest packet overtaken 6 times, else one of the 6 oldest. */
@@ -179,7 +200,7 @@ static void test_lossy_network_sim(void **state)
     for (unsigned w = 0; w < SIM_N; w++)
         for (unsigned sl = 0; sl < SIM_S; sl++) {
             s->next[w][sl] = sl;
-            sim_send(s, w, sl);
+            sim_send(s, w, sl, 0);
         }
     for (unsigned iter = 0; iter < 1000000 && !done; iter++) {
         sim_pkt pk;
@@ -190,7 +211,7 @@ static void test_lossy_network_sim(void **state)
             for (unsigned w = 0; w < SIM_N; w++)
                 for (unsigned sl = 0; sl < SIM_S; sl++)
                     if (s->next[w][sl] < SIM_CHUNKS) {
-                        sim_send(s, w, s->next[w][sl]);
+                        sim_expire(s, w, s->next[w][sl]);
                         done = 0;
                     }
             continue;
@@ -199,7 +220,7 @@ static void test_lossy_network_sim(void **state)
             unsigned w = net_rand(&s->n, SIM_N), sl = net_rand(&s->n, SIM_S);
 
             if (s->next[w][sl] < SIM_CHUNKS)
-                sim_send(s, w, s->next[w][sl]);
+                sim_expire(s, w, s->next[w][sl]);
         }
         pk = net_pick(&s->n);
         if (net_rand(&s->n, 100) < 20)
@@ -220,6 +241,8 @@ static void test_lossy_network_sim(void **state)
     assert_true(jc(f, SIM_JOB).shadow_replies > 0);
     assert_true(jc(f, SIM_JOB).dup_dropped > 0);
     assert_true(jc(f, SIM_JOB).stale_dropped > 0);
+    assert_true(jc(f, SIM_JOB).held > jc(f, SIM_JOB).dup_dropped); /* probes held too */
+    assert_true(jc(f, SIM_JOB).naks > 0);
 }
 
 /* ---- SSP: push, clock and pull over the same network ------------------------- */
