@@ -468,15 +468,17 @@ static int setup(sw *s, sigset_t *wait_mask)
     }
     if (add_jobs(s) < 0 || open_io(s) < 0 || open_chaos(s) < 0)
         return -1;
+    if (open_control(s) < 0)
+        return -1;
+    s->io->describe(s->io_state, where, sizeof where);
+    fprintf(stderr, PROG ": listening %s\n", where);
+    /* Last: whoever waits for the port file finds the switch ready, its
+     * control socket open and the "listening" line written. */
     s->io->local(s->io_state, &ip, &port);
     if (o->port_file && (err = write_port_file(o->port_file, port)) < 0) {
         sw_log(o, LOG_ERROR, "--port-file %s: %s", o->port_file, strerror(-err));
         return -1;
     }
-    if (open_control(s) < 0)
-        return -1;
-    s->io->describe(s->io_state, where, sizeof where);
-    fprintf(stderr, PROG ": listening %s\n", where);
     return 0;
 }
 
