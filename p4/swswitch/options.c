@@ -54,7 +54,7 @@ static void usage(FILE *f)
             "                         each worker was heard on, to its Ethernet address\n"
             "  --dpdk-port PORT       a DPDK port for workers: port id, device name or vdev\n"
             "                         spec to probe (repeatable; default: every port)\n"
-            "  --port-file PATH       once bound, write the port and a newline to PATH\n"
+            "  --port-file PATH       once ready, write the port and a newline to PATH\n"
             "                         (written to a temporary file, then renamed)\n"
             "  --control PATH         serve a Unix stream socket at PATH (a stale one is\n"
             "                         replaced; removed at exit): one command line per\n"
