@@ -47,6 +47,7 @@ void sr_rel_arm(sr_rel *r, uint32_t i, uint64_t now_ns)
         r->armed++;
     e->rto_ns = r->rto_cur_ns;
     e->retries = 0;
+    e->expired = 0;
     e->sent_ns = now_ns;
     e->due_ns = now_ns + e->rto_ns;
     if (e->due_ns < r->min_due_ns)
@@ -68,7 +69,7 @@ void sr_rel_ack(sr_rel *r, uint32_t i, uint64_t now_ns)
     sr_rel_entry *e = &r->e[i];
     if (e->due_ns == SR_REL_NEVER)
         return;
-    if (e->retries == 0 && now_ns >= e->sent_ns) {
+    if (!e->expired && now_ns >= e->sent_ns) {
         uint64_t rtt = now_ns - e->sent_ns;
         if (r->srtt_ns == 0) {
             r->srtt_ns = rtt ? rtt : 1;
@@ -82,6 +83,13 @@ void sr_rel_ack(sr_rel *r, uint32_t i, uint64_t now_ns)
         r->rto_cur_ns = rto < r->p.rto_ns ? r->p.rto_ns : rto > r->p.rto_max_ns ? r->p.rto_max_ns : rto;
     }
     sr_rel_disarm(r, i);
+}
+
+void sr_rel_held(sr_rel *r, uint32_t i)
+{
+    sr_rel_entry *e = &r->e[i];
+    if (e->due_ns != SR_REL_NEVER)
+        e->retries = 0;
 }
 
 void sr_rel_set_deadline(sr_rel *r, uint64_t deadline_ns)
@@ -108,6 +116,7 @@ int sr_rel_poll(sr_rel *r, uint64_t now_ns, uint32_t *out, uint32_t max, uint32_
                 status = SR_REL_RETRY_LIMIT;
             } else {
                 e->retries++;
+                e->expired = 1;
                 e->rto_ns = e->rto_ns * 2 > r->p.rto_max_ns ? r->p.rto_max_ns : e->rto_ns * 2;
                 e->due_ns = now_ns + e->rto_ns;
                 /* RFC 6298 5.5: new packets keep the backed-off timeout

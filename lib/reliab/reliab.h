@@ -4,12 +4,18 @@
  *
  * It owns timers, not packets: entry i stands for one packet in flight
  * (the engine maps it to a switch slot or a request), and the caller
- * resends that packet when sr_rel_poll reports it. Each entry has its own
- * retransmission timeout, doubled on every expiry up to rto_max (exponential
- * backoff); an optional retry limit caps the expiries of one entry; and the
- * current operation has an absolute deadline. Time is passed in by the
- * caller (nanoseconds, monotonic), so the module is pure and tests drive it
- * with a fake clock.
+ * recovers that packet when sr_rel_poll reports it: it resends it, or asks
+ * the switch whether it holds it (an allreduce probe). Each entry has its
+ * own retransmission timeout, doubled on every expiry up to rto_max
+ * (exponential backoff); an optional retry limit caps the expiries of one
+ * entry without news from the switch (sr_rel_held is news: waiting is not
+ * loss); and the current operation has an absolute deadline. Time is
+ * passed in by the caller (nanoseconds, monotonic), so the module is pure
+ * and tests drive it with a fake clock.
+ *
+ * The timeout of a new packet adapts: RFC 6298's srtt + 4 * rttvar over
+ * the answer delays of packets that never expired (Karn's rule), clamped
+ * to [rto_ns, rto_max_ns].
  *
  * Cost: arm/disarm O(1); sr_rel_poll scans the entries only once the
  * earliest timer is due (the cached minimum may be early after a disarm,
@@ -32,7 +38,8 @@ typedef struct sr_rel_entry {
     uint64_t due_ns; /* SR_REL_NEVER when disarmed */
     uint64_t sent_ns; /* first transmission, for RTT samples */
     uint64_t rto_ns;
-    uint32_t retries;
+    uint32_t retries; /* expiries since armed, or since the last sr_rel_held */
+    uint32_t expired; /* it expired at least once: no RTT sample (Karn) */
 } sr_rel_entry;
 
 typedef struct sr_rel {
@@ -66,6 +73,11 @@ void sr_rel_disarm(sr_rel *r, uint32_t i);
 /* Like sr_rel_disarm, and if the packet was never resent, feed its answer
  * delay to the adaptive timeout. */
 void sr_rel_ack(sr_rel *r, uint32_t i, uint64_t now_ns);
+/* The switch holds entry i's packet and waits for others: it was not lost.
+ * Its retry count restarts, so the retry limit counts only expiries without
+ * news; its timer and backed-off timeout stay (the next expiry asks again,
+ * later). No RTT sample comes from it. A disarmed entry is left alone. */
+void sr_rel_held(sr_rel *r, uint32_t i);
 /* Disarm every entry and clear the deadline (the learnt timeout stays). */
 void sr_rel_reset(sr_rel *r);
 
@@ -74,7 +86,7 @@ void sr_rel_set_deadline(sr_rel *r, uint64_t deadline_ns);
 
 /*
  * Report expired entries at now_ns: up to max indices go to out[] (the
- * caller resends those packets); each reported entry's retry count grows,
+ * caller resends or probes those packets); each reported entry's retry count grows,
  * its timeout doubles (capped) and it is due again at now + timeout.
  * *n_out gets the number reported. Returns SR_REL_DEADLINE when the
  * deadline has passed (nothing reported), SR_REL_RETRY_LIMIT when an entry

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_reliab.c - the retransmission engine driven with a fake clock:
- * expiry, exponential backoff and its cap, retry limit, deadline, and the
- * cached earliest timer across arm/disarm.
+ * expiry, exponential backoff and its cap, retry limit, deadline, the
+ * cached earliest timer across arm/disarm, the adaptive timeout, and a
+ * packet the switch holds (sr_rel_held).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -209,6 +210,43 @@ static void test_retry_limit(void **state)
     sr_rel_fini(&r);
 }
 
+/* A packet the switch holds while a late peer keeps the round open: its
+ * expiries back off to rto_max, each sr_rel_held restarts the retry count
+ * so the limit never fires while the switch answers, the answer at last is
+ * no RTT sample (Karn: it expired), and the deadline still applies. */
+static void test_held_waits(void **state)
+{
+    (void)state;
+    sr_rel r;
+    sr_rel_params p = {.rto_ns = 2 * MS, .rto_max_ns = 16 * MS, .retry_limit = 2};
+    assert_int_equal(sr_rel_init(&r, 2, &p), 0);
+    uint32_t out[4], n;
+    uint64_t t = 0, gaps[8];
+    sr_rel_arm(&r, 0, 0);
+    sr_rel_set_deadline(&r, 200 * MS);
+    for (int k = 0; k < 8; k++) {
+        uint64_t due = sr_rel_next_due(&r);
+        gaps[k] = due - t;
+        t = due;
+        assert_int_equal(sr_rel_poll(&r, t, out, 4, &n), SR_REL_OK);
+        assert_int_equal(n, 1);
+        sr_rel_held(&r, 0); /* the probe's answer: held */
+        assert_int_equal(r.e[0].retries, 0);
+    }
+    assert_int_equal(gaps[0], 2 * MS);
+    assert_int_equal(gaps[1], 4 * MS);
+    assert_int_equal(gaps[3], 16 * MS);
+    assert_int_equal(gaps[7], 16 * MS); /* capped: probes stay rare */
+    sr_rel_ack(&r, 0, t + MS);
+    assert_int_equal(r.srtt_ns, 0); /* no sample from a packet that waited */
+    sr_rel_arm(&r, 1, t);
+    sr_rel_held(&r, 1);
+    assert_int_equal(sr_rel_poll(&r, 200 * MS, out, 4, &n), SR_REL_DEADLINE);
+    sr_rel_held(&r, 0); /* disarmed: nothing to do */
+    assert_int_equal(r.e[0].due_ns, SR_REL_NEVER);
+    sr_rel_fini(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -221,6 +259,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_adaptive_timeout, setup, teardown),
         cmocka_unit_test(test_retry_limit),
+        cmocka_unit_test(test_held_waits),
     };
     return cmocka_run_group_tests_name("reliab", tests, NULL, NULL);
 }
