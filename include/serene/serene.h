@@ -365,7 +365,9 @@ typedef struct serene_stats {
     uint64_t pkts_recv;       /* packets received and accepted */
     uint64_t bytes_sent;      /* Serene header + payload bytes sent */
     uint64_t bytes_recv;
-    uint64_t retransmissions; /* packets sent again after their timer expired */
+    uint64_t retransmissions; /* packets sent again in full: a request whose timer
+                                 expired, or an allreduce packet the switch said
+                                 it lacks (lost) */
     uint64_t timeouts;        /* operations failed by their deadline or retry limit */
     uint64_t saturations;     /* values clamped by quantization (should stay 0) */
     uint64_t duplicates;      /* results received for a round already done */
@@ -374,7 +376,11 @@ typedef struct serene_stats {
     uint64_t clock_wait_ns;   /* total time spent in serene_clock calls */
     uint64_t holds;           /* clock calls the barrier held at least once */
     uint64_t releases;        /* RELEASE messages that let a held clock call go on */
-    uint64_t reserved_[3];
+    uint64_t probes;          /* header-only probes sent for allreduce packets whose
+                                 timer expired, instead of resending them */
+    uint64_t held;            /* answers to probes (or resends) saying the switch
+                                 holds the packet and waits for other workers */
+    uint64_t reserved_[1];
 } serene_stats;
 
 /* Snapshot of the context's counters (monotonic since creation). */

@@ -16,6 +16,16 @@
  *   round's result under the other bit for workers that missed it.
  * - Every packet in flight has a timer in the engine's one retransmission
  *   engine; the switch's bitmap makes a retransmission idempotent.
+ * - Waiting is not loss. When a packet's timer expires, the worker does not
+ *   resend it: it sends a header-only AR_PROBE. The switch answers AR_HELD
+ *   while its open round holds the contribution (the round waits for a
+ *   late peer, or the answer is merely slow): the timer keeps backing off
+ *   towards rto_max, and the worker asks again then. AR_NAK says the switch
+ *   lacks it (lost) or the round completed (the result was lost): then the
+ *   packet is resent in full at once, and that resend is counted, added
+ *   or answered with the shadow copy as any contribution. So only lost
+ *   packets are resent (stats.retransmissions), and waiting costs probes
+ *   (stats.probes) of 28 bytes, fewer and fewer.
  * A NaN/Inf chunk is announced with the exponent SR_WIRE_EXP_NONFINITE;
  * max-reduction spreads it, so every worker completes the call, fills the
  * chunk with NaN and returns SERENE_ERR_NONFINITE, and the slots stay in
@@ -164,15 +174,48 @@ static void decode_result(sr_ar *ar, sr_engine *e, const serene_op *op, const sr
         ar->nonfinite = 1;
 }
 
-static void on_ar_result(void *self, sr_engine *e, serene_op *op, const sr_hdr *h,
+/* The slot whose round in flight the answer h is about, or NULL: a result,
+ * AR_HELD and AR_NAK all carry the round's call, slot, shadow bit, offset
+ * and total count, which name one round of this worker. */
+static sr_ar_slot *round_of(sr_ar *ar, const sr_engine *e, const serene_op *op, const sr_hdr *h)
+{
+    sr_ar_slot *sl = h->slot < e->window ? &ar->slots[h->slot] : NULL;
+    if (h->seq != ar->call_seq || !sl || !sl->busy || h->shadow != sl->ver ||
+        h->offset != sl->offset || h->aux != (uint32_t)op->count || h->worker != e->cfg.rank)
+        return NULL;
+    return sl;
+}
+
+/* A slot's timer expired: ask the switch, header only, whether it holds
+ * the packet (see the top of this file). */
+static void ar_on_expire(void *self, sr_engine *e, serene_op *op, uint32_t s, uint64_t now)
+{
+    sr_ar *ar = self;
+    uint8_t *p = ar->slots[s].probe;
+    memcpy(p, sr_slot_msg(e, s), SR_WIRE_HDR_LEN);
+    p[SR_WIRE_OFF_OP] = SR_OP_AR_PROBE;
+    sr_put_be16(p + SR_WIRE_OFF_COUNT, 0);
+    p[SR_WIRE_OFF_FLAGS] |= SR_FLAG_RETRANSMIT;
+    sr_tx_queue(e, p, SR_WIRE_HDR_LEN);
+    SR_STAT_ADD(e, probes, 1);
+}
+
+static void on_ar_answer(void *self, sr_engine *e, serene_op *op, const sr_hdr *h,
                          const uint8_t *payload, uint64_t now)
 {
     sr_ar *ar = self;
-    sr_ar_slot *sl = h->slot < e->window ? &ar->slots[h->slot] : NULL;
-    if (h->seq != ar->call_seq || !sl || !sl->busy || h->shadow != sl->ver ||
-        h->offset != sl->offset || h->count != sl->count || h->aux != (uint32_t)op->count ||
-        h->worker != e->cfg.rank) {
+    sr_ar_slot *sl = round_of(ar, e, op, h);
+    if (!sl || (h->op == SR_OP_AR_RESULT && h->count != sl->count)) {
         SR_STAT_ADD(e, duplicates, 1);
+        return;
+    }
+    if (h->op == SR_OP_AR_HELD) { /* waiting, not lost: ask again later */
+        sr_rel_held(&e->rel, h->slot);
+        SR_STAT_ADD(e, held, 1);
+        return;
+    }
+    if (h->op == SR_OP_AR_NAK) { /* lost, or its result was: resend it whole */
+        sr_slot_resend(e, h->slot);
         return;
     }
     sl->busy = 0;
@@ -198,7 +241,7 @@ static void fail_broken(sr_ar *ar, sr_engine *e, serene_op *op, int rc)
 static int ar_on_error(void *self, sr_engine *e, serene_op *op, const sr_hdr *h)
 {
     sr_ar *ar = self;
-    if (h->aux != SR_OP_AR_DATA || h->seq != ar->call_seq)
+    if ((h->aux != SR_OP_AR_DATA && h->aux != SR_OP_AR_PROBE) || h->seq != ar->call_seq)
         return 0;
     fail_broken(ar, e, op, sr_op_refused(e, h));
     return 1;
@@ -217,15 +260,18 @@ static void ar_on_timeout(void *self, sr_engine *e, serene_op *op, int st)
 
 const sr_op_class sr_allreduce_class = {
     .name = "allreduce",
-    .answers = {SR_OP_AR_RESULT},
+    .answers = {SR_OP_AR_RESULT, SR_OP_AR_HELD, SR_OP_AR_NAK},
     /* Engine thread, at the join: the slots' shadow bits and the scheme. */
     .on_join = ar_on_join,
     /* API thread, at destroy. */
     .fini = ar_fini,
     /* Engine thread: exponents of every chunk, then a hint round per slot. */
     .begin = ar_begin,
-    /* Engine thread: a slot's result; decode it, send the slot's next round. */
-    .on_message = on_ar_result,
+    /* Engine thread: a slot's result (decode it, send the slot's next
+     * round), or the switch's AR_HELD or AR_NAK to a probe. */
+    .on_message = on_ar_answer,
+    /* Engine thread: a slot's timer expired: probe it. */
+    .on_expire = ar_on_expire,
     /* Engine thread: the switch refused a round (MISMATCH, ...): broken. */
     .on_error = ar_on_error,
     /* Engine thread: deadline or retry limit: broken. */

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "engine/engine.h"
+#include "proto/wire.h"
 
 /* Worker-side state of one switch slot (one packet in flight at most). */
 typedef struct sr_ar_slot {
@@ -21,6 +22,7 @@ typedef struct sr_ar_slot {
     uint16_t count;      /* elements of the round in flight (0: exponent-hint round) */
     uint32_t offset;     /* element offset of the round in flight */
     uint32_t next_chunk; /* chunk this slot sends after the answer */
+    uint8_t probe[SR_WIRE_HDR_LEN]; /* the round's AR_PROBE, queued when its timer expires */
 } sr_ar_slot;
 
 typedef struct sr_ar {

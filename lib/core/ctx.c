@@ -17,6 +17,11 @@
 #include "core/ctx.h"
 #include "transport/transport.h"
 
+/* serene_stats is ABI: counters only ever take a reserved word's place. */
+_Static_assert(sizeof(serene_stats) == 16 * sizeof(uint64_t), "serene_stats keeps its size");
+_Static_assert(offsetof(serene_stats, reserved_) == 15 * sizeof(uint64_t),
+               "serene_stats keeps its layout");
+
 _Static_assert(offsetof(struct serene_ctx, eng) == 0,
                "the engine is the context's first member (sr_engine_live)");
 
@@ -175,6 +180,8 @@ SERENE_API int serene_get_stats(const serene_ctx *ctx, serene_stats *out)
     LD(clock_wait_ns);
     LD(holds);
     LD(releases);
+    LD(probes);
+    LD(held);
 #undef LD
     return 0;
 }

@@ -6,9 +6,10 @@
  * The loop takes the next queued op when none is current and hands it to
  * its class's begin; drains what has arrived and routes each answer to the
  * class that claimed its wire op (engine.h's sr_op_class); then resends
- * what the one retransmission engine (lib/reliab) reports expired, or fails
- * the current op through its class when its deadline or retry limit is
- * hit. A retransmission is byte-identical but for the RETRANSMIT flag.
+ * what the one retransmission engine (lib/reliab) reports expired (or lets
+ * the op's class recover it, e.g. with a probe), or fails the current op
+ * through its class when its deadline or retry limit is hit. A
+ * retransmission is byte-identical but for the RETRANSMIT flag.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -57,6 +58,14 @@ void sr_slot_send(sr_engine *e, uint32_t s, uint16_t words, uint64_t now)
     sl->len = SR_WIRE_HDR_LEN + 4u * words;
     sr_tx_queue(e, sl->msg, sl->len);
     sr_rel_arm(&e->rel, s, now);
+}
+
+void sr_slot_resend(sr_engine *e, uint32_t s)
+{
+    sr_slot *sl = &e->slots[s];
+    sl->msg[SR_WIRE_OFF_FLAGS] |= SR_FLAG_RETRANSMIT;
+    sr_tx_queue(e, sl->msg, sl->len);
+    SR_STAT_ADD(e, retransmissions, 1);
 }
 
 void sr_ctl_send(sr_engine *e, const sr_hdr *h, uint64_t now)
@@ -185,20 +194,24 @@ static void on_timers(sr_engine *e, uint64_t now)
 {
     uint32_t idx[SR_TP_BURST], n;
     int st;
+    serene_op *op = e->cur;
     do {
         st = sr_rel_poll(&e->rel, now, idx, SR_TP_BURST, &n);
         for (uint32_t i = 0; i < n; i++) {
-            uint8_t *msg = e->ctl_armed ? e->ctl_msg : e->slots[idx[i]].msg;
-            uint32_t len = e->ctl_armed ? SR_WIRE_HDR_LEN : e->slots[idx[i]].len;
-            msg[SR_WIRE_OFF_FLAGS] |= SR_FLAG_RETRANSMIT;
-            sr_tx_queue(e, msg, len);
+            if (e->ctl_armed) {
+                e->ctl_msg[SR_WIRE_OFF_FLAGS] |= SR_FLAG_RETRANSMIT;
+                sr_tx_queue(e, e->ctl_msg, SR_WIRE_HDR_LEN);
+                SR_STAT_ADD(e, retransmissions, 1);
+            } else if (op->cls->on_expire) {
+                op->cls->on_expire(op->self, e, op, idx[i], now);
+            } else {
+                sr_slot_resend(e, idx[i]);
+            }
         }
-        SR_STAT_ADD(e, retransmissions, n);
     } while (st == SR_REL_OK && n == SR_TP_BURST);
     if (st == SR_REL_OK)
         return;
     SR_STAT_ADD(e, timeouts, 1);
-    serene_op *op = e->cur;
     if (op->cls->on_timeout) {
         op->cls->on_timeout(op->self, e, op, st);
         return;

@@ -78,6 +78,11 @@ typedef struct sr_op_class {
      * to op's request in flight (the engine counts a duplicate); else it
      * finishes op with sr_op_refused's code and returns 1. */
     int (*on_error)(void *self, sr_engine *e, serene_op *op, const sr_hdr *h);
+    /* The timer of op's packet in flight i (a slot of the window) expired:
+     * recover it, with sr_slot_resend or with a probe the module queues
+     * (sr_tx_queue, counted in stats.probes). The entry is already due
+     * again, its timeout doubled. NULL: the engine resends the packet. */
+    void (*on_expire)(void *self, sr_engine *e, serene_op *op, uint32_t i, uint64_t now);
     /* op's deadline passed, or one of its packets hit the retry limit (st:
      * SR_REL_DEADLINE or SR_REL_RETRY_LIMIT): log why and finish op with
      * SERENE_ERR_TIMEOUT. NULL: the engine logs the class's name and
@@ -118,7 +123,8 @@ typedef struct sr_slot {
 /* Counters: written by the engine thread only, read by anyone. */
 typedef struct sr_engine_stats {
     _Atomic uint64_t pkts_sent, pkts_recv, bytes_sent, bytes_recv, retransmissions, timeouts,
-        saturations, duplicates, rejected, ops_completed, clock_wait_ns, holds, releases;
+        saturations, duplicates, rejected, ops_completed, clock_wait_ns, holds, releases, probes,
+        held;
 } sr_engine_stats;
 
 #define SR_STAT_ADD(e, f, n)                                                                       \
@@ -247,6 +253,9 @@ static inline uint8_t *sr_slot_msg(sr_engine *e, uint32_t s)
 /* Queue slot s's packed message of `words` payload words and start its
  * timer: it is resent until sr_rel_ack / sr_rel_disarm on e->rel. */
 void sr_slot_send(sr_engine *e, uint32_t s, uint16_t words, uint64_t now);
+/* Queue slot s's packet again, whole, marked RETRANSMIT, and count it in
+ * stats.retransmissions; its timer is left as it is. */
+void sr_slot_resend(sr_engine *e, uint32_t s);
 /* Pack h as the one control request in flight (no payload), queue it and
  * start timer 0, which resends it. */
 void sr_ctl_send(sr_engine *e, const sr_hdr *h, uint64_t now);

@@ -11,13 +11,14 @@
 #                 end with no malformed or foreign frame; JOIN, JOIN_ACK,
 #                 AR_DATA and AR_RESULT all appear; the packets toward the
 #                 switch's address equal the rank's stats.pkts_sent and are
-#                 JOIN + AR_DATA, those from it equal pkts_recv + rejected
-#                 and are JOIN_ACK + AR_RESULT; every line agrees with
+#                 JOIN + AR_DATA (+ AR_PROBE), those from it equal
+#                 pkts_recv + rejected and are JOIN_ACK + AR_RESULT
+#                 (+ AR_HELD, AR_NAK); every line agrees with
 #                 --summary; the ranks' files show different local ports;
 #                 tcpdump, when installed, reads them with valid checksums.
 #     two-ctx     two contexts in one process (pcap_two_ctx), each with its
 #                 own file from one "%r" pattern: both complete and decode.
-#     killed      a rank SIGKILLed while it retransmits (its peer never
+#     killed      a rank SIGKILLed while it probes (its peer never
 #                 comes) leaves a file serene-dump reads to the end.
 #     bad path    SERENE_PCAP in a missing directory: serene_ctx_create
 #                 fails with SERENE_ERR_CONFIG, logging the path and the
@@ -164,10 +165,11 @@ for r in 0 1; do
     [ "$from" -eq $((recv + rej)) ] ||
         fail "rank $r: $from packets from the switch in the trace, pkts_recv + rejected $((recv + rej))"
     [ $((to + from)) -eq "$frames" ] || fail "rank $r: frames neither to nor from $sw"
-    [ "$to" -eq $(($(op_count "$d" JOIN) + $(op_count "$d" AR_DATA))) ] ||
-        fail "rank $r: packets to the switch are not all JOIN or AR_DATA"
-    [ "$from" -eq $(($(op_count "$d" JOIN_ACK) + $(op_count "$d" AR_RESULT))) ] ||
-        fail "rank $r: packets from the switch are not all JOIN_ACK or AR_RESULT"
+    [ "$to" -eq $(($(op_count "$d" JOIN) + $(op_count "$d" AR_DATA) + $(op_count "$d" AR_PROBE))) ] ||
+        fail "rank $r: packets to the switch are not all JOIN, AR_DATA or AR_PROBE"
+    [ "$from" -eq $(($(op_count "$d" JOIN_ACK) + $(op_count "$d" AR_RESULT) +
+        $(op_count "$d" AR_HELD) + $(op_count "$d" AR_NAK))) ] ||
+        fail "rank $r: packets from the switch are not all JOIN_ACK, AR_RESULT, AR_HELD or AR_NAK"
     grep -q " -> $sw JOIN job=0 worker=$r " "$d" || fail "rank $r: no JOIN of worker $r"
     # One local endpoint per rank: the socket's real address and port.
     src=$(sed -n "s/^[0-9.]* \([0-9.:]*\) -> $sw .*/\1/p" "$d" | sort -u)
@@ -200,7 +202,7 @@ done
 echo "ok: two contexts wrote one trace each"
 
 # ---- killed mid-run ----------------------------------------------------------
-echo "== killed: rank 0 of job 2 alone (its peer never comes), SIGKILLed while it retransmits"
+echo "== killed: rank 0 of job 2 alone (its peer never comes), SIGKILLed while it probes"
 # No `timeout` around it: the SIGKILL must reach the worker itself. Its own
 # deadline (30 s) and cleanup bound it.
 spawn "$work/killed.out" env SERENE_PCAP="$work/killed.pcap" SERENE_SWITCH="$sw" SERENE_JOB=2 \
@@ -209,7 +211,8 @@ bgpid=$spawned
 seen=0
 for _ in $(seq 100); do
     # The file is being written: read it whole (grep -c), whatever the status.
-    n=$("$DUMP" "$work/killed.pcap" 2>/dev/null | grep -c ' AR_DATA .*flags=0x01')
+    # Waiting for the peer, its timers send header-only probes.
+    n=$("$DUMP" "$work/killed.pcap" 2>/dev/null | grep -c ' AR_PROBE .*flags=0x01')
     if [ "${n:-0}" -gt 0 ]; then
         seen=1
         break
@@ -220,7 +223,7 @@ kill -KILL "$bgpid" 2>/dev/null
 wait "$bgpid" 2>/dev/null
 rc=$?
 forget_pid "$bgpid"
-[ $seen -eq 1 ] || fail "killed: no retransmitted AR_DATA in the trace within 10 s"
+[ $seen -eq 1 ] || fail "killed: no AR_PROBE in the trace within 10 s"
 [ $rc -eq 137 ] || fail "killed: the worker exited $rc before the SIGKILL"
 timeout 30 "$DUMP" "$work/killed.pcap" --summary >"$work/killed.dump" 2>&1 ||
     { cat "$work/killed.dump"; fail "killed: serene-dump cannot read the trace of a killed process"; }
