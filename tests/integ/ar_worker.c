@@ -12,7 +12,9 @@
  * an average is rounded once, so its bound is that divided by N:
  *   |result - exact / N| <= 2^(E - B) + ulp(result) / 2.
  * It also checks that no call outlives its deadline and, on request, that
- * the statistics show retransmissions, or that a call times out.
+ * the statistics show retransmissions, or that a call times out, or (with
+ * one rank entering every call late) that the ranks waiting for it only
+ * probed: no packet resent, probes answered "held".
  *
  * Exit status: 0 all checks passed, 1 a check failed, 2 bad usage.
  */
@@ -32,6 +34,7 @@ typedef struct opts {
     size_t sizes[MAX_SIZES];
     int nsizes, reps, elems, avg, inplace, nonblocking;
     int expect_retrans, expect_timeout, absent;
+    int late_rank, late_ms, expect_no_resend;
     uint64_t seed;
 } opts;
 
@@ -76,7 +79,8 @@ static void usage(void)
 {
     fprintf(stderr, "usage: ar_worker --elems E [--sizes N,N,...] [--reps R] [--seed S]\n"
                     "                 [--avg] [--inplace] [--nonblocking] [--expect-retrans]\n"
-                    "                 [--expect-timeout] [--absent-rank R]\n");
+                    "                 [--expect-timeout] [--absent-rank R]\n"
+                    "                 [--late-rank R --late-ms MS] [--expect-no-resend]\n");
 }
 
 static int parse(int argc, char **argv, opts *o)
@@ -92,16 +96,20 @@ static int parse(int argc, char **argv, opts *o)
         {"--nonblocking", TC_OPT_FLAG, &o->nonblocking, NULL, 0, NULL},
         {"--expect-retrans", TC_OPT_FLAG, &o->expect_retrans, NULL, 0, NULL},
         {"--expect-timeout", TC_OPT_FLAG, &o->expect_timeout, NULL, 0, NULL},
+        {"--late-rank", TC_OPT_INT, &o->late_rank, NULL, 0, NULL},
+        {"--late-ms", TC_OPT_INT, &o->late_ms, NULL, 0, NULL},
+        {"--expect-no-resend", TC_OPT_FLAG, &o->expect_no_resend, NULL, 0, NULL},
         {NULL, TC_OPT_FLAG, NULL, NULL, 0, NULL},
     };
 
     memset(o, 0, sizeof *o);
     o->reps = 1;
     o->absent = -1;
+    o->late_rank = -1;
     o->seed = 1;
     if (tc_parse_opts(argc, argv, 1, table))
         return -1;
-    return o->elems > 0 && o->nsizes > 0 && o->reps > 0 ? 0 : -1;
+    return o->elems > 0 && o->nsizes > 0 && o->reps > 0 && o->late_ms >= 0 ? 0 : -1;
 }
 
 static int bufs_alloc(bufs *b, const opts *o)
@@ -189,19 +197,35 @@ static size_t check_result(const opts *o, int rank, int n, int call, size_t cnt,
     return bad;
 }
 
-/* The statistics line and the checks on them; returns failures found. */
+/* The statistics line and the checks on them; returns failures found.
+ * joined: the statistics right after the join, whose own retransmissions
+ * the --expect-no-resend check leaves out. */
 static int report_stats(serene_ctx *ctx, const opts *o, int rank, int calls, double worst_call_ms,
-                        double worst_rel)
+                        double worst_rel, const serene_stats *joined)
 {
     serene_stats st;
     int failures = 0;
     serene_get_stats(ctx, &st);
     printf("rank %d: %d calls, worst call %.1f ms, worst err/bound %.3f, sent %llu recv %llu "
-           "retrans %llu dup %llu rejected %llu timeouts %llu saturations %llu\n",
+           "retrans %llu dup %llu rejected %llu timeouts %llu saturations %llu probes %llu "
+           "held %llu\n",
            rank, calls, worst_call_ms, worst_rel, (unsigned long long)st.pkts_sent,
            (unsigned long long)st.pkts_recv, (unsigned long long)st.retransmissions,
            (unsigned long long)st.duplicates, (unsigned long long)st.rejected,
-           (unsigned long long)st.timeouts, (unsigned long long)st.saturations);
+           (unsigned long long)st.timeouts, (unsigned long long)st.saturations,
+           (unsigned long long)st.probes, (unsigned long long)st.held);
+    /* Waiting is not loss: no packet resent, and the ranks that waited for
+     * the late one asked the switch, header only, and heard "held". */
+    uint64_t resent = st.retransmissions - joined->retransmissions;
+    if (o->expect_no_resend &&
+        (resent != 0 || (rank != o->late_rank && (st.probes == 0 || st.held == 0)))) {
+        fprintf(stderr, "rank %d: expected no resent packet%s while waiting, saw %llu resent, "
+                        "%llu probes, %llu held\n",
+                rank, rank != o->late_rank ? " and probes answered held" : "",
+                (unsigned long long)resent, (unsigned long long)st.probes,
+                (unsigned long long)st.held);
+        failures++;
+    }
     if (o->expect_retrans && st.retransmissions == 0) {
         fprintf(stderr, "rank %d: expected retransmissions under injected loss, saw none\n",
                 rank);
@@ -222,11 +246,15 @@ static int run_calls(serene_ctx *ctx, const serene_config *cfg, const opts *o, b
     const int rank = cfg->rank, n = cfg->world_size;
     double worst_call_ms = 0, worst_rel = 0;
     int call = 0, failures = 0, stop = 0;
+    serene_stats joined;
+    serene_get_stats(ctx, &joined);
     for (int rep = 0; rep < o->reps && !stop; rep++) {
         for (int s = 0; s < o->nsizes && !stop; s++, call++) {
             size_t cnt = o->sizes[s];
             make_inputs(o, rank, n, call, cnt, b);
             float *dst = o->inplace ? b->send : b->recv;
+            if (rank == o->late_rank) /* the others enter the call and wait */
+                tc_sleep_ms(o->late_ms);
             double c0 = tc_now_ms();
             int rc = allreduce(ctx, o, b->send, dst, cnt);
             double ms = tc_now_ms() - c0;
@@ -259,7 +287,7 @@ static int run_calls(serene_ctx *ctx, const serene_config *cfg, const opts *o, b
             }
         }
     }
-    return failures + report_stats(ctx, o, rank, call, worst_call_ms, worst_rel);
+    return failures + report_stats(ctx, o, rank, call, worst_call_ms, worst_rel, &joined);
 }
 
 int main(int argc, char **argv)
