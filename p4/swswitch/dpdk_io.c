@@ -162,7 +162,7 @@ static void learn(sr_dpdk_io *d, unsigned pi, const sr_frame_addr *a, const sr_p
     d->c.learnt++;
 }
 
-static int dpdk_recv(void *state)
+static int dpdk_recv(void *state, int *full)
 {
     sr_dpdk_io *d = state;
     unsigned got = 0;
@@ -203,6 +203,7 @@ static int dpdk_recv(void *state)
             d->c.rx++;
         }
     }
+    *full = d->rx_n == SR_DPDK_BURST;
     return (int)got;
 }
 
@@ -215,17 +216,11 @@ static const uint8_t *dpdk_rx(const void *state, unsigned i, size_t *len, sr_pee
     return d->msgs[i].data;
 }
 
-/* A port's queue is sent when it holds SR_DPDK_BURST frames. */
-static void dpdk_send(void *state, const sr_peer *dst, const uint8_t *hdr, size_t hlen,
-                      const uint8_t *payload, size_t plen)
+/* One frame to the learnt peer e: its template, then hdr and payload. A
+ * port's queue is sent when it holds SR_DPDK_BURST frames. */
+static void send_frame(sr_dpdk_io *d, const io_peer *e, const uint8_t *hdr, size_t hlen,
+                       const uint8_t *payload, size_t plen)
 {
-    sr_dpdk_io *d = state;
-    io_peer *e = find_peer(d, dst);
-
-    if (!e) {
-        d->c.tx_no_route++;
-        return;
-    }
     io_port *p = &d->ports[e->port];
     struct rte_mbuf *m = sr_dpdk_frame(p->pool, &e->tmpl, hdr, hlen, payload, plen);
 
@@ -241,6 +236,39 @@ static void dpdk_send(void *state, const sr_peer *dst, const uint8_t *hdr, size_
     p->tx[p->tx_n++] = m;
     if (p->tx_n == SR_DPDK_BURST)
         flush_port(d, p);
+}
+
+static void dpdk_send(void *state, const sr_peer *dst, const uint8_t *hdr, size_t hlen,
+                      const uint8_t *payload, size_t plen)
+{
+    sr_dpdk_io *d = state;
+    const io_peer *e = find_peer(d, dst);
+
+    if (!e) {
+        d->c.tx_no_route++;
+        return;
+    }
+    send_frame(d, e, hdr, hlen, payload, plen);
+}
+
+/* Each replica is one copy of its frame: memif (and any port without
+ * zero-copy transmit) copies every frame into its ring anyway, so a
+ * shared mbuf would only add a segment and a reference count per replica. */
+static void dpdk_send_replicas(void *state, const sr_pipe_action *a)
+{
+    sr_dpdk_io *d = state;
+    uint8_t hdr[SR_WIRE_HDR_LEN];
+
+    for (unsigned k = 0; k < a->n_dests; k++) {
+        const io_peer *e = find_peer(d, &a->dests[k].peer);
+
+        if (!e) {
+            d->c.tx_no_route++;
+            continue;
+        }
+        sr_pipe_replica_hdr(a, k, hdr);
+        send_frame(d, e, hdr, sizeof hdr, a->payload, a->payload_len);
+    }
 }
 
 static int dpdk_fd(const void *state)
@@ -404,7 +432,6 @@ static int dpdk_open(void **state, const sw_io_params *par, char *why)
 
 const sw_io_ops sw_io_dpdk = {
     .name = "dpdk",
-    .burst = SR_DPDK_BURST,
     .open = dpdk_open,
     .close = dpdk_close,
     .fd = dpdk_fd,
@@ -412,6 +439,7 @@ const sw_io_ops sw_io_dpdk = {
     .recv = dpdk_recv,
     .rx = dpdk_rx,
     .send = dpdk_send,
+    .send_replicas = dpdk_send_replicas,
     .flush = dpdk_flush,
     .counters = dpdk_counters_format,
     .describe = dpdk_describe,

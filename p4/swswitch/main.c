@@ -63,7 +63,8 @@ typedef struct sw {
     const sw_io_ops *io; /* the UDP socket or the DPDK ports, chosen once */
     void *io_state;      /* NULL until opened */
     sr_chaos chaos;
-    sr_ctls ctl; /* inactive without --control */
+    int chaos_on; /* a fault is injected: every copy goes through chaos */
+    sr_ctls ctl;  /* inactive without --control */
 } sw;
 
 __attribute__((format(printf, 3, 4))) static void sw_log(const sw_opts *o, int level,
@@ -170,7 +171,7 @@ static void print_switch_line(const sw *s, const char *what)
 {
     sr_pipe_counters pc;
     const sr_chaos_counters *cc = &s->chaos.c;
-    char rej[512], io[320];
+    char rej[512], io[512];
     size_t used = 0;
 
     sr_pipe_counters_get(s->pipe, &pc);
@@ -241,7 +242,9 @@ static void log_packet(const sw *s, const sr_peer *src, const uint8_t *msg, size
                src->port, sr_op_name(h.op), h.job, h.worker, h.seq, h.slot, h.shadow, h.offset);
 }
 
-/* Process one received message and send the replicas it asks for. */
+/* Process one received message and queue the replicas it asks for: all of
+ * an action's at once (its payload copied once), or, while a fault is
+ * injected, copy by copy through the fault injector. */
 static void handle(sw *s, const sr_peer *src, const uint8_t *msg, size_t len, uint64_t now)
 {
     uint8_t hdr[SR_WIRE_HDR_LEN];
@@ -254,6 +257,10 @@ static void handle(sw *s, const sr_peer *src, const uint8_t *msg, size_t len, ui
     for (unsigned i = 0; i < s->out->n; i++) {
         const sr_pipe_action *a = &s->out->act[i];
 
+        if (!s->chaos_on) {
+            s->io->send_replicas(s->io_state, a);
+            continue;
+        }
         for (unsigned k = 0; k < a->n_dests; k++) {
             sr_pipe_replica_hdr(a, k, hdr);
             sr_chaos_tx(&s->chaos, &a->dests[k].peer, hdr, sizeof hdr, a->payload,
@@ -262,14 +269,15 @@ static void handle(sw *s, const sr_peer *src, const uint8_t *msg, size_t len, ui
     }
 }
 
-/* Up to BURSTS_PER_WAKEUP bursts from the I/O, each message handled.
+/* Up to BURSTS_PER_WAKEUP bursts from the I/O, each message handled and
+ * what a burst's messages asked for sent before the next burst is read.
  * Returns how many messages arrived. */
 static int receive(sw *s, uint64_t now)
 {
     int got = 0;
 
     for (int b = 0; b < BURSTS_PER_WAKEUP && !stop_signal; b++) {
-        int n = s->io->recv(s->io_state);
+        int full = 0, n = s->io->recv(s->io_state, &full);
 
         if (n < 0)
             sw_log(s->o, LOG_WARN, "recvmmsg: %s", strerror(-n));
@@ -280,8 +288,11 @@ static int receive(sw *s, uint64_t now)
 
             handle(s, &src, msg, len, now);
         }
-        got += n > 0 ? n : 0;
-        if (n < (int)s->io->burst)
+        if (n > 0) {
+            s->io->flush(s->io_state);
+            got += n;
+        }
+        if (!full)
             break;
     }
     return got;
@@ -422,7 +433,8 @@ static int open_chaos(sw *s)
         sw_log(o, LOG_ERROR, "fault injection setup: %s", strerror(-err));
         return -1;
     }
-    if (o->loss > 0 || o->dup > 0 || o->reorder > 0)
+    s->chaos_on = o->loss > 0 || o->dup > 0 || o->reorder > 0;
+    if (s->chaos_on)
         sw_log(o, LOG_INFO, "fault injection: loss %g, dup %g, reorder %g, seed %" PRIu64,
                o->loss, o->dup, o->reorder, o->seed);
     return 0;

@@ -23,6 +23,11 @@
 
 #define SW_IO_WHY_MAX 320 /* bytes of an open error, NUL included */
 
+/* sw_io_params.flags: offloads not to use even where the kernel has them
+ * (the tests force the plain paths with them). */
+#define SW_IO_NO_GSO 0x1u /* UDP: no UDP_SEGMENT; every datagram sent alone */
+#define SW_IO_NO_GRO 0x2u /* UDP: no UDP_GRO; every datagram received alone */
+
 /* Where and how to listen, from the command line. */
 typedef struct sw_io_params {
     uint32_t ip;        /* --listen address, host byte order (0.0.0.0: any) */
@@ -31,11 +36,11 @@ typedef struct sw_io_params {
     const char *dpdk_eal;               /* DPDK: the EAL arguments */
     const char *const *dpdk_ports;      /* DPDK: the ports to use (n == 0: all) */
     unsigned n_dpdk_ports;
+    unsigned flags;                     /* SW_IO_NO_*; 0: every offload the kernel has */
 } sw_io_params;
 
 typedef struct sw_io_ops {
     const char *name; /* "udp" or "dpdk" */
-    unsigned burst;   /* the most messages one recv returns */
     /* Open the I/O for par (only read during the call). Called once,
      * before the loop. UDP binds a socket and does not block; DPDK starts
      * EAL (unless the process already did) and the ports, which may take
@@ -55,10 +60,13 @@ typedef struct sw_io_ops {
     /* The address messages are received at (host byte order), as bound:
      * UDP reports the port the kernel picked for port 0. Does not block. */
     void (*local)(const void *state, uint32_t *ip, uint16_t *port);
-    /* Receive up to burst messages into the I/O's own buffers without
-     * blocking. Returns how many (0 if none waits) or -errno. The messages
-     * of the previous call are gone. */
-    int (*recv)(void *state);
+    /* Receive one burst into the I/O's own buffers without blocking: up to
+     * 32 datagrams or frames, each one message or, when the kernel
+     * coalesced them (UDP GRO), several. Returns how many messages (0 if
+     * none waits) or -errno; *full is set to 1 when the burst was full, so
+     * that more may wait, else 0. The messages of the previous call are
+     * gone. */
+    int (*recv)(void *state, int *full);
     /* Message i (< the last recv's result): its length, its source and
      * its bytes, which the I/O owns until the next recv. Does not block. */
     const uint8_t *(*rx)(const void *state, unsigned i, size_t *len, sr_peer *src);
@@ -69,6 +77,11 @@ typedef struct sw_io_ops {
      * and dropped. */
     void (*send)(void *state, const sr_peer *dst, const uint8_t *hdr, size_t hlen,
                  const uint8_t *payload, size_t plen);
+    /* Queue every replica of a: to a->dests[k].peer, the header
+     * sr_pipe_replica_hdr(a, k) then a->payload, as send would queue each,
+     * but with the payload copied at most once for all of them. a is only
+     * read during the call. Blocks and drops as send does. */
+    void (*send_replicas)(void *state, const sr_pipe_action *a);
     /* Send every queued message. May wait briefly, which paces the switch
      * instead of dropping: UDP while the kernel's send buffer is full; DPDK
      * while a port's queue is full, at most 200 us, then it drops. */
