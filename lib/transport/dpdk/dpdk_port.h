@@ -7,7 +7,10 @@
  *
  * Frames are laid out by lib/proto/wire.c (sr_frame_pack builds the header
  * template, sr_frame_parse checks received frames): this file only patches
- * the two length fields and the checksums of a template per packet.
+ * the two length fields and the checksums of a template per packet. A port
+ * with checksum offload fills both checksums; otherwise the IPv4 header's
+ * is computed here and the UDP checksum is 0 ("none", as IPv4 allows), so
+ * no payload byte is summed in software on either side.
  *
  * Invariants:
  * - Nothing here logs: every failure writes one sentence into the caller's
@@ -86,8 +89,8 @@ typedef struct sr_dpdk_tmpl {
 void sr_dpdk_tmpl_init(sr_dpdk_tmpl *t, const sr_frame_addr *a, int offload);
 
 /* One frame from pool: the template, then a (alen bytes) and b (blen
- * bytes), either may be empty. Returns NULL if the pool is empty or the
- * frame would exceed SR_DPDK_MAX_FRAME. */
+ * bytes), either may be empty; checksums as said above. Returns NULL if the
+ * pool is empty or the frame would exceed SR_DPDK_MAX_FRAME. */
 struct rte_mbuf *sr_dpdk_frame(struct rte_mempool *pool, const sr_dpdk_tmpl *t,
                                const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
 
