@@ -557,7 +557,13 @@ static void send_msgs(sr_udp *u, unsigned n)
     unsigned i = 0;
 
     while (i < n) {
-        int k = sendmmsg(u->fd, u->tx_hdr + i, n - i, 0);
+        int k;
+
+        if (!u->gso && u->msg_segs[i] > 1) {
+            send_plain(u, i++); /* built before GSO was refused */
+            continue;
+        }
+        k = sendmmsg(u->fd, u->tx_hdr + i, n - i, 0);
 
         if (k > 0) {
             for (unsigned j = i; j < i + (unsigned)k; j++) {
