@@ -8,10 +8,19 @@
 // The program starts the N ranks itself (fork, before any thread exists),
 // each a process of its own with its own Gloo context: rendezvous through a
 // gloo::rendezvous::FileStore in a fresh temporary directory, the TCP
-// transport on 127.0.0.1, then gloo::AllreduceRing<float> with SUM. The
+// transport on 127.0.0.1, then gloo::AllreduceRing<float> with SUM (with
+// --chunked 1, gloo::AllreduceRingChunked<float>: AllreduceRing passes the
+// whole tensor around the ring, N - 1 times the tensor on every link, where
+// the chunked ring's reduce-scatter and allgather put 2(N - 1)/N of it). The
 // parent waits for them with a deadline (--timeout seconds; on expiry it
 // kills them, by PID), removes the directory and exits non-zero if any rank
 // failed.
+//
+// With --rank R the program runs rank R only, in this process: the ranks
+// then start one by one (each in its own network namespace, say, as
+// bench/fabric.sh does), --host names the address this rank binds and
+// advertises, and --store a FileStore directory every rank shares (made
+// and removed by the caller).
 //
 // Gloo's allreduce is in place, so every call first copies the rank's input
 // into the buffer it reduces (one memcpy of the tensor, timed with the
@@ -36,6 +45,8 @@
 #include <vector>
 
 #include <gloo/allreduce_ring.h>
+#include <gloo/allreduce_ring_chunked.h>
+#include <gloo/barrier_all_to_all.h>
 #include <gloo/config.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
@@ -47,7 +58,7 @@
 namespace {
 
 struct GlooCase {
-    gloo::AllreduceRing<float> *algo = nullptr;
+    gloo::Algorithm *algo = nullptr;
     const float *send = nullptr;
     float *buf = nullptr;
     size_t n = 0;
@@ -93,10 +104,11 @@ static float *alloc_floats(size_t n)
 // TCP pairs; nullptr (after a message) on failure.
 static std::shared_ptr<gloo::rendezvous::Context> connect_ranks(int rank, int world,
                                                                 const std::string &dir,
+                                                                const std::string &host,
                                                                 long timeout_s)
 {
     try {
-        gloo::transport::tcp::attr attr("127.0.0.1");
+        gloo::transport::tcp::attr attr(host.c_str());
         auto dev = gloo::transport::tcp::CreateDevice(attr);
         gloo::rendezvous::FileStore store(dir);
         auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, world);
@@ -113,7 +125,8 @@ static std::shared_ptr<gloo::rendezvous::Context> connect_ranks(int rank, int wo
 // Returns 0 or 1 (the case failed); *stop is set when the pairs are
 // unusable, so no later size can run.
 static int run_size(sr_bench &b, const std::shared_ptr<gloo::rendezvous::Context> &ctx, int rank,
-                    int world, size_t size, uint64_t seed, float *send, float *buf, bool *stop)
+                    int world, size_t size, uint64_t seed, float *send, float *buf, bool chunked,
+                    bool *stop)
 {
     GlooCase c;
     c.n = size / 4;
@@ -122,18 +135,22 @@ static int run_size(sr_bench &b, const std::shared_ptr<gloo::rendezvous::Context
     c.send = send;
     c.buf = buf;
     sr_ar_fill(send, c.n, rank, c.seed);
-    std::unique_ptr<gloo::AllreduceRing<float>> algo;
+    std::unique_ptr<gloo::Algorithm> algo;
     try {
         std::vector<float *> ptrs{buf};
-        algo.reset(new gloo::AllreduceRing<float>(ctx, ptrs, static_cast<int>(c.n)));
+        if (chunked)
+            algo.reset(new gloo::AllreduceRingChunked<float>(ctx, ptrs, static_cast<int>(c.n)));
+        else
+            algo.reset(new gloo::AllreduceRing<float>(ctx, ptrs, static_cast<int>(c.n)));
     } catch (const std::exception &e) {
-        std::fprintf(stderr, "bench_gloo: rank %d: AllreduceRing setup: %s\n", rank, e.what());
+        std::fprintf(stderr, "bench_gloo: rank %d: allreduce setup: %s\n", rank, e.what());
         *stop = true;
         return 1;
     }
     c.algo = algo.get();
     sr_bench_result r;
-    sr_bench_case bc = {"allreduce", "gloo-tcp", size, run_allreduce, verify_allreduce, &c};
+    sr_bench_case bc = {"allreduce", chunked ? "gloo-tcp-chunked" : "gloo-tcp", size, run_allreduce,
+                        verify_allreduce, &c};
     int failed = sr_bench_run(&b, &bc, &r) ? 1 : 0;
     std::snprintf(r.extra, sizeof r.extra,
                   "workers=%d elems_per_s=%.4g gbps=%.4g best_gbps=%.4g iters=%u", world,
@@ -144,11 +161,11 @@ static int run_size(sr_bench &b, const std::shared_ptr<gloo::rendezvous::Context
 }
 
 // One rank's whole run (in a child process): connect, then every size.
-static int run_rank(sr_bench &b, int rank, int world, const std::string &dir, size_t sample_bytes,
-                    uint64_t seed, long timeout_s)
+static int run_rank(sr_bench &b, int rank, int world, const std::string &dir, const std::string &host,
+                    size_t sample_bytes, uint64_t seed, long timeout_s, bool chunked)
 {
     b.quiet = rank != 0;
-    std::shared_ptr<gloo::rendezvous::Context> ctx = connect_ranks(rank, world, dir, timeout_s);
+    std::shared_ptr<gloo::rendezvous::Context> ctx = connect_ranks(rank, world, dir, host, timeout_s);
     if (!ctx)
         return 1;
 
@@ -162,25 +179,37 @@ static int run_rank(sr_bench &b, int rank, int world, const std::string &dir, si
     }
     char config[384];
     std::snprintf(config, sizeof config,
-                  "gloo %d.%d.%d, ranks %d, transport tcp on 127.0.0.1, FileStore rendezvous; "
-                  "AllreduceRing<float> SUM in place, memcpy of the input timed with each call; "
+                  "gloo %d.%d.%d, ranks %d, transport tcp on %s, FileStore rendezvous; "
+                  "%s<float> SUM in place, memcpy of the input timed with each call; "
                   "calls per sample %s%zu%s",
-                  GLOO_VERSION_MAJOR, GLOO_VERSION_MINOR, GLOO_VERSION_PATCH, world, b.iters ? "" : "max(1, ",
+                  GLOO_VERSION_MAJOR, GLOO_VERSION_MINOR, GLOO_VERSION_PATCH, world, host.c_str(),
+                  chunked ? "AllreduceRingChunked" : "AllreduceRing",
+                  b.iters ? "" : "max(1, ",
                   b.iters ? static_cast<size_t>(b.iters) : sample_bytes, b.iters ? " (fixed)" : " B / size)");
     sr_bench_begin(&b, config);
 
     const unsigned user_iters = b.iters;
     int failed = 0;
+    bool stop = false;
     for (unsigned s = 0; s < b.nsizes; s++) {
         if (!user_iters) {
             size_t it = sample_bytes / b.sizes[s];
             b.iters = it == 0 ? 1 : it > 4096 ? 4096 : static_cast<unsigned>(it);
         }
-        bool stop = false;
-        if (run_size(b, ctx, rank, world, b.sizes[s], seed + s, send, buf, &stop))
+        if (run_size(b, ctx, rank, world, b.sizes[s], seed + s, send, buf, chunked, &stop))
             failed = 1;
         if (stop)
             break;
+    }
+    // No rank closes its pairs while another is still inside a call: on
+    // slow links a rank that left early reset the connections its peers
+    // were finishing on. (After a failure the pairs are unusable.)
+    try {
+        if (!stop)
+            gloo::BarrierAllToAll(ctx).run();
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "bench_gloo: rank %d: closing barrier: %s\n", rank, e.what());
+        failed = 1;
     }
     std::free(send);
     std::free(buf);
@@ -218,7 +247,7 @@ static int make_tmpdir(std::string *dir)
 // Fork one process per rank (before any thread exists). On a failed fork
 // the ranks already started are killed; the caller sees fewer PIDs.
 static std::vector<pid_t> spawn_ranks(sr_bench &b, int workers, const std::string &dir,
-                                      size_t sample_bytes, uint64_t seed, long timeout_s)
+                                      size_t sample_bytes, uint64_t seed, long timeout_s, bool chunked)
 {
     std::fflush(stdout);
     std::fflush(stderr);
@@ -232,7 +261,7 @@ static std::vector<pid_t> spawn_ranks(sr_bench &b, int workers, const std::strin
             break;
         }
         if (pid == 0) {
-            int st = run_rank(b, r, workers, dir, sample_bytes, seed, timeout_s);
+            int st = run_rank(b, r, workers, dir, "127.0.0.1", sample_bytes, seed, timeout_s, chunked);
             std::fflush(stdout);
             std::fflush(stderr);
             _exit(st);
@@ -283,12 +312,49 @@ static int wait_ranks(const std::vector<pid_t> &pids, size_t timeout_s)
     return status;
 }
 
+// Takes the string options --host ADDR and --store DIR out of argv (the
+// harness parses numeric options only); false on one without a value.
+static bool take_string_opts(int *argc, char **argv, std::string *host, std::string *store)
+{
+    int out = 1;
+    for (int i = 1; i < *argc; i++) {
+        std::string a = argv[i];
+        std::string *dst = a.rfind("--host", 0) == 0 ? host : a.rfind("--store", 0) == 0 ? store : nullptr;
+        size_t nlen = dst == host ? 6 : 7;
+        if (!dst || (a.size() > nlen && a[nlen] != '=')) {
+            argv[out++] = argv[i];
+            continue;
+        }
+        if (a.size() > nlen)
+            *dst = a.substr(nlen + 1);
+        else if (i + 1 < *argc)
+            *dst = argv[++i];
+        else
+            return false;
+        if (dst->empty())
+            return false;
+    }
+    *argc = out;
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     sr_bench b;
     size_t workers = 2, sample_bytes = static_cast<size_t>(32) << 20, seed = 1, timeout_s = 900;
+    size_t one_rank = SIZE_MAX, chunked = 0;
+    std::string host = "127.0.0.1", store;
+    if (!take_string_opts(&argc, argv, &host, &store)) {
+        std::fprintf(stderr, "bench_gloo: --host and --store need a value\n");
+        return 2;
+    }
     const sr_bench_opt opts[] = {
         {"-n", "ranks to start (2..64)", &workers},
+        {"--rank", "run this rank only, in this process (with --store DIR, shared by every rank, "
+                   "and --host ADDR, this rank's address; default: all ranks on 127.0.0.1)",
+         &one_rank},
+        {"--chunked", "1: AllreduceRingChunked (reduce-scatter + allgather) instead of AllreduceRing",
+         &chunked},
         {"--sample-bytes", "tensor bytes per timed sample when --iters is 0", &sample_bytes},
         {"--seed", "input seed", &seed},
         {"--timeout", "seconds before the ranks are killed", &timeout_s},
@@ -309,12 +375,20 @@ int main(int argc, char **argv)
                          b.sizes[i]);
             return 2;
         }
+    if (one_rank != SIZE_MAX) {
+        if (one_rank >= workers || store.empty()) {
+            std::fprintf(stderr, "bench_gloo: --rank needs --store DIR and a rank below -n\n");
+            return 2;
+        }
+        return run_rank(b, static_cast<int>(one_rank), static_cast<int>(workers), store, host, sample_bytes,
+                        seed, static_cast<long>(timeout_s), chunked != 0);
+    }
 
     std::string dir;
     if (make_tmpdir(&dir))
         return 1;
     std::vector<pid_t> pids = spawn_ranks(b, static_cast<int>(workers), dir, sample_bytes, seed,
-                                          static_cast<long>(timeout_s));
+                                          static_cast<long>(timeout_s), chunked != 0);
     int status = wait_ranks(pids, timeout_s);
     if (pids.size() != workers)
         status = status ? status : 1;
