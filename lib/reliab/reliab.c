@@ -18,6 +18,8 @@ int sr_rel_init(sr_rel *r, uint32_t n, const sr_rel_params *p)
     r->srtt_ns = 0;
     r->rttvar_ns = 0;
     r->rto_cur_ns = p->rto_ns;
+    r->stall_ns[0] = r->stall_ns[1] = 0;
+    r->stall_from_ns = 0;
     sr_rel_reset(r);
     return 0;
 }
@@ -64,6 +66,33 @@ void sr_rel_disarm(sr_rel *r, uint32_t i)
         r->min_due_ns = SR_REL_NEVER;
 }
 
+/* The longest stall of the last one to two periods, as of now_ns. */
+static uint64_t stall_floor(sr_rel *r, uint64_t now_ns)
+{
+    if (now_ns - r->stall_from_ns >= SR_REL_STALL_PERIOD_NS) {
+        int two = now_ns - r->stall_from_ns >= 2 * SR_REL_STALL_PERIOD_NS;
+        r->stall_ns[1] = two ? 0 : r->stall_ns[0];
+        r->stall_ns[0] = 0;
+        r->stall_from_ns = now_ns;
+    }
+    return r->stall_ns[0] > r->stall_ns[1] ? r->stall_ns[0] : r->stall_ns[1];
+}
+
+static uint64_t clamp_rto(const sr_rel *r, uint64_t rto)
+{
+    return rto < r->p.rto_ns ? r->p.rto_ns : rto > r->p.rto_max_ns ? r->p.rto_max_ns : rto;
+}
+
+void sr_rel_stall(sr_rel *r, uint64_t delay_ns, uint64_t now_ns)
+{
+    stall_floor(r, now_ns);
+    if (delay_ns > r->stall_ns[0])
+        r->stall_ns[0] = delay_ns;
+    delay_ns = clamp_rto(r, delay_ns);
+    if (delay_ns > r->rto_cur_ns)
+        r->rto_cur_ns = delay_ns;
+}
+
 void sr_rel_ack(sr_rel *r, uint32_t i, uint64_t now_ns)
 {
     sr_rel_entry *e = &r->e[i];
@@ -79,8 +108,8 @@ void sr_rel_ack(sr_rel *r, uint32_t i, uint64_t now_ns)
             r->rttvar_ns = (3 * r->rttvar_ns + d) / 4;
             r->srtt_ns = (7 * r->srtt_ns + rtt) / 8;
         }
-        uint64_t rto = r->srtt_ns + 4 * r->rttvar_ns;
-        r->rto_cur_ns = rto < r->p.rto_ns ? r->p.rto_ns : rto > r->p.rto_max_ns ? r->p.rto_max_ns : rto;
+        uint64_t rto = r->srtt_ns + 4 * r->rttvar_ns, floor = stall_floor(r, now_ns);
+        r->rto_cur_ns = clamp_rto(r, rto > floor ? rto : floor);
     }
     sr_rel_disarm(r, i);
 }

@@ -14,8 +14,12 @@
  * and tests drive it with a fake clock.
  *
  * The timeout of a new packet adapts: RFC 6298's srtt + 4 * rttvar over
- * the answer delays of packets that never expired (Karn's rule), clamped
- * to [rto_ns, rto_max_ns].
+ * the answer delays of packets that never expired (Karn's rule), and never
+ * below the longest stall reported in the last 0.5 to 1 s (sr_rel_stall),
+ * all clamped to [rto_ns, rto_max_ns]. A stall is an answer that came late
+ * although nothing was lost, e.g. while the switch or a process was off
+ * its core: such delays come back, and a timeout below them only fires
+ * for nothing.
  *
  * Cost: arm/disarm O(1); sr_rel_poll scans the entries only once the
  * earliest timer is due (the cached minimum may be early after a disarm,
@@ -53,7 +57,12 @@ typedef struct sr_rel {
     uint64_t srtt_ns;    /* smoothed answer delay; 0 = no sample yet */
     uint64_t rttvar_ns;
     uint64_t rto_cur_ns; /* timeout given to newly armed entries */
+    uint64_t stall_ns[2];   /* longest stall reported in this period and the one before */
+    uint64_t stall_from_ns; /* when this period began */
 } sr_rel;
+
+/* Stalls are remembered for one to two periods. */
+#define SR_REL_STALL_PERIOD_NS 500000000ull
 
 enum sr_rel_status {
     SR_REL_OK = 0,
@@ -78,6 +87,11 @@ void sr_rel_ack(sr_rel *r, uint32_t i, uint64_t now_ns);
  * news; its timer and backed-off timeout stay (the next expiry asks again,
  * later). No RTT sample comes from it. A disarmed entry is left alone. */
 void sr_rel_held(sr_rel *r, uint32_t i);
+/* A packet was answered delay_ns after it was sent although nothing was
+ * lost: the caller knows its timer fired for nothing (the switch answered
+ * the probe after the result). Until the stall is forgotten, new packets
+ * get a timeout of at least delay_ns. */
+void sr_rel_stall(sr_rel *r, uint64_t delay_ns, uint64_t now_ns);
 /* Disarm every entry and clear the deadline (the learnt timeout stays). */
 void sr_rel_reset(sr_rel *r);
 

@@ -2,8 +2,9 @@
 /*
  * test_reliab.c - the retransmission engine driven with a fake clock:
  * expiry, exponential backoff and its cap, retry limit, deadline, the
- * cached earliest timer across arm/disarm, the adaptive timeout, and a
- * packet the switch holds (sr_rel_held).
+ * cached earliest timer across arm/disarm, the adaptive timeout, a packet
+ * the switch holds (sr_rel_held), and the floor stalls leave
+ * (sr_rel_stall).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -247,6 +248,35 @@ static void test_held_waits(void **state)
     sr_rel_fini(&r);
 }
 
+/* A stall (a late answer although nothing was lost) keeps new timeouts
+ * at or above it for one to two periods, within [rto_ns, rto_max_ns]; the
+ * RTT samples alone would bring them back down at once. */
+static void test_stall_floor(void **state)
+{
+    sr_rel *r = *state;
+    const uint64_t P = SR_REL_STALL_PERIOD_NS, t0 = 10 * P;
+    for (uint64_t k = 0; k < 20; k++) { /* steady 1 ms answers: the floor, 10 ms */
+        sr_rel_arm(r, 0, t0 + k * MS);
+        sr_rel_ack(r, 0, t0 + k * MS + MS);
+    }
+    assert_int_equal(r->rto_cur_ns, 10 * MS);
+    sr_rel_stall(r, 30 * MS, t0 + 30 * MS);
+    assert_int_equal(r->rto_cur_ns, 30 * MS);
+    sr_rel_arm(r, 1, t0 + 40 * MS);
+    assert_int_equal(sr_rel_next_due(r), t0 + 70 * MS);
+    sr_rel_disarm(r, 1);
+    for (uint64_t k = 0; k < 20; k++) { /* quick answers do not undo it */
+        sr_rel_arm(r, 0, t0 + P / 2 + k * MS);
+        sr_rel_ack(r, 0, t0 + P / 2 + k * MS + MS);
+    }
+    assert_int_equal(r->rto_cur_ns, 30 * MS);
+    sr_rel_stall(r, 500 * MS, t0 + P); /* capped at rto_max */
+    assert_int_equal(r->rto_cur_ns, 80 * MS);
+    sr_rel_arm(r, 0, t0 + 3 * P + MS); /* two periods on: forgotten */
+    sr_rel_ack(r, 0, t0 + 3 * P + 2 * MS);
+    assert_int_equal(r->rto_cur_ns, 10 * MS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -260,6 +290,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_adaptive_timeout, setup, teardown),
         cmocka_unit_test(test_retry_limit),
         cmocka_unit_test(test_held_waits),
+        cmocka_unit_test_setup_teardown(test_stall_floor, setup, teardown),
     };
     return cmocka_run_group_tests_name("reliab", tests, NULL, NULL);
 }
