@@ -104,6 +104,10 @@ static void send_round(sr_ar *ar, sr_engine *e, const serene_op *op, uint32_t s,
     sl->ver = sl->next_ver;
     sl->next_ver ^= 1;
     sl->busy = 1;
+    sl->probe_ns = 0;
+    sl->held = 0;
+    sl->resent = 0;
+    sl->sent_ns = now;
     sl->count = h.count;
     sl->offset = h.offset;
     sl->next_chunk = data ? chunk + ar->w_eff : chunk;
@@ -192,6 +196,8 @@ static void ar_on_expire(void *self, sr_engine *e, serene_op *op, uint32_t s, ui
 {
     sr_ar *ar = self;
     uint8_t *p = ar->slots[s].probe;
+    if (!ar->slots[s].probe_ns)
+        ar->slots[s].probe_ns = now ? now : 1;
     memcpy(p, sr_slot_msg(e, s), SR_WIRE_HDR_LEN);
     p[SR_WIRE_OFF_OP] = SR_OP_AR_PROBE;
     sr_put_be16(p + SR_WIRE_OFF_COUNT, 0);
@@ -200,25 +206,55 @@ static void ar_on_expire(void *self, sr_engine *e, serene_op *op, uint32_t s, ui
     SR_STAT_ADD(e, probes, 1);
 }
 
+/*
+ * An answer to no round in flight. If it is the AR_NAK to the first probe
+ * of the slot's last round, come after that round's result, the probe was
+ * for nothing: the result was late, no peer kept it (no AR_HELD), and
+ * nothing was resent. When the probe's own round trip took a good part of
+ * that delay (a quarter or more), the switch or the path stalled: new
+ * timeouts stay above the delay for a while (sr_rel_stall), so that stalls
+ * like it fire no more probes. A quick probe round trip instead means the
+ * round waited for something else, such as a peer's loss recovery, which
+ * the timeout must not learn: it would learn its own value back.
+ */
+static void on_stale(sr_ar *ar, sr_engine *e, const sr_hdr *h, uint64_t now)
+{
+    sr_ar_slot *sl = h->slot < e->window ? &ar->slots[h->slot] : NULL;
+    SR_STAT_ADD(e, duplicates, 1);
+    if (h->op != SR_OP_AR_NAK || !sl || !sl->done_delay_ns || h->seq != sl->done_seq ||
+        h->shadow != sl->done_ver || h->offset != sl->done_offset)
+        return;
+    if (4 * (now - sl->done_probe_ns) >= sl->done_delay_ns)
+        sr_rel_stall(&e->rel, sl->done_delay_ns, now);
+    sl->done_delay_ns = 0;
+}
+
 static void on_ar_answer(void *self, sr_engine *e, serene_op *op, const sr_hdr *h,
                          const uint8_t *payload, uint64_t now)
 {
     sr_ar *ar = self;
     sr_ar_slot *sl = round_of(ar, e, op, h);
     if (!sl || (h->op == SR_OP_AR_RESULT && h->count != sl->count)) {
-        SR_STAT_ADD(e, duplicates, 1);
+        on_stale(ar, e, h, now);
         return;
     }
     if (h->op == SR_OP_AR_HELD) { /* waiting, not lost: ask again later */
+        sl->held = 1;
         sr_rel_held(&e->rel, h->slot);
         SR_STAT_ADD(e, held, 1);
         return;
     }
     if (h->op == SR_OP_AR_NAK) { /* lost, or its result was: resend it whole */
+        sl->resent = 1;
         sr_slot_resend(e, h->slot);
         return;
     }
     sl->busy = 0;
+    sl->done_delay_ns = sl->probe_ns && !sl->held && !sl->resent ? now - sl->sent_ns : 0;
+    sl->done_probe_ns = sl->probe_ns;
+    sl->done_seq = h->seq;
+    sl->done_ver = sl->ver;
+    sl->done_offset = sl->offset;
     sr_rel_ack(&e->rel, h->slot, now);
     if (h->count) {
         decode_result(ar, e, op, h, payload);

@@ -19,9 +19,17 @@ typedef struct sr_ar_slot {
     uint8_t next_ver;    /* shadow bit of the slot's next new round; persists across calls */
     uint8_t ver;         /* shadow bit of the round in flight */
     uint8_t busy;        /* a round is in flight */
+    uint8_t held;        /* the switch answered AR_HELD for it: it waited for a peer */
+    uint8_t resent;      /* the switch answered AR_NAK: it was resent whole */
+    uint8_t done_ver;    /* the last round done, probed, never held nor resent: shadow bit, */
     uint16_t count;      /* elements of the round in flight (0: exponent-hint round) */
     uint32_t offset;     /* element offset of the round in flight */
     uint32_t next_chunk; /* chunk this slot sends after the answer */
+    uint32_t done_seq, done_offset; /* ... call, offset, */
+    uint64_t done_delay_ns;         /* ... answer delay (0: none) */
+    uint64_t done_probe_ns;         /* ... and first probe */
+    uint64_t sent_ns;               /* when the round in flight was sent */
+    uint64_t probe_ns;              /* when its timer first fired (0: never): its first probe */
     uint8_t probe[SR_WIRE_HDR_LEN]; /* the round's AR_PROBE, queued when its timer expires */
 } sr_ar_slot;
 
