@@ -108,7 +108,7 @@ run() {
 
 echo "valgrind $(valgrind --version | sed 's/^valgrind-//') on $(uname -m); build $build"
 for t in wire quant quant_variants quant_avg reliab pipeline_jobs pipeline_join pipeline_allreduce \
-    pipeline_ssp barrier barrier_model barrier_policy; do
+    pipeline_probe pipeline_ssp barrier barrier_model barrier_policy; do
     run "test_$t" "$build/tests/unit/test_$t"
 done
 run test_api "$build/tests/integ/test_api"
