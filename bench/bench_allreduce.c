@@ -67,6 +67,19 @@ static void *alloc(size_t bytes)
     return p;
 }
 
+/* Packets resent in full, packets sent and probes between the snapshots a
+ * and b, summed over the ranks into t (one more allreduce, which every rank
+ * calls; counts below 2^24 sum exactly). t is left as it is after a failed
+ * call (rc): the context is broken. */
+static void resend_totals(serene_ctx *ctx, const serene_stats *a, const serene_stats *b, int rc,
+                          float t[3])
+{
+    float cnt[3] = {(float)(b->retransmissions - a->retransmissions),
+                    (float)(b->pkts_sent - a->pkts_sent), (float)(b->probes - a->probes)};
+    if (!rc && serene_allreduce(ctx, cnt, cnt, 3, SERENE_SUM) == 0)
+        memcpy(t, cnt, sizeof cnt);
+}
+
 int main(int argc, char **argv)
 {
     sr_bench b;
@@ -150,11 +163,11 @@ int main(int argc, char **argv)
         if (sr_bench_run(&b, &bc, &r))
             failed = 1;
         serene_get_stats(ctx, &st1);
-        double retrans = (double)(st1.retransmissions - st0.retransmissions);
-        double sent = (double)(st1.pkts_sent - st0.pkts_sent);
-        snprintf(r.extra, sizeof r.extra, "workers=%d elems_per_s=%.4g gbps=%.4g best_gbps=%.4g iters=%u retrans_pct=%.2f",
+        float t[3] = {0, 0, 0}; /* resent, sent, probes */
+        resend_totals(ctx, &st0, &st1, c.rc, t);
+        snprintf(r.extra, sizeof r.extra, "workers=%d elems_per_s=%.4g gbps=%.4g best_gbps=%.4g iters=%u retrans_pct=%.2f probes_pct=%.2f resent=%.0f sent=%.0f",
                  cfg.world_size, (double)c.n / r.median_s, r.median_gbps * 8, r.best_gbps * 8, r.iters,
-                 sent > 0 ? 100.0 * retrans / sent : 0.0);
+                 t[1] > 0 ? 100.0 * t[0] / t[1] : 0.0, t[1] > 0 ? 100.0 * t[2] / t[1] : 0.0, t[0], t[1]);
         sr_bench_report(&b, &r);
         /* After a failed call the context is broken: every later call would
          * fail at once, so stop here. */
