@@ -16,8 +16,9 @@ cd "$(dirname "$0")"
 
 PKGS_BUILD=(build-essential pkg-config meson ninja-build libcmocka-dev libpcap-dev clang binutils iproute2)
 PKGS_DEMO=(python3 gnuplot-nox) # and npm, unless one is on PATH (nodesource's)
-PKGS_BENCH=(g++ openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox dpdk-dev)
-PKGS_TEST=(libclang-rt-14-dev valgrind tcpdump dpdk-dev g++ python3-torch libtorch-dev python3-numpy)
+PKGS_BENCH=(g++ openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox dpdk-dev libnetfilter-queue-dev iptables)
+PKGS_TEST=(libclang-rt-14-dev valgrind tcpdump dpdk-dev g++ python3-torch libtorch-dev python3-numpy
+    libnetfilter-queue-dev iptables) # the last two: link faults on the emulated rack (bench/fabric_nfq)
 
 need_pkgs() {
     local missing=()
