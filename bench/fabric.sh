@@ -17,7 +17,7 @@
 #
 #   --quick (default)  N = 4, 64 MiB, links of 100 and 50 Mbit/s, 2 samples
 #   --full             N = 2, 4, 8; 16, 64 and 256 MiB; 100 and 50 Mbit/s;
-#                      3 samples; windows 0,64,32,16 (about an hour)
+#                      3 samples; windows 0,64,32,16 (about 80 minutes)
 #   --rates LIST       link rates in Mbit/s, both directions of every link
 #                      (0: unshaped, to see where the CPU is the limit)
 #   --mtu M            link MTU (default 9000): Serene packs 2048 values per
@@ -200,7 +200,7 @@ wait_all() {
 # ---- one measured run ---------------------------------------------------------
 # A run: counters before, the program on every host, counters after; then
 # record SYSTEM N RATE SIZE WINDOW CSVFILE EXTRA appends a results.csv row.
-HDR=system,n,rate_mbit,mtu,size_bytes,window,calls,median_s,best_s,gbps,link_frac,tx_per_call_max,rx_per_call_max,tx_over_size,rx_over_size,tx_pkts_per_call_max,drops_up,drops_down,tcp_retrans,serene_retrans_pct,udp_buf_errors,cpu_ours_pct,cpu_busy_pct,verified,note
+HDR=system,n,rate_mbit,mtu,size_bytes,window,calls,median_s,best_s,gbps,link_frac,tx_per_call_max,rx_per_call_max,tx_over_size,rx_over_size,tx_pkts_per_call_max,drops_up,drops_down,tcp_retrans,serene_retrans_pct,udp_buf_errors,cpu_ours_pct,cpu_busy_pct,verified,note,serene_probes_pct
 snap() {
     fab_counters >"$WORK/cnt.$1"
     cpu_snap >"$WORK/cpu.$1"
@@ -222,9 +222,9 @@ record() {
             busy = (c1[2] > c0[2]) ? 100 * (c1[1] - c0[1]) / (c1[2] - c0[2]) : 0
             ours = (c1[4] > c0[4]) ? 100 * (c1[3] - c0[3]) / ((c1[4] - c0[4]) * ncpu) : 0
             gbps = med > 0 ? size * 8 / med / 1e9 : 0
-            printf "%s,%d,%d,%d,%d,%d,%d,%.6f,%.6f,%.4f,%.4f,%.0f,%.0f,%.4f,%.4f,%.1f,%d,%d,%d,%s,%d,%.0f,%.0f,%s,%s\n",
+            printf "%s,%d,%d,%d,%d,%d,%d,%.6f,%.6f,%.4f,%.4f,%.0f,%.0f,%.4f,%.4f,%.1f,%d,%d,%d,%s,%d,%.0f,%.0f,%s,%s,%s\n",
                 sys, n, rate, mtu, size, win, calls, med, best, gbps, (rate > 0 ? gbps * 1000 / rate : 0),
-                txm, rxm, txm / size, rxm / size, tpm, up, down, tcp, kv(f[10], "retrans_pct"), udp, ours, busy, ok, note }' \
+                txm, rxm, txm / size, rxm / size, tpm, up, down, tcp, kv(f[10], "retrans_pct"), udp, ours, busy, ok, note, kv(f[10], "probes_pct") }' \
         >>"$OUT/results.csv"
 }
 
