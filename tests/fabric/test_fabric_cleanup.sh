@@ -37,6 +37,15 @@ state >"$tmp/before"
 impair=()
 [ -x "$BUILD/bench/fabric_nfq" ] && command -v iptables >/dev/null && impair=(--loss 0.01 --delay 0-1)
 
+# rank_runs TAG: a rank (bench_allreduce) runs in TAG-h1.
+rank_runs() {
+    local p
+    for p in $(ip netns pids "$1-h1" 2>/dev/null); do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = bench_allreduce ] && return 0
+    done
+    return 1
+}
+
 # leftovers TAG: what a run of that tag left; prints it, fails if any.
 leftovers() {
     local tag=$1 bad=0 p
@@ -78,11 +87,11 @@ run_case() {
     pid=$!
     tag=srf$pid
     for _ in $(seq 300); do # 30 s: the build is done, the rack takes a second
-        [ -n "$(ip netns pids "$tag-h1" 2>/dev/null)" ] && break
+        rank_runs "$tag" && break
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.1
     done
-    [ "$case" = die ] || [ -n "$(ip netns pids "$tag-h1" 2>/dev/null)" ] ||
+    [ "$case" = die ] || rank_runs "$tag" ||
         { cat "$tmp/$case.log"; echo "FAIL: $case: no rank ever ran in $tag-h1"; exit 1; }
     case $case in
     sigint) kill -INT -- "-$pid"; want=130 ;;
