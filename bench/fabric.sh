@@ -315,9 +315,14 @@ measure() {
 [ "$KIND" = bmv2 ] && . "$ROOT/bench/fabric_bmv2.sh"
 
 # ---- the runs ----------------------------------------------------------------------
-echo "== fabric: $MODE; N $NS_LIST; links $RATES Mbit/s, MTU $MTU, queue $QUEUE B; sizes $SIZES;" \
-    "$REPS samples; Serene windows $WINDOWS, $ELEMS values/packet; peers ${PEERS//,,/,};" \
-    "impairments: loss $LOSS dup $DUP delay $DELAY ms seed $SEED -> $OUT"
+if [ "$KIND" = bmv2 ]; then
+    echo "== fabric --switch bmv2: N $NS_LIST; links $RATES Mbit/s, MTU $MTU, queue $QUEUE B;" \
+        "impairments: loss $LOSS dup $DUP delay $DELAY ms seed $SEED -> $OUT"
+else
+    echo "== fabric: $MODE; N $NS_LIST; links $RATES Mbit/s, MTU $MTU, queue $QUEUE B; sizes $SIZES;" \
+        "$REPS samples; Serene windows $WINDOWS, $ELEMS values/packet; peers ${PEERS//,,/,};" \
+        "impairments: loss $LOSS dup $DUP delay $DELAY ms seed $SEED -> $OUT"
+fi
 echo "$HDR" >"$OUT/results.csv"
 for n in ${NS_LIST//,/ }; do
     fab_up "$n" "$MTU" "$KIND" || die "cannot make the rack (N=$n)"
