@@ -227,6 +227,13 @@ static int run_allreduce(cf_ctx *c)
     TRY(ar(c, 0, 0, 0, 1, 0, 5, -1, E, 0x7fffffffu, 7u));
     /* A retransmission of round 2 after it completed: the shadow copy. */
     TRY(ar(c, 2, 0, 1, 2, 2 * E, 4, 4, E, 8u, 1u));
+    /* Round 3 of slot 0 (version 0 again) opened without worker 0; worker
+     * 0's copy of round 1, two rounds late in the same cell, is older than
+     * the open round: stale, not a mismatch. Then worker 0 completes it. */
+    for (unsigned w = 1; w < n; w++)
+        TRY(ar(c, w, 0, 0, 3, 3 * E, 2, 2, E, 40u * w, 1u));
+    TRY(ar(c, 0, 0, 0, 1, 0, 5, -1, E, 0x7fffffffu, 7u));
+    TRY(ar(c, 0, 0, 0, 3, 3 * E, 2, 2, E, 40u, 1u));
     TRY(ar_mismatches(c));
     TRY(ar_probes(c));
 

@@ -110,6 +110,8 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         bit<8> m_exp;
         bit<8> nexp;
         bool meta_eq;
+        bool older;
+        bit<32> dseq;
         bool first;
         bool probe = hdr.serene.op == SR_OP_AR_PROBE;
 
@@ -138,6 +140,9 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         meta_eq = hdr.serene.seq == m_seq && hdr.serene.offset == m_off &&
                   hdr.serene.count == m_count && hdr.serene.exp == m_exp &&
                   hdr.serene.aux == m_total;
+        // Older piece than the cell's round: call (serial), then offset.
+        dseq = hdr.serene.seq - m_seq;
+        older = dseq[31:31] == 1 || (dseq == 0 && hdr.serene.offset < m_off);
 
         if (m_count == SR_WIRE_COUNT_POISON) {
             meta.err = SR_ST_MISMATCH; // poisoned: everyone learns it
@@ -164,7 +169,8 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
             return;
         }
         // A stale copy from a worker that moved on.
-        if (cnt_other != 0 || (cnt == 0 && (seen_other & meta.wbit) != 0 && meta_eq)) {
+        if (cnt_other != 0 || (cnt == 0 && (seen_other & meta.wbit) != 0 && meta_eq) ||
+            (cnt != 0 && older)) {
             meta.route = SR_P4_OUT_DROP;
             return;
         }

@@ -128,6 +128,17 @@ static int meta_eq(const sr_pipe_job *j, size_t cell, const sr_hdr *h)
            h->aux == j->m_total[cell];
 }
 
+/* Is the packet's piece older than the cell's round? Pieces are ordered by
+ * call (seq, serial arithmetic) and then by offset within the call. Used
+ * only while the round is open: its workers are then within a round of
+ * each other, so the serial difference is small and exact. */
+static int older(const sr_pipe_job *j, size_t cell, const sr_hdr *h)
+{
+    uint32_t d = h->seq - j->m_seq[cell];
+
+    return (d >> 31) != 0 || (d == 0 && h->offset < j->m_off[cell]);
+}
+
 /* The cell's result to w alone (unicast) or to every worker (multicast).
  * Returns 0 if out had no room (cannot happen: one action per AR_DATA). */
 static int send_result(sr_pipe *p, sr_pipe_job *j, size_t cell, const sr_peer *src, uint16_t w,
@@ -177,7 +188,8 @@ static int refused(sr_pipe *p, sr_pipe_job *j, size_t cell, uint64_t bit, const 
     /* A stale copy from a worker that moved on: it needs nothing, and
      * counting it would corrupt the slot. */
     if (j->cnt[cell ^ 1u] != 0 ||
-        (j->cnt[cell] == 0 && (j->seen[cell ^ 1u] & bit) && meta_eq(j, cell, h))) {
+        (j->cnt[cell] == 0 && (j->seen[cell ^ 1u] & bit) && meta_eq(j, cell, h)) ||
+        (j->cnt[cell] != 0 && older(j, cell, h))) {
         j->c.stale_dropped++;
         return 1;
     }
@@ -256,14 +268,21 @@ static int contribute(sr_pipe_job *j, size_t cell, uint64_t bit, const sr_hdr *h
  * it asked for and by the worker's next packet (UDP does not keep order).
  * Taken as a new contribution it would open a bogus round and clear w's
  * bit in the other cell, so w's next duplicate there would count twice.
- * Two tests reject such copies; neither can fire on the first arrival of a
+ * Three tests reject such copies; none can fire on the first arrival of a
  * real contribution of w to v with w's bit clear:
  * - cnt[1-v] != 0: a round of 1-v after the one w has the result of cannot
  *   start before w contributed to v (second point above);
  * - cnt[v] == 0, w's bit set in seen[1-v] and the packet's metadata equal
  *   to the round cell v completed: w got that round's result before it
  *   contributed to 1-v, and a real new round is another piece (another
- *   seq or offset) than the round before it in the same cell.
+ *   seq or offset) than the round before it in the same cell;
+ * - cnt[v] != 0 and the packet's piece older (call, then offset) than the
+ *   open round's: a copy of w's round two or more rounds back in this
+ *   cell, arriving while the others opened a later one without w. Every
+ *   worker sends the pieces of a slot in that order, and the open round
+ *   cannot be newer than w's next piece for it (it needs w to finish),
+ *   so a real contribution is never older; one of the same age that
+ *   disagrees is a real mismatch (below).
  * A copy that arrives after three later rounds of its slot completed, at a
  * moment when no round of the slot is open, still passes for a new round:
  * as in SwitchML, the workers' retransmission timeout must exceed the

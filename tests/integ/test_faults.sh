@@ -28,15 +28,18 @@
 #       answered); then both ranks join the restarted switch with a new
 #       SERENE_JOB_NONCE and run exact rounds.
 #   netem
-#       Needs root, `ip netns` and sch_netem: two network namespaces joined
-#       by a veth pair (10.x addresses inside them only), netem with 10%
-#       loss, 10% duplication, 25% reordering and 2 ms +- 1 ms delay on both
-#       ends; serene-switch in one namespace, serene-run with 3 fault_worker
-#       ranks (mode exact: every allreduce and every pull exact, no call past
-#       its deadline) in the other. Without root, `ip netns` or netem it
-#       prints "SKIP: ..." and exits 77. FAULTS_NETEM_DRYRUN=1 runs the case
-#       without the qdisc (to check the namespace plumbing where netem is
-#       missing); that run proves nothing about faults.
+#       The faults of a netem qdisc, without sch_netem: bench/fabric_net.sh's
+#       rack of 3 host namespaces, each with a veth link to the switch's
+#       namespace (10.77.x.y addresses inside them only), and on every link,
+#       both ways, 10% loss, 10% duplication and a 1-5 ms delay that
+#       reorders (fabric_nfq over NFQUEUE, seeded); serene-switch in the
+#       switch's namespace, one fault_worker rank (mode exact: every
+#       allreduce and every pull exact) in each host's. Every call must end
+#       within its deadline, every rank must have resent, and fabric_nfq
+#       must have dropped, duplicated and reordered. Without root, ip, tc,
+#       iptables or fabric_nfq (Debian libnetfilter-queue-dev) it prints
+#       "SKIP: ..." and exits 77. FAULTS_NETEM_DRYRUN=1 runs it on
+#       unimpaired links (the plumbing only; it proves nothing about faults).
 #
 # Every wait is bounded; processes are stopped by PID; namespaces, veths
 # and the temporary directory are removed on every exit. A failure prints
@@ -48,6 +51,7 @@ if [ $# -ne 4 ]; then
         "FAULT_WORKER SERENE_RUN SSP_CHECK" >&2
     exit 2
 fi
+# shellcheck disable=SC2034 # RUN: no case starts ranks through serene-run now
 CASE=$1 WORKER=$2 RUN=$3 CHECK=$4
 
 # shellcheck source=../common/harness.sh
@@ -56,17 +60,15 @@ harness_init "$CASE"
 HARNESS_TAIL=12
 start=$(date +%s%N)
 pids=() # the ranks of the running case, by rank
-netns=()
-veth=""
-NSX=() # command prefix that runs the switch inside a namespace (netem case)
+fabric=0 # the netem case's rack is up (bench/fabric_net.sh): on_cleanup removes it
+read -r main_pid _ </proc/self/stat
+NSX=()   # command prefix that runs the switch inside a namespace (netem case)
 
 # shellcheck disable=SC2317 # run by the exit trap, once every process is stopped
 on_cleanup() {
-    local p
-    for p in "${netns[@]+"${netns[@]}"}"; do
-        ip netns del "$p" 2>/dev/null
-    done
-    [ -n "$veth" ] && ip link del "$veth" 2>/dev/null
+    local me
+    read -r me _ </proc/self/stat # not in a child that ran the trap before its exec
+    [ "$fabric" = 1 ] && [ "$me" = "$main_pid" ] && fab_down
 }
 
 # check_after_kill FILE RANK DEADLINE_MS: every "returned NAME at T ns" of
@@ -243,69 +245,72 @@ case_switch_restart() {
         fail "the restarted switch dropped nothing from the old incarnation: did its packets reach it?"
 }
 
-# ---- netem --------------------------------------------------------------------------
+# ---- netem (on the fabric) ------------------------------------------------------
 
 case_netem() {
-    local sfx ns_sw ns_wk if_sw if_wk net ip_sw ip_wk qd rc_run out
-    local spec="loss 10% duplicate 10% reorder 25% 50% delay 2ms 1ms"
-    [ "$(id -u)" -eq 0 ] || skip "netem case: needs root (network namespaces, tc)"
+    local r rc_run bad=0 worst dl nfq stats seed=7 n=3
+    [ "$(id -u)" -eq 0 ] || skip "netem case: needs root (network namespaces, tc, iptables)"
     if ! command -v ip >/dev/null || ! command -v tc >/dev/null; then
         skip "netem case: no ip or tc (Debian: iproute2)"
     fi
-    sfx=$$
-    ns_sw=srf-sw-$sfx
-    ns_wk=srf-wk-$sfx
-    if_sw=srfs$sfx
-    if_wk=srfw$sfx
-    net=10.213.$((sfx % 250))
-    ip_sw=$net.1
-    ip_wk=$net.2
-    ip netns add "$ns_sw" 2>"$work/ip.err" || skip "netem case: ip netns add: $(cat "$work/ip.err")"
-    netns+=("$ns_sw")
-    ip netns add "$ns_wk" 2>"$work/ip.err" || skip "netem case: ip netns add: $(cat "$work/ip.err")"
-    netns+=("$ns_wk")
-    ip link add "$if_sw" type veth peer name "$if_wk" 2>"$work/ip.err" || skip "netem case: veth: $(cat "$work/ip.err")"
-    veth=$if_sw
-    ip link set "$if_sw" netns "$ns_sw" || fail "cannot move $if_sw into $ns_sw"
-    veth=$if_wk # the end still in this namespace, if the next move fails
-    ip link set "$if_wk" netns "$ns_wk" || fail "cannot move $if_wk into $ns_wk"
-    veth=""
-    { ip -n "$ns_sw" addr add "$ip_sw/30" dev "$if_sw" && ip -n "$ns_wk" addr add "$ip_wk/30" dev "$if_wk" &&
-        ip -n "$ns_sw" link set "$if_sw" up && ip -n "$ns_wk" link set "$if_wk" up &&
-        ip -n "$ns_sw" link set lo up && ip -n "$ns_wk" link set lo up; } || fail "cannot set up the veth pair"
+    nfq=${FABRIC_NFQ:-$(dirname "${SERENE_SWITCH_BIN:-.}")/../../bench/fabric_nfq}
+    [ -x "$nfq" ] || skip "netem case: no fabric_nfq at $nfq (Debian libnetfilter-queue-dev, then rebuild)"
+    command -v iptables >/dev/null || skip "netem case: no iptables (Debian: iptables)"
+    # shellcheck source=../../bench/fabric_net.sh
+    . "$(dirname "$0")/../../bench/fabric_net.sh"
+    fab_init "srft$$" "$work"
+    fabric=1
+    fab_up $n 1500 sw || fail "cannot make the rack (namespaces, veth links)"
     if [ "${FAULTS_NETEM_DRYRUN:-0}" = 1 ]; then
-        echo "DRY RUN (FAULTS_NETEM_DRYRUN=1): no qdisc; this run checks the plumbing only"
+        echo "DRY RUN (FAULTS_NETEM_DRYRUN=1): unimpaired links; this run checks the plumbing only"
     else
-        for qd in "$ns_sw $if_sw" "$ns_wk $if_wk"; do
-            # shellcheck disable=SC2086
-            if ! ip netns exec ${qd% *} tc qdisc add dev ${qd#* } root netem $spec 2>"$work/tc.err"; then
-                skip "netem unavailable (tc qdisc add dev ${qd#* } root netem: $(tr '\n' ' ' <"$work/tc.err"))"
-            fi
-        done
-        echo "netem on both ends: $spec"
-        ip netns exec "$ns_sw" tc qdisc show dev "$if_sw" | sed 's/^/    /'
+        fab_impair 0.1 0.1 1-5 $seed "$nfq" || fail "cannot impair the links (fabric_nfq, iptables NFQUEUE)"
+        echo "every link, both ways: 10% loss, 10% duplication, 1-5 ms delay (reordering), seed $seed"
     fi
-    NSX=(ip netns exec "$ns_sw")
-    start_switch "$ip_sw:0" --job "0:3,store=4096" || fail "serene-switch did not start in $ns_sw"
-    echo "switch in $ns_sw at $ip_sw:$port; workers in $ns_wk at $ip_wk"
-    out=$work/run.out
-    # serene-run uses our switch (--switch) and stops its ranks on its own
-    # --timeout; `timeout` bounds serene-run itself.
-    # In the background, so that a signal to this script is handled at once.
-    spawn "$out" ip netns exec "$ns_wk" env SERENE_TIMEOUT_MS=20000 \
-        timeout -k 5 200 "$RUN" -n 3 --switch "$ip_sw:$port" --timeout 180 -- \
-        "$WORKER" exact --rounds 4 --sizes 1,255,257,20000 --words 600
-    wait "$spawned"
-    rc_run=$?
-    forget_pid "$spawned"
-    sed 's/^/    /' "$out"
-    [ "$rc_run" -eq 0 ] || fail "serene-run exited with $rc_run (124: it hung)"
-    [ "$(grep -c 'every allreduce and pull exact' "$out")" -eq 3 ] || fail "not every rank reported exact results"
-    if [ "${FAULTS_NETEM_DRYRUN:-0}" != 1 ] && ! grep -Eq 'retrans [1-9]' "$out"; then
-        fail "no retransmissions under 10% loss: was netem in the path?"
-    fi
+    NSX=(ip netns exec "$(fab_ns_sw)")
+    start_switch "$FAB_SWITCH_IP:0" --job "0:$n,store=4096" || fail "serene-switch did not start in $(fab_ns_sw)"
+    echo "switch in $(fab_ns_sw) at $FAB_SWITCH_IP:$port; ranks in $(fab_ns 0) .. $(fab_ns $((n - 1)))"
+    export SERENE_JOB_NONCE
+    SERENE_JOB_NONCE=$(nonce)
+    for r in $(seq 0 $((n - 1))); do
+        spawn "$work/rank$r.out" ip netns exec "$(fab_ns "$r")" env SERENE_RANK="$r" SERENE_WORLD_SIZE=$n \
+            SERENE_SWITCH="$FAB_SWITCH_IP:$port" SERENE_TIMEOUT_MS=20000 \
+            timeout -k 5 200 "$WORKER" exact --rounds 4 --sizes 1,255,257,20000 --words 600
+        pids[r]=$spawned
+    done
+    for r in $(seq 0 $((n - 1))); do
+        wait_pid "${pids[r]}" 210
+        rc_run=$rc
+        show "$work/rank$r.out" "$r"
+        if [ "$rc_run" -ne 0 ]; then
+            echo "FAIL: rank $r exited with $rc_run (124: it hung)"
+            bad=1
+            continue
+        fi
+        grep -q 'every allreduce and pull exact' "$work/rank$r.out" || { echo "FAIL: rank $r: not exact"; bad=1; }
+        worst=$(sed -n 's/.* worst \([0-9]*\)\.[0-9]* ms (deadline \([0-9]*\) ms).*/\1 \2/p' "$work/rank$r.out")
+        dl=${worst#* }
+        worst=${worst% *}
+        if [ -z "$worst" ] || [ "$worst" -ge "$dl" ]; then
+            echo "FAIL: rank $r: a call took ${worst:-?} ms, past its deadline of ${dl:-?} ms"
+            bad=1
+        fi
+        if [ "${FAULTS_NETEM_DRYRUN:-0}" != 1 ] && ! grep -Eq 'retrans [1-9]' "$work/rank$r.out"; then
+            echo "FAIL: rank $r: no retransmissions under 10% loss: were the faults in the path?"
+            bad=1
+        fi
+    done
+    pids=()
     stop_switch
     grep -E '^serene-switch: (job=0|switch) ' "$work/switch.log" | sed 's/^/    /'
+    fab_stop_pids
+    if [ "${FAULTS_NETEM_DRYRUN:-0}" != 1 ]; then
+        stats=$(fab_impair_stats)
+        echo "fabric_nfq, every namespace: $stats"
+        [[ $stats =~ dropped=[1-9] ]] && [[ $stats =~ duplicated=[1-9] ]] && [[ $stats =~ reordered=[1-9] ]] ||
+            { echo "FAIL: the links dropped, duplicated or reordered nothing"; bad=1; }
+    fi
+    [ "$bad" -eq 0 ] || fail "not every allreduce and pull was exact within its deadline on the impaired links"
 }
 
 case $CASE in
