@@ -54,7 +54,7 @@ int serene_ctl_sw_command(const char *path, const char *line, char *reply, size_
     struct sockaddr_un sa;
     int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 1);
     size_t len, off = 0, got = 0;
-    int fd, rc = 0;
+    int fd, rc = 0, send_err = 0;
 
     if (!path || !line || !reply || cap < 2)
         return -EINVAL;
@@ -87,6 +87,12 @@ int serene_ctl_sw_command(const char *path, const char *line, char *reply, size_
         if (w > 0) {
             off += (size_t)w;
             continue;
+        }
+        if (w < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+            /* The switch answered early (a line too long, a refused peer)
+             * and closed: its reply may still be there to read. */
+            send_err = -errno;
+            break;
         }
         if (w < 0 && errno != EAGAIN && errno != EINTR) {
             rc = -errno;
@@ -121,7 +127,7 @@ int serene_ctl_sw_command(const char *path, const char *line, char *reply, size_
 done:
     reply[got] = '\0';
     if (got == 0)
-        rc = -EPROTO;
+        rc = send_err ? send_err : -EPROTO;
     else
         rc = strncmp(reply, "ok", 2) || (reply[2] != ' ' && reply[2] != '\0') ? -EPROTO : 0;
 out:

@@ -129,6 +129,16 @@ static void cmd_status(reply *r, const sr_pipe *p, uint16_t job)
         c.in_use_refused);
 }
 
+/* |a - b| in serial-number arithmetic: 0..2^31. */
+static int64_t serial_dist(uint32_t a, uint32_t b)
+{
+    int64_t d = (int32_t)(a - b);
+
+    return d < 0 ? -d : d;
+}
+
+_Static_assert(SR_BARRIER_MAX_AHEAD == 1u << 30, "the policy messages spell out the bound");
+
 /* policy JOB MODE [S] [from CLOCK] */
 static void cmd_policy(reply *r, sr_pipe *p, char **w, unsigned n)
 {
@@ -184,6 +194,13 @@ static void cmd_policy(reply *r, sr_pipe *p, char **w, unsigned n)
     sr_pipe_sync_get(p, job, &st);
     if (!have_from)
         from = st.low; /* at or before high + 1: as soon as possible */
+    /* The one rule for from (control.h): within SR_BARRIER_MAX_AHEAD of low
+     * either way, in serial arithmetic. Behind low it means "as soon as
+     * possible"; further away it is refused, whichever way it lies. */
+    if (serial_dist(from, st.low) > (int64_t)SR_BARRIER_MAX_AHEAD) {
+        put(r, "error from %" PRIu32 " is more than 2^30 clocks %s low %" PRIu32, from, (int32_t)(from - st.low) > 0 ? "past" : "before", st.low);
+        return;
+    }
     rc = sr_pipe_set_policy(p, job, mode, s, from, &e);
     if (rc == 0)
         put(r, "ok job=%u effective=%" PRIu32, job, e);
@@ -191,9 +208,6 @@ static void cmd_policy(reply *r, sr_pipe *p, char **w, unsigned n)
         put(r, "error s %" PRIu32 " is above %" PRIu32 ", the most job %u's ring of %" PRIu32
                " allows",
             s, st.ring - 2, job, st.ring);
-    else if (rc == -ERANGE)
-        put(r, "error from %" PRIu32 " is more than 2^30 clocks past low %" PRIu32, from,
-            st.low);
     else if (rc == -ENOSPC)
         put(r, "error job %u has %u policy rules pending already; retry after low advances",
             job, (unsigned)SR_BARRIER_MAX_RULES);
@@ -264,7 +278,8 @@ size_t sr_ctl_exec(sr_pipe *p, const char *line, char *out, size_t cap)
     } else if (!strcasecmp(w[0], "policy"))
         cmd_policy(&r, p, w, n);
     else if (!strcasecmp(w[0], "help"))
-        put(&r, "ok commands: jobs | status JOB | reset JOB | policy JOB bsp|asp|ssp [S] [from CLOCK]");
+        put(&r, "ok commands: jobs | status JOB | reset JOB | policy JOB bsp|asp|ssp [S] "
+                "[from CLOCK] | help");
     else
         put(&r, "error unknown command '%.32s' (try 'help')", w[0]);
 done:

@@ -22,7 +22,15 @@
  *     -> ok job=J effective=E
  *        (S is required for ssp and ignored for bsp and asp; without from,
  *        as soon as possible. E > high at the time: the first clock the new
- *        policy governs.)
+ *        policy governs. One rule bounds CLOCK: it must lie within 2^30
+ *        (SR_BARRIER_MAX_AHEAD) clocks of low in serial arithmetic,
+ *        |(int32_t)(CLOCK - low)| <= 2^30. Ahead of low, E = max(CLOCK,
+ *        high + 1); behind it, as soon as possible; further away either
+ *        way: "error from F is more than 2^30 clocks past|before low L".)
+ *   reset JOB
+ *     -> ok job=J reset
+ *        (unbind the job's workers, e.g. a dead run's, so a new run can
+ *        join; its policy rules stay)
  *   help
  *     -> ok commands: ...
  *

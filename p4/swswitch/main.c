@@ -171,6 +171,7 @@ static void print_switch_line(const sw *s, const char *what)
 {
     sr_pipe_counters pc;
     const sr_chaos_counters *cc = &s->chaos.c;
+    const sr_ctls_counters *ctl = &s->ctl.c;
     char rej[512], io[512];
     size_t used = 0;
 
@@ -188,9 +189,13 @@ static void print_switch_line(const sw *s, const char *what)
             PROG ": %s rx_total=%" PRIu64 " tx_total=%" PRIu64 " unknown_job=%" PRIu64
                  " answers_dropped=%" PRIu64 "%s%s chaos_rx_dropped=%" PRIu64
                  " chaos_tx_dropped=%" PRIu64 " chaos_tx_duplicated=%" PRIu64
-                 " chaos_tx_delayed=%" PRIu64 " chaos_hold_full=%" PRIu64 "\n",
+                 " chaos_tx_delayed=%" PRIu64 " chaos_hold_full=%" PRIu64 " ctl_accepted=%" PRIu64
+                 " ctl_commands=%" PRIu64 " ctl_timeouts=%" PRIu64 " ctl_too_long=%" PRIu64
+                 " ctl_refused=%" PRIu64 " ctl_evicted=%" PRIu64 "\n",
             what, pc.rx_total, pc.tx_total, pc.unknown_job, pc.answers_dropped, rej, io,
-            cc->rx_dropped, cc->tx_dropped, cc->tx_duplicated, cc->tx_delayed, cc->hold_full);
+            cc->rx_dropped, cc->tx_dropped, cc->tx_duplicated, cc->tx_delayed, cc->hold_full,
+            ctl->accepted, ctl->commands, ctl->timeouts, ctl->too_long, ctl->refused,
+            ctl->evicted);
 }
 
 /* ---- the loop --------------------------------------------------------------- */
@@ -326,7 +331,7 @@ static int run(sw *s, const sigset_t *wait_mask)
     uint64_t stats_ns = (uint64_t)(o->stats_interval * 1e9);
     uint64_t next_stats = stats_ns ? now_ns() + stats_ns : UINT64_MAX;
     /* [0]: the I/O's descriptor (-1 when it is polled); then the control
-     * socket's (fd -1 when unused). */
+     * socket's listener and open connections, packed. */
     struct pollfd pfd[1 + SR_CTLS_NFDS];
     int io_fd = s->io->fd(s->io_state), polled = io_fd < 0;
     uint64_t idle_ns = 0; /* polled: the next idle sleep; 0 while busy */
@@ -335,17 +340,18 @@ static int run(sw *s, const sigset_t *wait_mask)
     while (!stop_signal) {
         struct timespec ts = wait_time(s, now_ns(), next_stats, polled, idle_ns);
         uint64_t now;
+        unsigned nfds;
         int r;
 
         pfd[0] = (struct pollfd){.fd = io_fd, .events = POLLIN};
-        sr_ctls_pollfds(&s->ctl, pfd + 1);
-        r = ppoll(pfd, 1 + SR_CTLS_NFDS, &ts, wait_mask);
+        nfds = 1 + sr_ctls_pollfds(&s->ctl, pfd + 1);
+        r = ppoll(pfd, nfds, &ts, wait_mask);
         if (r < 0 && errno != EINTR) {
             sw_log(o, LOG_ERROR, "ppoll: %s", strerror(errno));
             return -1;
         }
         if (r <= 0)
-            for (unsigned i = 0; i < 1 + SR_CTLS_NFDS; i++)
+            for (unsigned i = 0; i < nfds; i++)
                 pfd[i].revents = 0;
         now = now_ns();
         if (polled || (pfd[0].revents & POLLIN)) {
@@ -447,15 +453,21 @@ static int open_control(sw *s)
 
     if (!o->control)
         return 0;
-    err = sr_ctls_open(&s->ctl, o->control);
+    err = sr_ctls_open(&s->ctl, o->control, &o->ctl_access);
     if (err) {
         sw_log(o, LOG_ERROR, "--control %s: %s", o->control,
                err == -EADDRINUSE ? "in use by a running process"
                : err == -EEXIST   ? "exists and is not a socket"
+               : err == -EPERM    ? "cannot give the socket to the --ctl-group group (not a "
+                                    "member of it)"
                                   : strerror(-err));
         return -1;
     }
-    sw_log(o, LOG_INFO, "control socket %s", o->control);
+    if (o->ctl_access.use_group)
+        sw_log(o, LOG_INFO, "control socket %s (mode 0660, group %u)", o->control,
+               (unsigned)o->ctl_access.group);
+    else
+        sw_log(o, LOG_INFO, "control socket %s (mode 0600)", o->control);
     return 0;
 }
 

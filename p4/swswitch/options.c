@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -55,13 +56,34 @@ static void usage(FILE *f)
             "  --dpdk-port PORT       a DPDK port for workers: port id, device name or vdev\n"
             "                         spec to probe (repeatable; default: every port)\n"
             "  --port-file PATH       once ready, write the port and a newline to PATH\n"
-            "                         (written to a temporary file, then renamed)\n"
+            "                         (written to a temporary file, then renamed)\n",
+            SR_WIRE_MAX_WORKERS, SR_WIRE_MAX_ELEMS, SR_WIRE_DEF_ELEMS, SR_WIRE_MAX_SLOTS,
+            SR_WIRE_DEF_SLOTS, SR_PIPE_STORE_MAX, SR_PIPE_STORE_DEFAULT, SR_BARRIER_RING_MAX,
+            SR_BARRIER_RING_DEFAULT, SR_WIRE_UDP_PORT);
+    /* Two pieces: one string literal is kept under C's 4095 bytes. */
+    fprintf(f,
             "  --control PATH         serve a Unix stream socket at PATH (a stale one is\n"
-            "                         replaced; removed at exit): one command line per\n"
-            "                         connection, one reply line:\n"
-            "                           jobs\n"
-            "                           status JOB\n"
+            "                         replaced; removed at exit), mode 0600: only root and\n"
+            "                         this uid may connect (peer credentials checked). One\n"
+            "                         command line (at most 255 bytes, within 1 s) per\n"
+            "                         connection, one reply line (\"ok ...\" or \"error ...\"):\n"
+            "                           jobs                list the job ids\n"
+            "                           status JOB          clocks, low, high, policy rules,\n"
+            "                                               counters\n"
+            "                           reset JOB           unbind a dead run's workers so a\n"
+            "                                               new run can join\n"
             "                           policy JOB bsp|asp|ssp [S] [from CLOCK]\n"
+            "                                               change the barrier from CLOCK\n"
+            "                                               (default: the next clock); CLOCK\n"
+            "                                               must lie within 2^30 clocks of\n"
+            "                                               low, before or after it (serial\n"
+            "                                               arithmetic); answers the clock it\n"
+            "                                               applies from\n"
+            "                           help                list the commands\n"
+            "                         At most %u connections at once: a newcomer closes the\n"
+            "                         oldest (\"error busy\")\n"
+            "  --ctl-group GROUP      with --control: mode 0660 and group GROUP (a name or a\n"
+            "                         gid), whose members may connect too\n"
             "  --loss P               drop each received datagram and each sent copy with\n"
             "                         probability P (0..1; for tests)\n"
             "  --dup P                send each copy twice with probability P\n"
@@ -75,9 +97,7 @@ static void usage(FILE *f)
             "\n"
             "SIGINT or SIGTERM stops the switch; it prints one line of counters per job to\n"
             "stderr and exits 0. Exit status 1: setup failure; 2: bad command line.\n",
-            SR_WIRE_MAX_WORKERS, SR_WIRE_MAX_ELEMS, SR_WIRE_DEF_ELEMS, SR_WIRE_MAX_SLOTS,
-            SR_WIRE_DEF_SLOTS, SR_PIPE_STORE_MAX, SR_PIPE_STORE_DEFAULT, SR_BARRIER_RING_MAX,
-            SR_BARRIER_RING_DEFAULT, SR_WIRE_UDP_PORT, (unsigned)(SR_CHAOS_HOLD_NS / 1000000u));
+            SR_CTLS_MAX_CONNS, (unsigned)(SR_CHAOS_HOLD_NS / 1000000u));
 }
 
 __attribute__((format(printf, 1, 2), noreturn)) static void usage_error(const char *fmt, ...)
@@ -275,6 +295,7 @@ enum {
     O_JOB,
     O_PORT_FILE,
     O_CONTROL,
+    O_CTL_GROUP,
     O_LOSS,
     O_DUP,
     O_REORDER,
@@ -307,6 +328,21 @@ static void parse_control(sw_opts *o, const char *path)
     o->control = path;
 }
 
+/* --ctl-group: a group name, else a decimal gid. */
+static void parse_ctl_group(sw_opts *o, const char *val)
+{
+    const struct group *g = *val ? getgrnam(val) : NULL;
+    uint64_t gid;
+
+    if (g)
+        gid = g->gr_gid;
+    else if (!*val || parse_u64(val, UINT32_MAX - 1, 0, &gid))
+        usage_error("--ctl-group: '%s' is not a group name or gid", val);
+    o->ctl_group = val;
+    o->ctl_access.use_group = 1;
+    o->ctl_access.group = (gid_t)gid;
+}
+
 /* --dpdk or --dpdk-port (c), given as opt. */
 static void parse_dpdk(sw_opts *o, int c, const char *opt, const char *val)
 {
@@ -333,6 +369,7 @@ static void parse_option(sw_opts *o, int c, const char *val, const char *opt)
         o->port_file = val;
         break;
     case O_CONTROL: parse_control(o, val); break;
+    case O_CTL_GROUP: parse_ctl_group(o, val); break;
     case O_LOSS: o->loss = parse_real("--loss", val, 1.0, "a probability in [0,1]"); break;
     case O_DUP: o->dup = parse_real("--dup", val, 1.0, "a probability in [0,1]"); break;
     case O_REORDER: o->reorder = parse_real("--reorder", val, 1.0, "a probability in [0,1]"); break;
@@ -362,6 +399,7 @@ void sw_parse_args(sw_opts *o, int argc, char **argv)
         {"job", required_argument, NULL, O_JOB},
         {"port-file", required_argument, NULL, O_PORT_FILE},
         {"control", required_argument, NULL, O_CONTROL},
+        {"ctl-group", required_argument, NULL, O_CTL_GROUP},
         {"loss", required_argument, NULL, O_LOSS},
         {"dup", required_argument, NULL, O_DUP},
         {"reorder", required_argument, NULL, O_REORDER},
@@ -391,6 +429,8 @@ void sw_parse_args(sw_opts *o, int argc, char **argv)
         usage_error("unexpected argument '%s'", argv[optind]);
     if (o->n_jobs == 0)
         usage_error("at least one --job ID:N[:ELEMS[:SLOTS]][,...] is required");
+    if (o->ctl_group && !o->control)
+        usage_error("--ctl-group needs --control PATH");
     if (o->n_dpdk_ports && !o->dpdk_eal)
         usage_error("--dpdk-port needs --dpdk EAL_ARGS");
 }

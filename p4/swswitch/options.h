@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "ctl_sock.h"
 #include "pipeline.h"
 
 #define PROG "serene-switch"
@@ -31,6 +32,8 @@ typedef struct sw_opts {
     unsigned n_jobs;
     const char *port_file;
     const char *control; /* control socket path, or NULL */
+    const char *ctl_group; /* --ctl-group as given, or NULL */
+    sr_ctls_access ctl_access; /* the group, if --ctl-group */
     double loss, dup, reorder;
     uint64_t seed;
     double stats_interval; /* seconds; 0: off */
