@@ -31,6 +31,7 @@ struct stream {
 struct proc {
     pid_t pid;           /* 0: never started */
     int running;         /* started, not yet reaped nor given up */
+    int group;           /* its process group (id = pid) may have members */
     int signalled;       /* we sent SIGTERM: its exit is then expected */
     int killed;          /* we sent SIGKILL */
     int64_t term_at;     /* when SIGTERM went out (monotonic ms) */
@@ -62,6 +63,8 @@ struct launch {
     int sigfd;          /* SIGCHLD, SIGINT, SIGTERM, SIGHUP */
     sigset_t child_mask; /* the mask we started with, for the children */
     int reset_sigpipe;  /* we ignore SIGPIPE; children get it back */
+    int tty_fg;         /* stdin is our terminal, we are its foreground: rank 0's
+                         * group takes it over, and we take it back */
     int stopping;       /* the job is being torn down */
     int exit_code;      /* valid once stopping, or 0 */
     int timed_out;
@@ -96,8 +99,10 @@ void stream_close(const struct proc *p, struct stream *s);
 void proc_drain(struct proc *p);
 
 /* Fork and exec file (PATH lookup if it has no '/') with its stdout and
- * stderr on fresh pipes. Returns 0, a positive errno the exec failed with,
- * or a negative errno from our own calls (malloc, pipe, fork). */
+ * stderr on fresh pipes, in a process group of its own (id = its pid),
+ * which keep_stdin with L->tty_fg makes the terminal's foreground group.
+ * Returns 0, a positive errno the exec failed with, or a negative errno
+ * from our own calls (malloc, pipe, fork). */
 int spawn(struct launch *L, struct proc *p, const char *file, char *const argv[],
           char *const envp[], int keep_stdin);
 
@@ -107,7 +112,10 @@ void stop(struct launch *L, int code, int64_t now);
 int check_timeout(struct launch *L, int64_t now);
 /* Wait up to timeout_ms for output, signals or exits, and handle them. */
 void poll_once(struct launch *L, int timeout_ms);
-/* Relay and supervise until every started process is reaped or given up. */
+/* Give the terminal back to our own process group (L->tty_fg). */
+void tty_take_back(struct launch *L);
+/* Relay and supervise until every started process is reaped or given up,
+ * and every process group we started is empty or given up. */
 void supervise(struct launch *L);
 /* After a failed job: if its first rank to end did so with status 0 while
  * others still ran, name it as the likely cause, then how the others ended. */

@@ -19,8 +19,20 @@
  * supervise.c spawns, relays and supervises (run.h joins the two).
  *
  * Invariants:
- * - Only processes this launcher started are signalled, by PID, and only
- *   until they are reaped, so a PID can never have been reused.
+ * - Only processes this launcher started are signalled: each child (the
+ *   switch, every rank) runs in a process group of its own (setpgid in the
+ *   child and in the parent), and that group is signalled, so what a rank
+ *   starts (a wrapper script's worker) is stopped with it. A group is
+ *   signalled only while it has a member: its id cannot be reused until it
+ *   is empty, and serene-run is the subreaper of the members that lose
+ *   their parent (PR_SET_CHILD_SUBREAPER), so none is reaped behind its
+ *   back. Once every rank has exited, what is left in their groups is
+ *   stopped (SIGTERM, then SIGKILL) before the switch, and serene-run
+ *   exits only when those groups are empty or given up.
+ * - With a terminal on stdin, rank 0's group becomes its foreground group
+ *   (rank 0 inherits stdin, and a background read would stop it); Ctrl-C
+ *   then reaches rank 0's group, and serene-run takes the terminal back
+ *   when rank 0 exits.
  * - Every wait on a child is bounded: SIGTERM, SIGKILL after KILL_GRACE_MS,
  *   given up after REAP_MAX_MS more. The one wait that is not bounded is a
  *   write to our own stdout/stderr: a stalled reader is back-pressure that
@@ -28,7 +40,8 @@
  * - Memory is bounded: one LINE_MAX_BYTES buffer per relayed pipe; longer
  *   lines are split.
  * - Children get PR_SET_PDEATHSIG(SIGTERM): a launcher killed by SIGKILL
- *   (a CI timeout, the OOM killer) does not leave ranks or a switch behind.
+ *   (a CI timeout, the OOM killer) does not leave ranks or a switch behind
+ *   (what they started themselves is then theirs to stop).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -41,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -78,7 +92,10 @@ static const char help_text[] =
     "124 --timeout; 126 PROGRAM not executable; 127 PROGRAM not found;\n"
     "128+SIG serene-run got SIGINT, SIGTERM or SIGHUP.\n"
     "When the job fails after a rank exited while the others still ran (even\n"
-    "with status 0), that rank is named as the likely cause.\n";
+    "with status 0), that rank is named as the likely cause.\n"
+    "Each rank runs in a process group of its own, which is what gets signalled:\n"
+    "what a rank starts (a wrapper script's worker) is stopped with the job, and\n"
+    "what is left in the groups once every rank exited is stopped before exit.\n";
 
 /* One fprintf per message: stderr is unbuffered, so a message never
  * interleaves with the relayed lines we write to the same descriptor. */
@@ -476,6 +493,11 @@ int main(int argc, char **argv)
         note("signalfd: %s", strerror(errno));
         return 1;
     }
+    /* Members of the ranks' groups whose parent exits become ours to reap,
+     * so their group ids stay theirs until we have seen them go. */
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+        note("PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
+    L->tty_fg = isatty(0) && tcgetpgrp(0) == getpgrp();
     /* A closed stdout must not kill the supervisor of a running job. */
     struct sigaction old;
     if (sigaction(SIGPIPE, NULL, &old) == 0 && old.sa_handler == SIG_DFL) {
@@ -493,6 +515,7 @@ int main(int argc, char **argv)
     if (!L->stopping)
         start_ranks(L);
     supervise(L);
+    tty_take_back(L);
 
     /* Whatever grandchildren still hold open is cut off here. */
     for (int i = 0; i < MAX_PROCS; i++) {

@@ -193,6 +193,18 @@ int spawn(struct launch *L, struct proc *p, const char *file, char *const argv[]
          * descriptor of ours closes at exec. */
         if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
             _exit(127); /* the launcher is already gone */
+        /* Its own group, so what it starts is signalled with it. */
+        setpgid(0, 0);
+        if (keep_stdin && L->tty_fg) {
+            /* A background group reading the terminal would be stopped
+             * (SIGTTIN): hand it the terminal; SIGTTOU is blocked for the
+             * call, as a background process must. */
+            sigset_t ttou;
+            sigemptyset(&ttou);
+            sigaddset(&ttou, SIGTTOU);
+            sigprocmask(SIG_BLOCK, &ttou, NULL);
+            (void)tcsetpgrp(0, getpid());
+        }
         int null = keep_stdin ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (null >= 0)
             dup2(null, 0);
@@ -210,6 +222,8 @@ int spawn(struct launch *L, struct proc *p, const char *file, char *const argv[]
     for (int i = 0; i < 3; i++)
         if (fds[i][1] >= 0)
             close(fds[i][1]);
+    if (pid > 0)
+        setpgid(pid, pid); /* as the child does: whichever runs first; EACCES after its exec */
     if (pid > 0) {
         /* EOF: the exec succeeded and closed the pipe; an int: its errno. */
         ssize_t n;
@@ -238,17 +252,59 @@ int spawn(struct launch *L, struct proc *p, const char *file, char *const argv[]
     if (!err) {
         p->pid = pid;
         p->running = 1;
+        p->group = 1;
     }
     return err;
 }
 
+void tty_take_back(struct launch *L)
+{
+    sigset_t ttou, old;
+
+    if (!L->tty_fg)
+        return;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    sigprocmask(SIG_BLOCK, &ttou, &old);
+    (void)tcsetpgrp(0, getpgrp());
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    L->tty_fg = 0;
+}
+
 /* ---- Supervision ------------------------------------------------------- */
+
+/* Does p's process group still have a member? Asked once its leader is
+ * reaped. The answer cannot go stale before we signal it: the group's id
+ * stays taken while it has a member, its orphans are our children (we are
+ * their subreaper), and we reap nothing between asking and signalling.
+ * Once empty, it is never signalled again. */
+static int group_alive(struct proc *p)
+{
+    if (p->group && !p->running && kill(-p->pid, 0) < 0 && errno == ESRCH)
+        p->group = 0;
+    return p->group;
+}
+
+/* p, or what it started, still runs. */
+static int proc_alive(struct proc *p)
+{
+    return p->running || group_alive(p);
+}
+
+/* Signal p's process group, or p alone if it left its group. */
+static void signal_proc(struct proc *p, int sig)
+{
+    if (p->group && kill(-p->pid, sig) == 0)
+        return;
+    if (p->running)
+        kill(p->pid, sig);
+}
 
 static void terminate(struct proc *p, int64_t now)
 {
-    if (!p->running || p->signalled)
+    if (p->signalled || !proc_alive(p))
         return;
-    kill(p->pid, SIGTERM);
+    signal_proc(p, SIGTERM);
     p->signalled = 1;
     p->term_at = now;
 }
@@ -311,6 +367,8 @@ static void reap(struct launch *L, int64_t now)
         if (!p)
             continue;
         p->running = 0;
+        if (p == &L->procs[1]) /* rank 0: the terminal's, if anyone's */
+            tty_take_back(L);
         proc_drain(p); /* its last words come before our verdict on it */
         describe_status(status, what, sizeof what);
         if (p == &L->procs[SWITCH_SLOT]) {
@@ -344,7 +402,7 @@ static void on_signal(struct launch *L, int sig, int64_t now)
     stop(L, 128 + sig, now);
     for (int i = 0; i < MAX_PROCS; i++) {
         struct proc *p = &L->procs[i];
-        if (p->running && !p->killed) {
+        if (!p->killed && proc_alive(p)) {
             terminate(p, now);
             p->term_at = now - KILL_GRACE_MS;
         }
@@ -358,17 +416,20 @@ static int64_t escalate(struct launch *L, int64_t now)
     int64_t next = INT64_MAX;
     for (int i = 0; i < MAX_PROCS; i++) {
         struct proc *p = &L->procs[i];
-        if (!p->running || !p->signalled)
+        if (!p->signalled || !proc_alive(p))
             continue;
         if (!p->killed && now >= p->term_at + KILL_GRACE_MS) {
-            note("%s (pid %d) still running %d ms after SIGTERM; sending SIGKILL", p->name,
-                 (int)p->pid, (int)(now - p->term_at));
-            kill(p->pid, SIGKILL);
+            note("%s (pid %d) %s %d ms after SIGTERM; sending SIGKILL", p->name, (int)p->pid,
+                 p->running ? "still running" : "exited, but its process group still runs",
+                 (int)(now - p->term_at));
+            signal_proc(p, SIGKILL);
             p->killed = 1;
         }
         if (p->killed && now >= p->term_at + KILL_GRACE_MS + REAP_MAX_MS) {
-            note("%s (pid %d) survived SIGKILL; giving up on it", p->name, (int)p->pid);
+            note("%s (pid %d) or its process group survived SIGKILL; giving up on it", p->name,
+                 (int)p->pid);
             p->running = 0;
+            p->group = 0;
             for (int k = 0; k < 2; k++)
                 stream_close(p, &p->io[k]);
             continue;
@@ -419,17 +480,26 @@ void supervise(struct launch *L)
         int64_t now = now_ms();
         check_timeout(L, now);
         int64_t next = escalate(L, now);
-        int ranks_left = 0;
+        int ranks_left = 0, groups_left = 0;
         for (int r = 0; r < L->nstarted; r++)
             ranks_left += L->procs[1 + r].running;
         if (!ranks_left) {
-            /* The switch outlives the ranks so their shutdown never races it. */
-            if (!L->procs[SWITCH_SLOT].running)
-                return;
-            if (!L->procs[SWITCH_SLOT].signalled) {
-                terminate(&L->procs[SWITCH_SLOT], now);
-                next = escalate(L, now);
+            /* Nothing a rank started outlives the job: what is left in a
+             * rank's group (a wrapper's worker, say) is stopped now. */
+            for (int r = 0; r < L->nstarted; r++) {
+                struct proc *p = &L->procs[1 + r];
+                if (!p->signalled && group_alive(p))
+                    note("%s (pid %d) exited and left processes in its group; stopping them",
+                         p->name, (int)p->pid);
+                terminate(p, now);
+                groups_left += proc_alive(p);
             }
+            /* The switch outlives the ranks so their shutdown never races it. */
+            if (!groups_left && !proc_alive(&L->procs[SWITCH_SLOT]))
+                return;
+            if (!groups_left && !L->procs[SWITCH_SLOT].signalled)
+                terminate(&L->procs[SWITCH_SLOT], now);
+            next = escalate(L, now);
         }
         int64_t wait = next == INT64_MAX ? 1000 : next - now;
         poll_once(L, (int)(wait < 0 ? 0 : wait > 1000 ? 1000 : wait));
