@@ -10,7 +10,9 @@
  * - each connection's peer credentials (SO_PEERCRED, taken at connect) are
  *   checked on accept: root, the switch's effective uid, and with a group
  *   the peers whose primary or supplementary groups (SO_PEERGROUPS) hold
- *   it. Anyone else gets "error permission denied ..." and a close.
+ *   it. Anyone else gets "error permission denied ..." and a close (only
+ *   the close when every connection slot is taken: a refused peer never
+ *   evicts anyone).
  *
  * Each connection carries one command line (control.h) and gets one reply
  * line, then the switch closes it. Everything is non-blocking and bounded,
