@@ -1,0 +1,94 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# run_one_worker.sh - a one-worker allreduce over dpdk-memif, where the
+# switch only echoes: the data path's own ceiling (worker, memif, switch),
+# alone and beside busy loops. Runs bench_allreduce under serene-run for
+# every values-per-packet and background load, --runs times in turn, and
+# prints per case the median over the runs of the goodput (each run itself
+# the median of --reps samples), its range, the packets resent in full as
+# a share of all sent, and the 1-minute load average at the end of the
+# runs. As root, from the repository root.
+#
+#   bench/run_one_worker.sh [--build DIR] [--elems 256,2048] [--busy 0,2]
+#                           [--size 64M] [--runs 5] [--reps 20] [--copy]
+#
+#   --busy LIST  background loads: that many `sh -c 'while :; do :; done'`
+#                loops of normal priority beside each run (stopped by PID)
+#   --copy       the worker's memif client copies frames as the server does;
+#                by default it runs zero-copy (zero-copy=yes, its EAL with
+#                --single-file-segments): memif then maps its mbufs
+#
+# Logs go to BUILD/one-worker/ (one per run); the table to stdout.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$ROOT/build-bench ELEMS=256,2048 BUSY=0,2 SIZE=64M RUNS=5 REPS=20 ZC=1
+EAL="--no-huge -m 256 --no-pci --no-shconf --log-level=warning"
+die() { echo "run_one_worker: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+    case $1 in
+    --build) BUILD=${2:?}; shift ;;
+    --elems) ELEMS=${2:?}; shift ;;
+    --busy) BUSY=${2:?}; shift ;;
+    --size) SIZE=${2:?}; shift ;;
+    --runs) RUNS=${2:?}; shift ;;
+    --reps) REPS=${2:?}; shift ;;
+    --copy) ZC=0 ;;
+    -h | --help) sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown option $1 (see --help)" ;;
+    esac
+    shift
+done
+RUN=$BUILD/lib/launch/serene-run BENCH=$BUILD/bench/bench_allreduce
+export SERENE_SWITCH_BIN=$BUILD/p4/swswitch/serene-switch
+for f in "$RUN" "$BENCH" "$SERENE_SWITCH_BIN"; do [ -x "$f" ] || die "$f was not built"; done
+LOGS=$BUILD/one-worker
+mkdir -p "$LOGS" || die "cannot create $LOGS"
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/serene-one.XXXXXX") || die "mktemp failed"
+LOOPS=()
+stop_loops() {
+    local p
+    for p in "${LOOPS[@]+"${LOOPS[@]}"}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+    LOOPS=()
+}
+trap 'stop_loops; rm -rf "$TMP"' EXIT
+client="role=client,bsize=16384" ceal=$EAL
+[ "$ZC" = 1 ] && client+=",zero-copy=yes" ceal+=" --single-file-segments"
+median() { sort -g | awk '{a[NR] = $1} END {print NR ? a[int((NR + 1) / 2)] : "-"}'; }
+
+IFS=, read -ra ES <<<"$ELEMS"
+IFS=, read -ra LS <<<"$BUSY"
+for run in $(seq "$RUNS"); do
+    for busy in "${LS[@]}"; do
+        for e in "${ES[@]}"; do
+            tag=e$e-busy$busy-run$run
+            for _ in $(seq "$busy"); do
+                sh -c 'while :; do :; done' &
+                LOOPS+=($!)
+            done
+            timeout -k 10 600 env SERENE_TRANSPORT=dpdk SERENE_DPDK_PORT=net_memif0 \
+                "SERENE_DPDK_EAL_ARGS=$ceal --vdev=net_memif0,$client,socket=$TMP/$tag.sock" \
+                "$RUN" -n 1 --elems "$e" --no-prefix --timeout 600 --switch-arg=--dpdk \
+                "--switch-arg=$EAL --vdev=net_memif0,role=server,bsize=16384,socket=$TMP/$tag.sock" \
+                -- "$BENCH" --sizes "$SIZE" --reps "$REPS" --warmup 1 --csv >"$LOGS/$tag.csv" 2>"$LOGS/$tag.log"
+            rc=$?
+            cut -d' ' -f1 /proc/loadavg >"$LOGS/$tag.load"
+            stop_loops
+            [ $rc -eq 0 ] || echo "run_one_worker: $tag failed (status $rc, $LOGS/$tag.log)" >&2
+        done
+    done
+done
+
+kv() { grep -h '^"allreduce"' "$@" | grep -o "[ \"]$K=[0-9.e+]*" | cut -d= -f2; }
+echo "| values/pkt | busy loops | runs | Gbps, median | Gbps, range | resent % (max) | load avg |"
+echo "|---|---|---|---|---|---|---|"
+for busy in "${LS[@]}"; do
+    for e in "${ES[@]}"; do
+        f=("$LOGS"/e$e-busy$busy-run*.csv)
+        g=$(K=gbps kv "${f[@]}")
+        echo "| $e | $busy | $(echo "$g" | grep -c .) | $(echo "$g" | median) |" \
+            "$(echo "$g" | sort -g | head -1)-$(echo "$g" | sort -g | tail -1) |" \
+            "$(K=retrans_pct kv "${f[@]}" | sort -g | tail -1) |" \
+            "$(cat "$LOGS"/e$e-busy$busy-run*.load | sort -g | sed -n '1p;$p' | paste -sd-) |"
+    done
+done
