@@ -380,7 +380,9 @@ typedef struct serene_stats {
                                  timer expired, instead of resending them */
     uint64_t held;            /* answers to probes (or resends) saying the switch
                                  holds the packet and waits for other workers */
-    uint64_t reserved_[1];
+    uint64_t window_cuts;     /* times a lost allreduce packet halved the window of
+                                 packets in flight (it grows back by one per window
+                                 of answers, up to twice the slots) */
 } serene_stats;
 
 /* Snapshot of the context's counters (monotonic since creation). */

@@ -26,6 +26,10 @@
  *   or answered with the shadow copy as any contribution. So only lost
  *   packets are resent (stats.retransmissions), and waiting costs probes
  *   (stats.probes) of 28 bytes, fewer and fewer.
+ * - A congestion window (window.h) says how many rounds may be in flight
+ *   and which ready round goes next: the rounds of a call are numbered in
+ *   the order every worker sends them, its "units" (the hint round of
+ *   slot s is unit s, the round of chunk j is unit j + W).
  * A NaN/Inf chunk is announced with the exponent SR_WIRE_EXP_NONFINITE;
  * max-reduction spreads it, so every worker completes the call, fills the
  * chunk with NaN and returns SERENE_ERR_NONFINITE, and the slots stay in
@@ -51,7 +55,7 @@ static int ar_on_join(void *self, sr_engine *e)
     if (!ar->slots)
         return SERENE_ERR_NOMEM;
     ar->bits = sr_quant_bits(e->params.n_workers);
-    return 0;
+    return sr_arw_init(&ar->win, e->window) ? SERENE_ERR_NOMEM : 0;
 }
 
 static void ar_fini(void *self, sr_engine *e)
@@ -59,6 +63,7 @@ static void ar_fini(void *self, sr_engine *e)
     sr_ar *ar = self;
     free(ar->slots);
     free(ar->exps);
+    sr_arw_fini(&ar->win);
 }
 
 static uint32_t chunk_len(const sr_engine *e, const serene_op *op, uint32_t j)
@@ -111,7 +116,30 @@ static void send_round(sr_ar *ar, sr_engine *e, const serene_op *op, uint32_t s,
     sl->count = h.count;
     sl->offset = h.offset;
     sl->next_chunk = data ? chunk + ar->w_eff : chunk;
+    sl->unit = data ? chunk + ar->w_eff : chunk;
     sr_slot_send(e, s, h.count, now);
+}
+
+/* Send the ready rounds the window admits, lowest unit first. */
+static void drain(sr_ar *ar, sr_engine *e, const serene_op *op, uint64_t now)
+{
+    uint32_t u, s;
+    while (sr_arw_next(&ar->win, &u, &s)) {
+        if (u < ar->w_eff)
+            send_round(ar, e, op, s, s, 0, 0, now);
+        else
+            send_round(ar, e, op, s, u - ar->w_eff, 1, ar->slots[s].wait_exp, now);
+    }
+}
+
+/* Slot sl's round was answered: the window learns it, with the new base
+ * (the lowest unit not yet answered). */
+static void window_answered(sr_ar *ar, sr_ar_slot *sl)
+{
+    sl->ndone++;
+    while (ar->base < ar->n_units && ar->base / ar->w_eff < ar->slots[ar->base % ar->w_eff].ndone)
+        ar->base++;
+    sr_arw_answered(&ar->win, ar->base);
 }
 
 static void ar_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
@@ -148,8 +176,14 @@ static void ar_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
     if (ar->w_eff == 0)
         ar->w_eff = 1;
     sr_rel_set_deadline(&e->rel, op->deadline_ns);
-    for (uint32_t s = 0; s < ar->w_eff; s++)
-        send_round(ar, e, op, s, s, 0, 0, now);
+    ar->n_units = ar->w_eff + ar->n_chunks;
+    ar->base = 0;
+    sr_arw_begin(&ar->win);
+    for (uint32_t s = 0; s < ar->w_eff; s++) { /* the hint rounds, through the window */
+        ar->slots[s].ndone = 0;
+        sr_arw_ready(&ar->win, s, s);
+    }
+    drain(ar, e, op, now);
 }
 
 /* Decode a result of h->count values into dst; flags the call nonfinite
@@ -246,6 +280,8 @@ static void on_ar_answer(void *self, sr_engine *e, serene_op *op, const sr_hdr *
     }
     if (h->op == SR_OP_AR_NAK) { /* lost, or its result was: resend it whole */
         sl->resent = 1;
+        if (sr_arw_loss(&ar->win, sl->unit, e->rel.srtt_ns))
+            SR_STAT_ADD(e, window_cuts, 1);
         sr_slot_resend(e, h->slot);
         return;
     }
@@ -260,8 +296,14 @@ static void on_ar_answer(void *self, sr_engine *e, serene_op *op, const sr_hdr *
         decode_result(ar, e, op, h, payload);
         ar->chunks_done++;
     }
-    if (sl->next_chunk < ar->n_chunks)
-        send_round(ar, e, op, h->slot, sl->next_chunk, 1, h->next_exp, now);
+    if (!sl->probe_ns && !sl->resent)
+        sr_arw_rtt(&ar->win, now - sl->sent_ns);
+    window_answered(ar, sl);
+    if (sl->next_chunk < ar->n_chunks) {
+        sl->wait_exp = h->next_exp;
+        sr_arw_ready(&ar->win, sl->next_chunk + ar->w_eff, h->slot);
+    }
+    drain(ar, e, op, now);
     if (ar->chunks_done == ar->n_chunks)
         sr_op_finish(e, op, ar->nonfinite ? SERENE_ERR_NONFINITE : 0);
 }

@@ -124,7 +124,7 @@ typedef struct sr_slot {
 typedef struct sr_engine_stats {
     _Atomic uint64_t pkts_sent, pkts_recv, bytes_sent, bytes_recv, retransmissions, timeouts,
         saturations, duplicates, rejected, ops_completed, clock_wait_ns, holds, releases, probes,
-        held;
+        held, window_cuts;
 } sr_engine_stats;
 
 #define SR_STAT_ADD(e, f, n)                                                                       \

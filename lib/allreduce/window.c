@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* window.c - the allreduce's congestion window (see window.h). */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "allreduce/window.h"
+
+int sr_arw_init(sr_arw *w, uint32_t slots)
+{
+    if (!w || slots == 0)
+        return -EINVAL;
+    w->heap = calloc(slots, sizeof *w->heap);
+    if (!w->heap)
+        return -ENOMEM;
+    w->cap = slots;
+    w->cwnd = w->cwnd_max = slots;
+    w->cwnd_min = slots < 2 ? slots : 2;
+    w->cwnd_acc = 0;
+    w->min_rtt_ns = 0;
+    sr_arw_begin(w);
+    return 0;
+}
+
+void sr_arw_fini(sr_arw *w)
+{
+    free(w->heap);
+    w->heap = NULL;
+    w->cap = w->n = 0;
+}
+
+void sr_arw_begin(sr_arw *w)
+{
+    w->n = 0;
+    w->inflight = 0;
+    w->base = w->sent_hi = w->recover = 0;
+}
+
+void sr_arw_ready(sr_arw *w, uint32_t unit, uint32_t slot)
+{
+    uint64_t key = (uint64_t)unit << 32 | slot;
+    uint32_t i = w->n++; /* cap = slots, one entry per slot at most */
+
+    while (i > 0 && w->heap[(i - 1) / 2] > key) {
+        w->heap[i] = w->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    w->heap[i] = key;
+}
+
+static void heap_pop(sr_arw *w)
+{
+    uint64_t last = w->heap[--w->n];
+    uint32_t i = 0;
+
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= w->n)
+            break;
+        if (c + 1 < w->n && w->heap[c + 1] < w->heap[c])
+            c++;
+        if (w->heap[c] >= last)
+            break;
+        w->heap[i] = w->heap[c];
+        i = c;
+    }
+    if (w->n)
+        w->heap[i] = last;
+}
+
+int sr_arw_next(sr_arw *w, uint32_t *unit, uint32_t *slot)
+{
+    if (w->n == 0)
+        return 0;
+    uint32_t u = (uint32_t)(w->heap[0] >> 32);
+    if (w->inflight >= w->cwnd && u != w->base)
+        return 0;
+    *unit = u;
+    *slot = (uint32_t)w->heap[0];
+    heap_pop(w);
+    w->inflight++;
+    if (u >= w->sent_hi)
+        w->sent_hi = u + 1;
+    return 1;
+}
+
+void sr_arw_answered(sr_arw *w, uint32_t base)
+{
+    if (w->inflight)
+        w->inflight--;
+    w->base = base;
+    if (w->cwnd < w->cwnd_max && ++w->cwnd_acc >= w->cwnd) {
+        w->cwnd++;
+        w->cwnd_acc = 0;
+    }
+}
+
+void sr_arw_rtt(sr_arw *w, uint64_t rtt_ns)
+{
+    if (w->min_rtt_ns == 0 || rtt_ns < w->min_rtt_ns)
+        w->min_rtt_ns = rtt_ns ? rtt_ns : 1;
+    else /* forget an old minimum over about a thousand answers */
+        w->min_rtt_ns += (rtt_ns - w->min_rtt_ns) / 1024;
+}
+
+int sr_arw_loss(sr_arw *w, uint32_t unit, uint64_t srtt_ns)
+{
+    if (unit < w->recover || w->min_rtt_ns == 0 ||
+        srtt_ns < 2 * w->min_rtt_ns + SR_ARW_QUEUE_NS)
+        return 0;
+    w->cwnd = w->cwnd / 2 > w->cwnd_min ? w->cwnd / 2 : w->cwnd_min;
+    w->cwnd_acc = 0;
+    w->recover = w->sent_hi;
+    return 1;
+}

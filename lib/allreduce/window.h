@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * window.h - the allreduce's congestion window: how many rounds a worker
+ * may have in flight, adapted to congestion (AIMD), and which ready round
+ * goes next.
+ *
+ * The rounds of a call are numbered in the order every worker sends them,
+ * its "units" (allreduce.c). A round is ready once its slot's previous
+ * round is answered; ready rounds go out lowest unit first, while fewer
+ * than cwnd rounds are in flight. The lowest unit not yet answered (the
+ * base) may always go: so no worker waits for another forever. The unit
+ * no worker has the answer of yet is, on every worker, the base or below
+ * it (answers below it come back without the others, as shadow copies),
+ * so every worker sends it.
+ *
+ * cwnd starts at the slots (then only the slots limit), grows by one per
+ * cwnd answers back up to them, and halves, at most once per window of
+ * rounds sent, on a loss seen while the path is queueing: the smoothed
+ * answer delay at least twice the smallest seen plus SR_ARW_QUEUE_NS. A
+ * loss on a path without a queue (a lossy link, a drop by a busy host) is
+ * not congestion: halving would only slow the job.
+ */
+#ifndef SERENE_ALLREDUCE_WINDOW_H
+#define SERENE_ALLREDUCE_WINDOW_H
+
+#include <stdint.h>
+
+/* Queueing delay above twice the base delay that counts as congestion. */
+#define SR_ARW_QUEUE_NS 200000ull
+
+typedef struct sr_arw {
+    uint64_t *heap;      /* ready rounds: unit << 32 | slot, a min-heap */
+    uint32_t n, cap;
+    uint32_t inflight;   /* rounds sent and not yet answered */
+    uint32_t cwnd, cwnd_min, cwnd_max, cwnd_acc;
+    uint32_t base;       /* lowest unit not yet answered */
+    uint32_t sent_hi;    /* units below it were sent */
+    uint32_t recover;    /* a loss of a unit below it does not halve again */
+    uint64_t min_rtt_ns; /* smallest answer delay, drifting up slowly; 0 = none */
+} sr_arw;
+
+/* A window over slots slots (>= 1). Returns 0 or -ENOMEM / -EINVAL. */
+int sr_arw_init(sr_arw *w, uint32_t slots);
+void sr_arw_fini(sr_arw *w);
+/* A new call: nothing ready or in flight; cwnd and the delays stay. */
+void sr_arw_begin(sr_arw *w);
+/* Slot slot's round of unit unit is ready. At most one per slot. */
+void sr_arw_ready(sr_arw *w, uint32_t unit, uint32_t slot);
+/* The next ready round the window admits: 1 with *unit and *slot (it now
+ * counts as in flight), or 0. */
+int sr_arw_next(sr_arw *w, uint32_t *unit, uint32_t *slot);
+/* A round in flight was answered; base = the new lowest unanswered unit. */
+void sr_arw_answered(sr_arw *w, uint32_t base);
+/* An answer delay of a round answered at its first try (no probe). */
+void sr_arw_rtt(sr_arw *w, uint64_t rtt_ns);
+/* Unit unit was lost; srtt_ns = the current smoothed answer delay.
+ * Returns 1 if that halved the window. */
+int sr_arw_loss(sr_arw *w, uint32_t unit, uint64_t srtt_ns);
+
+#endif /* SERENE_ALLREDUCE_WINDOW_H */

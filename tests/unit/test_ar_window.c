@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_ar_window.c - the allreduce's congestion window (window.h): ready
+ * rounds go out lowest unit first; at most cwnd in flight, except the
+ * base; a loss halves cwnd only on a queueing path and once per window of
+ * rounds sent, never below its floor; answers grow it back to the slots;
+ * and a model of the protocol (workers that see answers in different
+ * orders, windows cut to the floor) always completes every round.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "allreduce/window.h"
+
+#define US 1000ull
+
+static void test_init_rejects_bad_args(void **state)
+{
+    (void)state;
+    sr_arw w;
+    assert_int_equal(sr_arw_init(&w, 0), -EINVAL);
+    assert_int_equal(sr_arw_init(NULL, 4), -EINVAL);
+}
+
+static void test_lowest_unit_first(void **state)
+{
+    (void)state;
+    sr_arw w;
+    uint32_t u, s;
+    static const uint32_t units[] = {13, 2, 7, 0, 9, 4, 11, 6};
+
+    assert_int_equal(sr_arw_init(&w, 8), 0);
+    for (unsigned i = 0; i < 8; i++)
+        sr_arw_ready(&w, units[i], units[i] % 8);
+    for (uint32_t want = 0, k = 0; k < 8; k++) {
+        assert_true(sr_arw_next(&w, &u, &s));
+        assert_true(u >= want);
+        assert_int_equal(s, u % 8);
+        want = u + 1;
+    }
+    assert_false(sr_arw_next(&w, &u, &s));
+    assert_int_equal(w.inflight, 8);
+    assert_int_equal(w.sent_hi, 14);
+    sr_arw_fini(&w);
+}
+
+/* Cut to the floor, the window admits cwnd rounds, then only the base. */
+static void test_cwnd_limits_but_base_goes(void **state)
+{
+    (void)state;
+    sr_arw w;
+    uint32_t u, s;
+
+    assert_int_equal(sr_arw_init(&w, 8), 0);
+    sr_arw_rtt(&w, 10 * US);
+    for (int i = 0; i < 3; i++) {
+        w.recover = 0;
+        sr_arw_loss(&w, 0, 1000 * US);
+    }
+    assert_int_equal(w.cwnd, 2);
+    sr_arw_begin(&w);
+    for (uint32_t k = 1; k < 6; k++)
+        sr_arw_ready(&w, k, k);
+    assert_true(sr_arw_next(&w, &u, &s));
+    assert_true(sr_arw_next(&w, &u, &s));
+    assert_int_equal(u, 2);
+    assert_false(sr_arw_next(&w, &u, &s)); /* two in flight */
+    sr_arw_ready(&w, 0, 0);                /* the base is ready: it goes anyway */
+    assert_true(sr_arw_next(&w, &u, &s));
+    assert_int_equal(u, 0);
+    assert_int_equal(w.inflight, 3);
+    assert_false(sr_arw_next(&w, &u, &s));
+    sr_arw_answered(&w, 1);
+    sr_arw_answered(&w, 1);
+    assert_true(sr_arw_next(&w, &u, &s));
+    assert_int_equal(u, 3);
+    sr_arw_fini(&w);
+}
+
+static void test_loss_halves_only_when_queueing(void **state)
+{
+    (void)state;
+    sr_arw w;
+    uint32_t u, s;
+
+    assert_int_equal(sr_arw_init(&w, 64), 0);
+    assert_int_equal(sr_arw_loss(&w, 0, 10000 * US), 0); /* no delay seen yet */
+    sr_arw_rtt(&w, 50 * US);
+    sr_arw_rtt(&w, 80 * US);
+    assert_true(w.min_rtt_ns >= 50 * US && w.min_rtt_ns < 51 * US); /* drifts up a little */
+    /* 2 * 50 us + 200 us = 300 us: a lossy path without a queue. */
+    assert_int_equal(sr_arw_loss(&w, 0, 299 * US), 0);
+    assert_int_equal(w.cwnd, 64);
+    for (uint32_t k = 0; k < 40; k++)
+        sr_arw_ready(&w, k, k);
+    while (sr_arw_next(&w, &u, &s))
+        ;
+    assert_int_equal(sr_arw_loss(&w, 3, 303 * US), 1);
+    assert_int_equal(w.cwnd, 32);
+    assert_int_equal(sr_arw_loss(&w, 39, 900 * US), 0); /* same window of rounds */
+    assert_int_equal(w.cwnd, 32);
+    sr_arw_ready(&w, 40, 40);
+    assert_false(sr_arw_next(&w, &u, &s)); /* 40 in flight, more than 32 */
+    for (int i = 0; i < 9; i++)
+        sr_arw_answered(&w, 0);
+    assert_true(sr_arw_next(&w, &u, &s));
+    assert_int_equal(u, 40);
+    assert_int_equal(sr_arw_loss(&w, 40, 900 * US), 1); /* sent after the cut */
+    assert_int_equal(w.cwnd, 16);
+    for (int i = 0; i < 10; i++) {
+        w.recover = 0;
+        sr_arw_loss(&w, 40, 900 * US);
+    }
+    assert_int_equal(w.cwnd, 2); /* the floor */
+    sr_arw_fini(&w);
+}
+
+static void test_answers_grow_back_to_the_slots(void **state)
+{
+    (void)state;
+    sr_arw w;
+    unsigned answers = 0;
+
+    assert_int_equal(sr_arw_init(&w, 16), 0);
+    sr_arw_rtt(&w, 10 * US);
+    sr_arw_loss(&w, 0, 1000 * US);
+    assert_int_equal(w.cwnd, 8);
+    while (w.cwnd < 16 && answers < 1000) {
+        sr_arw_answered(&w, 0);
+        answers++;
+    }
+    /* 8 + 9 + ... + 15 answers: one more per window. */
+    assert_int_equal(answers, 8 + 9 + 10 + 11 + 12 + 13 + 14 + 15);
+    for (int i = 0; i < 100; i++)
+        sr_arw_answered(&w, 0);
+    assert_int_equal(w.cwnd, 16);
+    sr_arw_fini(&w);
+}
+
+static void test_rtt_minimum_drifts_up(void **state)
+{
+    (void)state;
+    sr_arw w;
+
+    assert_int_equal(sr_arw_init(&w, 4), 0);
+    sr_arw_rtt(&w, 0);
+    assert_int_equal(w.min_rtt_ns, 1);
+    sr_arw_rtt(&w, 100 * US);
+    for (int i = 0; i < 20000; i++)
+        sr_arw_rtt(&w, 100 * US);
+    assert_true(w.min_rtt_ns > 90 * US && w.min_rtt_ns <= 100 * US);
+    sr_arw_fini(&w);
+}
+
+/* ---- a model of the protocol --------------------------------------------------- */
+
+enum { MW = 4, MSLOTS = 8, MUNITS = 8 + 200 };
+
+typedef struct mworker {
+    sr_arw w;
+    uint32_t ndone[MSLOTS], base;
+    uint32_t inbox[MUNITS], n_in; /* answers sent to it, not yet read */
+    uint32_t done;
+} mworker;
+
+static void msend(mworker *wk, unsigned n, uint8_t *cnt, unsigned me)
+{
+    uint32_t u, s;
+    while (sr_arw_next(&wk[me].w, &u, &s)) {
+        assert_int_equal(s, u % MSLOTS);
+        if (++cnt[u] == n) /* complete: the answer goes to everyone */
+            for (unsigned k = 0; k < n; k++)
+                wk[k].inbox[wk[k].n_in++] = u;
+    }
+}
+
+/* Workers read their answers in random orders; every worker's window is
+ * cut to the floor at the start, some again later. Every round completes. */
+static void test_model_always_completes(void **state)
+{
+    (void)state;
+    static mworker wk[MW];
+    static uint8_t cnt[MUNITS];
+
+    for (unsigned seed = 1; seed <= 50; seed++) {
+        unsigned n = 2 + seed % (MW - 1);
+        srand(seed);
+        memset(cnt, 0, sizeof cnt);
+        for (unsigned k = 0; k < n; k++) {
+            memset(&wk[k], 0, sizeof wk[k]);
+            assert_int_equal(sr_arw_init(&wk[k].w, MSLOTS), 0);
+            sr_arw_rtt(&wk[k].w, 10 * US);
+            for (unsigned c = 0; c < k + 2; c++) {
+                wk[k].w.recover = 0;
+                sr_arw_loss(&wk[k].w, 0, 1000 * US);
+            }
+            for (uint32_t s = 0; s < MSLOTS; s++)
+                sr_arw_ready(&wk[k].w, s, s);
+        }
+        for (unsigned k = 0; k < n; k++)
+            msend(wk, n, cnt, k);
+        unsigned steps = 0, finished = 0;
+        while (finished < n && steps++ < 100000) {
+            unsigned k = (unsigned)rand() % n;
+            mworker *m = &wk[k];
+            if (!m->n_in)
+                continue;
+            unsigned i = (unsigned)rand() % m->n_in;
+            uint32_t u = m->inbox[i];
+            m->inbox[i] = m->inbox[--m->n_in];
+            m->ndone[u % MSLOTS]++;
+            while (m->base < MUNITS && m->base / MSLOTS < m->ndone[m->base % MSLOTS])
+                m->base++;
+            sr_arw_answered(&m->w, m->base);
+            if (u + MSLOTS < MUNITS)
+                sr_arw_ready(&m->w, u + MSLOTS, u % MSLOTS);
+            if (rand() % 50 == 0) {
+                m->w.recover = 0;
+                sr_arw_loss(&m->w, u, 1000 * US);
+            }
+            msend(wk, n, cnt, k);
+            if (++m->done == MUNITS)
+                finished++;
+        }
+        for (unsigned k = 0; k < n; k++) {
+            assert_int_equal(wk[k].done, MUNITS);
+            assert_int_equal(wk[k].base, MUNITS);
+            sr_arw_fini(&wk[k].w);
+        }
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_init_rejects_bad_args),
+        cmocka_unit_test(test_lowest_unit_first),
+        cmocka_unit_test(test_cwnd_limits_but_base_goes),
+        cmocka_unit_test(test_loss_halves_only_when_queueing),
+        cmocka_unit_test(test_answers_grow_back_to_the_slots),
+        cmocka_unit_test(test_rtt_minimum_drifts_up),
+        cmocka_unit_test(test_model_always_completes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
