@@ -297,7 +297,7 @@ static void on_ar_answer(void *self, sr_engine *e, serene_op *op, const sr_hdr *
         ar->chunks_done++;
     }
     if (!sl->probe_ns && !sl->resent)
-        sr_arw_rtt(&ar->win, now - sl->sent_ns);
+        sr_arw_rtt(&ar->win, now - sl->sent_ns, now);
     window_answered(ar, sl);
     if (sl->next_chunk < ar->n_chunks) {
         sl->wait_exp = h->next_exp;

@@ -14,9 +14,10 @@ int sr_arw_init(sr_arw *w, uint32_t slots)
         return -ENOMEM;
     w->cap = slots;
     w->cwnd = w->cwnd_max = slots;
-    w->cwnd_min = slots < 2 ? slots : 2;
+    w->cwnd_min = slots / SR_ARW_FLOOR_DIV > 2 ? slots / SR_ARW_FLOOR_DIV : slots < 2 ? slots : 2;
     w->cwnd_acc = 0;
-    w->min_rtt_ns = 0;
+    w->min_rtt_ns = w->min_cur_ns = w->min_prev_ns = 0;
+    w->period_ns = 0;
     sr_arw_begin(w);
     return 0;
 }
@@ -94,12 +95,20 @@ void sr_arw_answered(sr_arw *w, uint32_t base)
     }
 }
 
-void sr_arw_rtt(sr_arw *w, uint64_t rtt_ns)
+void sr_arw_rtt(sr_arw *w, uint64_t rtt_ns, uint64_t now_ns)
 {
-    if (w->min_rtt_ns == 0 || rtt_ns < w->min_rtt_ns)
-        w->min_rtt_ns = rtt_ns ? rtt_ns : 1;
-    else /* forget an old minimum over about a thousand answers */
-        w->min_rtt_ns += (rtt_ns - w->min_rtt_ns) / 1024;
+    if (rtt_ns == 0)
+        rtt_ns = 1;
+    if (w->min_cur_ns == 0 || now_ns - w->period_ns >= SR_ARW_MIN_PERIOD_NS) {
+        int two = w->min_cur_ns && now_ns - w->period_ns >= 2 * SR_ARW_MIN_PERIOD_NS;
+        w->min_prev_ns = two ? 0 : w->min_cur_ns;
+        w->min_cur_ns = rtt_ns;
+        w->period_ns = now_ns;
+    } else if (rtt_ns < w->min_cur_ns) {
+        w->min_cur_ns = rtt_ns;
+    }
+    w->min_rtt_ns = w->min_prev_ns && w->min_prev_ns < w->min_cur_ns ? w->min_prev_ns
+                                                                     : w->min_cur_ns;
 }
 
 int sr_arw_loss(sr_arw *w, uint32_t unit, uint64_t srtt_ns)

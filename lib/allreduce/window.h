@@ -25,6 +25,17 @@
 
 #include <stdint.h>
 
+/* The window never falls below slots / SR_ARW_FLOOR_DIV (nor 2): in-network
+ * aggregation loses a round when any of N workers loses a packet, so loss
+ * is N times noisier a signal than for one TCP flow, and each loss costs a
+ * timeout; a window cut to a few rounds would make random loss (which
+ * the delay test cannot always tell from a queue, e.g. on a host whose
+ * cores are all busy) cost more than the congestion it avoids. */
+#define SR_ARW_FLOOR_DIV 4
+/* The base delay is the smallest of the last 5 to 10 s: long enough that a
+ * standing queue does not become the base, short enough to follow a path
+ * that changed. */
+#define SR_ARW_MIN_PERIOD_NS 5000000000ull
 /* Queueing delay above twice the base delay that counts as congestion. */
 #define SR_ARW_QUEUE_NS 200000ull
 
@@ -36,7 +47,10 @@ typedef struct sr_arw {
     uint32_t base;       /* lowest unit not yet answered */
     uint32_t sent_hi;    /* units below it were sent */
     uint32_t recover;    /* a loss of a unit below it does not halve again */
-    uint64_t min_rtt_ns; /* smallest answer delay, drifting up slowly; 0 = none */
+    uint64_t min_rtt_ns;   /* smallest answer delay of the last one or two periods; 0 = none */
+    uint64_t min_cur_ns;   /* ... of this period (0 = none yet) */
+    uint64_t min_prev_ns;  /* ... of the period before (0 = none) */
+    uint64_t period_ns;    /* when this period began */
 } sr_arw;
 
 /* A window over slots slots (>= 1). Returns 0 or -ENOMEM / -EINVAL. */
@@ -51,8 +65,9 @@ void sr_arw_ready(sr_arw *w, uint32_t unit, uint32_t slot);
 int sr_arw_next(sr_arw *w, uint32_t *unit, uint32_t *slot);
 /* A round in flight was answered; base = the new lowest unanswered unit. */
 void sr_arw_answered(sr_arw *w, uint32_t base);
-/* An answer delay of a round answered at its first try (no probe). */
-void sr_arw_rtt(sr_arw *w, uint64_t rtt_ns);
+/* An answer delay of a round answered at its first try (no probe), at
+ * now_ns (monotonic). */
+void sr_arw_rtt(sr_arw *w, uint64_t rtt_ns, uint64_t now_ns);
 /* Unit unit was lost; srtt_ns = the current smoothed answer delay.
  * Returns 1 if that halved the window. */
 int sr_arw_loss(sr_arw *w, uint32_t unit, uint64_t srtt_ns);

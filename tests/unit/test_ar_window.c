@@ -3,7 +3,8 @@
  * test_ar_window.c - the allreduce's congestion window (window.h): ready
  * rounds go out lowest unit first; at most cwnd in flight, except the
  * base; a loss halves cwnd only on a queueing path and once per window of
- * rounds sent, never below its floor; answers grow it back to the slots;
+ * rounds sent, never below its floor (a quarter of the slots, at least
+ * 2); answers grow it back to the slots;
  * and a model of the protocol (workers that see answers in different
  * orders, windows cut to the floor) always completes every round.
  */
@@ -59,7 +60,7 @@ static void test_cwnd_limits_but_base_goes(void **state)
     uint32_t u, s;
 
     assert_int_equal(sr_arw_init(&w, 8), 0);
-    sr_arw_rtt(&w, 10 * US);
+    sr_arw_rtt(&w, 10 * US, 1);
     for (int i = 0; i < 3; i++) {
         w.recover = 0;
         sr_arw_loss(&w, 0, 1000 * US);
@@ -92,9 +93,9 @@ static void test_loss_halves_only_when_queueing(void **state)
 
     assert_int_equal(sr_arw_init(&w, 64), 0);
     assert_int_equal(sr_arw_loss(&w, 0, 10000 * US), 0); /* no delay seen yet */
-    sr_arw_rtt(&w, 50 * US);
-    sr_arw_rtt(&w, 80 * US);
-    assert_true(w.min_rtt_ns >= 50 * US && w.min_rtt_ns < 51 * US); /* drifts up a little */
+    sr_arw_rtt(&w, 50 * US, 1);
+    sr_arw_rtt(&w, 80 * US, 2);
+    assert_int_equal(w.min_rtt_ns, 50 * US);
     /* 2 * 50 us + 200 us = 300 us: a lossy path without a queue. */
     assert_int_equal(sr_arw_loss(&w, 0, 299 * US), 0);
     assert_int_equal(w.cwnd, 64);
@@ -102,7 +103,7 @@ static void test_loss_halves_only_when_queueing(void **state)
         sr_arw_ready(&w, k, k);
     while (sr_arw_next(&w, &u, &s))
         ;
-    assert_int_equal(sr_arw_loss(&w, 3, 303 * US), 1);
+    assert_int_equal(sr_arw_loss(&w, 3, 300 * US), 1);
     assert_int_equal(w.cwnd, 32);
     assert_int_equal(sr_arw_loss(&w, 39, 900 * US), 0); /* same window of rounds */
     assert_int_equal(w.cwnd, 32);
@@ -114,11 +115,19 @@ static void test_loss_halves_only_when_queueing(void **state)
     assert_int_equal(u, 40);
     assert_int_equal(sr_arw_loss(&w, 40, 900 * US), 1); /* sent after the cut */
     assert_int_equal(w.cwnd, 16);
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0; i < 4; i++) {
         w.recover = 0;
         sr_arw_loss(&w, 40, 900 * US);
     }
-    assert_int_equal(w.cwnd, 2); /* the floor */
+    assert_int_equal(w.cwnd, 64 / SR_ARW_FLOOR_DIV); /* the floor: a quarter of the slots */
+    sr_arw_fini(&w);
+    assert_int_equal(sr_arw_init(&w, 4), 0); /* few slots: the floor is 2 */
+    sr_arw_rtt(&w, 10 * US, 1);
+    for (int i = 0; i < 3; i++) {
+        w.recover = 0;
+        sr_arw_loss(&w, 0, 900 * US);
+    }
+    assert_int_equal(w.cwnd, 2);
     sr_arw_fini(&w);
 }
 
@@ -129,7 +138,7 @@ static void test_answers_grow_back_to_the_slots(void **state)
     unsigned answers = 0;
 
     assert_int_equal(sr_arw_init(&w, 16), 0);
-    sr_arw_rtt(&w, 10 * US);
+    sr_arw_rtt(&w, 10 * US, 1);
     sr_arw_loss(&w, 0, 1000 * US);
     assert_int_equal(w.cwnd, 8);
     while (w.cwnd < 16 && answers < 1000) {
@@ -144,18 +153,31 @@ static void test_answers_grow_back_to_the_slots(void **state)
     sr_arw_fini(&w);
 }
 
-static void test_rtt_minimum_drifts_up(void **state)
+/* The base delay is the minimum of the last one or two periods: a standing
+ * queue of a few seconds does not become the base; a path that got slower
+ * for good does after two periods. */
+static void test_rtt_minimum_over_periods(void **state)
 {
     (void)state;
     sr_arw w;
+    const uint64_t P = SR_ARW_MIN_PERIOD_NS;
 
     assert_int_equal(sr_arw_init(&w, 4), 0);
-    sr_arw_rtt(&w, 0);
+    sr_arw_rtt(&w, 0, 1);
     assert_int_equal(w.min_rtt_ns, 1);
-    sr_arw_rtt(&w, 100 * US);
-    for (int i = 0; i < 20000; i++)
-        sr_arw_rtt(&w, 100 * US);
-    assert_true(w.min_rtt_ns > 90 * US && w.min_rtt_ns <= 100 * US);
+    sr_arw_rtt(&w, 100 * US, 1 + P); /* a new period: the old one still counts */
+    assert_int_equal(w.min_rtt_ns, 1);
+    for (uint64_t t = 0; t < 100000; t++) /* a queue of 9 ms for most of a period */
+        sr_arw_rtt(&w, 9000 * US, 2 + P + t * (P / 200000));
+    assert_int_equal(w.min_rtt_ns, 1);
+    sr_arw_rtt(&w, 9000 * US, 1 + 2 * P); /* the first period is forgotten */
+    assert_int_equal(w.min_rtt_ns, 100 * US);
+    sr_arw_rtt(&w, 9000 * US, 1 + 3 * P);
+    assert_int_equal(w.min_rtt_ns, 9000 * US);
+    sr_arw_rtt(&w, 7000 * US, 2 + 3 * P);
+    assert_int_equal(w.min_rtt_ns, 7000 * US);
+    sr_arw_rtt(&w, 8000 * US, 1 + 6 * P); /* two periods of silence: both forgotten */
+    assert_int_equal(w.min_rtt_ns, 8000 * US);
     sr_arw_fini(&w);
 }
 
@@ -196,7 +218,7 @@ static void test_model_always_completes(void **state)
         for (unsigned k = 0; k < n; k++) {
             memset(&wk[k], 0, sizeof wk[k]);
             assert_int_equal(sr_arw_init(&wk[k].w, MSLOTS), 0);
-            sr_arw_rtt(&wk[k].w, 10 * US);
+            sr_arw_rtt(&wk[k].w, 10 * US, 1);
             for (unsigned c = 0; c < k + 2; c++) {
                 wk[k].w.recover = 0;
                 sr_arw_loss(&wk[k].w, 0, 1000 * US);
@@ -245,7 +267,7 @@ int main(void)
         cmocka_unit_test(test_cwnd_limits_but_base_goes),
         cmocka_unit_test(test_loss_halves_only_when_queueing),
         cmocka_unit_test(test_answers_grow_back_to_the_slots),
-        cmocka_unit_test(test_rtt_minimum_drifts_up),
+        cmocka_unit_test(test_rtt_minimum_over_periods),
         cmocka_unit_test(test_model_always_completes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
