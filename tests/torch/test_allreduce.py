@@ -124,6 +124,8 @@ def main():
             f"({(1 << 24) * 8 / min(times) / 1e9:.2f} Gbit/s of tensor)")
     st = serene_torch.stats()
     check(st["saturations"] == 0, f"saturations {st['saturations']}")
+    for k in ("probes", "held", "window_cuts"):  # every counter of serene_stats
+        check(k in st and st[k] >= 0, f"stats() lacks {k}: {sorted(st)}")
     gloo_done()
     serene_torch.finalize()
     check(not serene_torch.is_initialized(), "finalize left the context")

@@ -260,6 +260,9 @@ static c10::Dict<std::string, int64_t> op_stats()
     put("clock_wait_ns", s.clock_wait_ns);
     put("holds", s.holds);
     put("releases", s.releases);
+    put("probes", s.probes);
+    put("held", s.held);
+    put("window_cuts", s.window_cuts);
     return d;
 }
 
