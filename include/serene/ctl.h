@@ -106,6 +106,7 @@ typedef struct serene_ctl_job {
     uint32_t ring;            /* default 64 */
     uint32_t first_clock;     /* default 0 */
     serene_ctl_worker workers[SERENE_CTL_MAX_WORKERS];
+    uint64_t token;           /* admission token a JOIN must carry; default 0 (none) */
 } serene_ctl_job;
 
 /* Parse a job file (key = value lines; see lib/ctl/README.md) from

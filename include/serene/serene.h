@@ -90,7 +90,8 @@ extern "C" {
     X(RANGE, 16, "access beyond the store's capacity")                         \
     X(SHUTDOWN, 17, "context is shutting down")                                \
     X(JOB_IN_USE, 18, "the job's previous run still has workers bound at the switch")     \
-    X(CONCURRENT, 19, "another thread is inside a call on this context")
+    X(CONCURRENT, 19, "another thread is inside a call on this context")            \
+    X(DENIED, 20, "the switch refused the job's admission token (SERENE_JOB_TOKEN)")
 
 typedef enum serene_err {
     SERENE_OK = 0,
@@ -267,7 +268,12 @@ typedef struct serene_ctx serene_ctx;
  * SERENE_ERR_NOTMEMBER, SERENE_ERR_STALE, SERENE_ERR_PROTO,
  * SERENE_ERR_JOB_IN_USE (a new job_nonce while workers of the job's previous
  * run are still bound: they leave when their contexts are destroyed, or the
- * operator resets the job on the switch), or -errno. */
+ * operator resets the job on the switch), SERENE_ERR_DENIED (the JOIN did
+ * not carry the job's admission token), or -errno.
+ * The admission token is read here from the environment, SERENE_JOB_TOKEN
+ * (1 to 16 hex digits; unset: none, which only a job without a token
+ * admits; serene-run sets a fresh one per launch); this struct has no room
+ * left for it. A malformed value fails with SERENE_ERR_CONFIG. */
 SERENE_API int serene_ctx_create(serene_ctx **ctx, const serene_config *cfg);
 
 /* Stop the data-path thread, tell the switch this worker leaves (best

@@ -52,6 +52,22 @@ SERENE_API void serene_config_init(serene_config *cfg)
     cfg->log_cookie = NULL;
 }
 
+int sr_config_job_token(const sr_log *log, uint64_t *token)
+{
+    const char *v = getenv("SERENE_JOB_TOKEN");
+    size_t n = v ? strlen(v) : 0;
+
+    *token = 0;
+    if (!v)
+        return 0;
+    if (n < 1 || n > 16 || strspn(v, "0123456789abcdefABCDEF") != n) {
+        SR_ERR(log, "SERENE_JOB_TOKEN: not 1 to 16 hex digits");
+        return SERENE_ERR_CONFIG;
+    }
+    *token = strtoull(v, NULL, 16);
+    return 0;
+}
+
 /* The one integer syntax of every SERENE_* number: decimal digits only.
  * No sign (no variable has a meaningful negative value), no blank, no 0x,
  * and leading zeros stay decimal ("010" is ten): strtol's base 0 made

@@ -135,7 +135,7 @@ SERENE_API int serene_ctx_create(serene_ctx **pctx, const serene_config *cfg)
     serene_ctx *ctx = ctx_map(cfg, &log);
     if (!ctx)
         return SERENE_ERR_NOMEM;
-    if ((rc = ctx_setup(ctx, cfg, tp))) {
+    if ((rc = sr_config_job_token(&log, &ctx->join.admission)) || (rc = ctx_setup(ctx, cfg, tp))) {
         serene_ctx_destroy(&ctx);
         return rc;
     }

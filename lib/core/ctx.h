@@ -21,6 +21,7 @@
  * leaves it when the context is destroyed. */
 typedef struct sr_join {
     uint32_t token;     /* this context's identity in JOIN */
+    uint64_t admission; /* the job's admission token (SERENE_JOB_TOKEN; 0: none) */
     _Atomic int joined; /* the switch bound this worker: LEAVE at destroy */
 } sr_join;
 extern const sr_op_class sr_join_class;

@@ -58,6 +58,10 @@ static void join_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
     sr_hdr_base(e, &h, SR_OP_JOIN);
     h.seq = j->token;
     h.aux = e->cfg.job_nonce;
+    /* The payload (the admission token, padded) follows the header in
+     * ctl_msg, which sr_ctl_send packs the header into. */
+    h.count = SR_JOIN_REQ_WORDS;
+    sr_join_req_pack(e->ctl_msg + SR_WIRE_HDR_LEN, &(sr_join_req){.token = j->admission});
     sr_rel_set_deadline(&e->rel, op->deadline_ns);
     sr_ctl_send(e, &h, now);
 }

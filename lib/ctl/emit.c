@@ -102,9 +102,9 @@ static void emit_bmv2(FILE *f, const serene_ctl_policy *p, const serene_ctl_job 
                     (unsigned)j->workers[w].sw_port);
     }
     fprintf(f, "table_add job_table set_job %u => %" PRIu32 " %" PRIu64 " %" PRIu32 " %" PRIu32
-               " %u\n",
+               " %u %" PRIu64 "\n",
             (unsigned)j->id, j->n_workers, full_mask(j->n_workers), j->ring - 1, j->store_words,
-            (unsigned)j->mcast_group);
+            (unsigned)j->mcast_group, j->token);
     for (uint32_t w = 0; w < j->n_workers; w++) {
         ipv4(j->workers[w].addr, a, sizeof a);
         fprintf(f, "table_add worker_table set_worker %s %u => %u %" PRIu32 "\n", a,

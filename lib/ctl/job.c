@@ -9,6 +9,7 @@
  *   mcast_group = G          1..65535 (default ID + 1)
  *   ring = R                 power of 2 in 2..4096 (default 64)
  *   first_clock = C          (default 0)
+ *   token = HEX              admission token, 1 to 16 hex digits (default none)
  *   worker.RANK = A.B.C.D:PORT      each rank 0..N-1 exactly once (required)
  *   worker.RANK.port = P     switch port of the rank (default RANK + 1)
  *
@@ -89,7 +90,7 @@ typedef struct job_parser {
     char *err;
     size_t errcap;
     int lineno;
-    int l_job, l_workers, l_store, l_group, l_ring, l_first;
+    int l_job, l_workers, l_store, l_group, l_ring, l_first, l_token;
     int l_addr[SERENE_CTL_MAX_WORKERS], l_port[SERENE_CTL_MAX_WORKERS];
     int l_rank_max;
     uint32_t rank_max;
@@ -171,7 +172,7 @@ static int parse_scalar_key(job_parser *jp, const char *key, const char *val)
     else {
         ctl_errf(jp->err, jp->errcap,
                  "%s:%d: unknown key '%.40s' (job, workers, store, mcast_group, ring, "
-                 "first_clock, worker.RANK, worker.RANK.port)",
+                 "first_clock, token, worker.RANK, worker.RANK.port)",
                  name, lineno, key);
         return -EINVAL;
     }
@@ -209,6 +210,26 @@ static int parse_scalar_key(job_parser *jp, const char *key, const char *val)
     return 0;
 }
 
+/* token = 1 to 16 hex digits, not all zero. */
+static int parse_token_key(job_parser *jp, const char *val)
+{
+    size_t n = strlen(val);
+
+    if (jp->l_token) {
+        ctl_errf(jp->err, jp->errcap, "%s:%d: 'token' given twice (first at line %d)", jp->name,
+                 jp->lineno, jp->l_token);
+        return -EINVAL;
+    }
+    jp->l_token = jp->lineno;
+    if (n < 1 || n > 16 || strspn(val, "0123456789abcdefABCDEF") != n ||
+        !(jp->job->token = strtoull(val, NULL, 16))) {
+        ctl_errf(jp->err, jp->errcap, "%s:%d: token is not 1 to 16 hex digits (not all zero)",
+                 jp->name, jp->lineno);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 /* One line of n bytes at p, without its newline: comment, blank or key. */
 static int parse_line(job_parser *jp, const char *p, size_t n)
 {
@@ -235,6 +256,8 @@ static int parse_line(job_parser *jp, const char *p, size_t n)
     char *key = trim(line), *val = trim(eq + 1);
     if (!strncmp(key, "worker.", 7))
         return parse_worker_key(jp, key, val);
+    if (!strcmp(key, "token"))
+        return parse_token_key(jp, val);
     return parse_scalar_key(jp, key, val);
 }
 

@@ -71,8 +71,9 @@ void sr_slot_resend(sr_engine *e, uint32_t s)
 void sr_ctl_send(sr_engine *e, const sr_hdr *h, uint64_t now)
 {
     sr_hdr_pack(e->ctl_msg, h);
+    e->ctl_len = SR_WIRE_HDR_LEN + 4u * h->count;
     e->ctl_armed = 1;
-    sr_tx_queue(e, e->ctl_msg, SR_WIRE_HDR_LEN);
+    sr_tx_queue(e, e->ctl_msg, e->ctl_len);
     sr_rel_arm(&e->rel, 0, now);
 }
 
@@ -120,6 +121,8 @@ int sr_map_status(unsigned st)
         return SERENE_ERR_RANGE;
     case SR_ST_JOB_IN_USE:
         return SERENE_ERR_JOB_IN_USE;
+    case SR_ST_DENIED:
+        return SERENE_ERR_DENIED;
     default:
         return SERENE_ERR_PROTO;
     }
@@ -200,7 +203,7 @@ static void on_timers(sr_engine *e, uint64_t now)
         for (uint32_t i = 0; i < n; i++) {
             if (e->ctl_armed) {
                 e->ctl_msg[SR_WIRE_OFF_FLAGS] |= SR_FLAG_RETRANSMIT;
-                sr_tx_queue(e, e->ctl_msg, SR_WIRE_HDR_LEN);
+                sr_tx_queue(e, e->ctl_msg, e->ctl_len);
                 SR_STAT_ADD(e, retransmissions, 1);
             } else if (op->cls->on_expire) {
                 op->cls->on_expire(op->self, e, op, idx[i], now);

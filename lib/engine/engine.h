@@ -178,7 +178,8 @@ struct sr_engine {
     sr_rel rel;
     sr_slot *slots; /* window entries */
     uint8_t *slot_mem;
-    uint8_t ctl_msg[SR_WIRE_HDR_LEN]; /* the request of sr_ctl_send */
+    uint8_t ctl_msg[SR_WIRE_HDR_LEN + 16]; /* the request of sr_ctl_send */
+    uint32_t ctl_len;                       /* its bytes */
     int ctl_armed;                    /* timer 0 resends ctl_msg, not slot 0 */
     serene_op *cur;
     struct iovec txq[SR_TP_BURST];
@@ -256,8 +257,9 @@ void sr_slot_send(sr_engine *e, uint32_t s, uint16_t words, uint64_t now);
 /* Queue slot s's packet again, whole, marked RETRANSMIT, and count it in
  * stats.retransmissions; its timer is left as it is. */
 void sr_slot_resend(sr_engine *e, uint32_t s);
-/* Pack h as the one control request in flight (no payload), queue it and
- * start timer 0, which resends it. */
+/* Pack h as the one control request in flight, queue it and start timer 0,
+ * which resends it. Its payload (4 * h->count bytes, at most 16) is what
+ * the caller wrote at e->ctl_msg + SR_WIRE_HDR_LEN. */
 void sr_ctl_send(sr_engine *e, const sr_hdr *h, uint64_t now);
 /* A header with version, op, job and worker filled in. */
 void sr_hdr_base(const sr_engine *e, sr_hdr *h, uint8_t op);

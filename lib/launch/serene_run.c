@@ -47,6 +47,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -87,6 +88,9 @@ static const char help_text[] =
     "  --no-prefix         relay rank output without the \"[rank] \" prefix\n"
     "Ranks get SERENE_RANK, SERENE_LOCAL_RANK, SERENE_WORLD_SIZE, SERENE_JOB,\n"
     "SERENE_JOB_NONCE (fresh per launch), SERENE_SWITCH. Rank 0 inherits stdin.\n"
+    "With the embedded switch, the job takes a fresh random admission token\n"
+    "per launch, SERENE_JOB_TOKEN in the switch's and the ranks' environment;\n"
+    "with --switch, the ranks inherit SERENE_JOB_TOKEN as it is.\n"
     "Exit status: 0 all ranks exited 0; else the first failing rank's status\n"
     "(128+SIG if a signal killed it); 1 launcher or switch failure; 2 bad usage;\n"
     "124 --timeout; 126 PROGRAM not executable; 127 PROGRAM not found;\n"
@@ -311,7 +315,7 @@ static void remove_port_dir(struct launch *L)
 /* Start serene-switch and wait, bounded, for the port it bound. */
 static int start_switch(struct launch *L)
 {
-    char path[PATH_MAX], port_file[PATH_MAX + 8], job[64];
+    char path[PATH_MAX], port_file[PATH_MAX + 8], job[96];
     const char *tmp = getenv("TMPDIR");
     struct proc *sw = &L->procs[SWITCH_SLOT];
     if (find_switch(path, sizeof path))
@@ -333,7 +337,10 @@ static int start_switch(struct launch *L)
         k += snprintf(job + k, sizeof job - (size_t)k, ":%d",
                       L->o.elems ? L->o.elems : (int)SR_WIRE_DEF_ELEMS);
     if (L->o.slots)
-        snprintf(job + k, sizeof job - (size_t)k, ":%d", L->o.slots);
+        k += snprintf(job + k, sizeof job - (size_t)k, ":%d", L->o.slots);
+    /* The switch reads the token from its environment (fresh_token), not
+     * from argv, which every local user can read. */
+    snprintf(job + k, sizeof job - (size_t)k, ",token=env:SERENE_JOB_TOKEN");
 
     const char **argv = calloc((size_t)L->o.n_switch_args + 8, sizeof *argv);
     if (!argv) {
@@ -459,6 +466,23 @@ static uint32_t fresh_nonce(void)
     return v ? v : 1;
 }
 
+/* A fresh admission token for the embedded switch's job, in our
+ * environment, which the switch and the ranks inherit: 64 random bits
+ * (never 0, which means none), 16 hex digits. Returns 0, or -1 when no
+ * randomness is to be had: a guessable token would be worse than a
+ * failed launch. */
+static int fresh_token(void)
+{
+    uint64_t v = 0;
+    char hex[17];
+
+    while (v == 0)
+        if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
+            return -1;
+    snprintf(hex, sizeof hex, "%016" PRIx64, v);
+    return setenv("SERENE_JOB_TOKEN", hex, 1);
+}
+
 int main(int argc, char **argv)
 {
     static struct launch launch; /* ~10 KiB of procs: static, not stack */
@@ -510,7 +534,10 @@ int main(int argc, char **argv)
     L->nonce = fresh_nonce();
     if (L->o.switch_addr)
         snprintf(L->switch_addr, sizeof L->switch_addr, "%s", L->o.switch_addr);
-    else if (start_switch(L))
+    else if (fresh_token()) {
+        note("cannot draw an admission token: %s", strerror(errno));
+        stop(L, 1, now_ms());
+    } else if (start_switch(L))
         stop(L, 1, now_ms());
     if (!L->stopping)
         start_ranks(L);

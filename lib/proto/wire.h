@@ -103,8 +103,11 @@ _Static_assert(SR_WIRE_COUNT_POISON > SR_WIRE_MAX_ELEMS, "the poison mark is no 
 
 /* Ops. Requests go worker -> switch, answers switch -> worker. */
 #define SR_WIRE_OPS(X)                                                                             \
-    X(JOIN, 1, "join a job: seq = context token, aux = job nonce")                                \
-    /* payload = struct sr_join_params */                                                          \
+    /* payload = struct sr_join_req (the job's admission token), or none                          \
+     * (token 0) for a job that takes any. A JOIN whose token is not the                           \
+     * job's is answered ERROR DENIED, the same answer whatever its nonce,                         \
+     * worker id or the job's state, and changes nothing. */                                       \
+    X(JOIN, 1, "join a job: seq = context token, aux = job nonce; payload = admission token")     \
     X(JOIN_ACK, 2, "seq = token echoed; payload = join parameters (4 words)")                     \
     /* The worker's context ends. The switch unbinds it (no answer; best effort). */              \
     X(LEAVE, 4, "a worker's context ends: seq = token; the switch unbinds it")                    \
@@ -173,7 +176,10 @@ enum sr_wire_op { SR_WIRE_OPS(SR_WIRE_ENUM_OP) };
     X(CLOCK_AHEAD, 9, "CLOCK beyond the barrier ring: the worker ignored a HOLD")                 \
     /* JOIN with a new nonce while workers of the current incarnation are                         \
      * still bound: reset the job first. */                                                       \
-    X(JOB_IN_USE, 10, "new nonce while the current incarnation has bound workers")
+    X(JOB_IN_USE, 10, "new nonce while the current incarnation has bound workers")               \
+    /* Checked before anything else a JOIN says, so it tells a guessed                             \
+     * nonce right from wrong no more than a guessed token. */                                     \
+    X(DENIED, 11, "JOIN without the job's admission token")
 
 #define SR_WIRE_ENUM_ST(name, value, doc) SR_ST_##name = value,
 enum sr_wire_status { SR_WIRE_STATUSES(SR_WIRE_ENUM_ST) };
@@ -238,6 +244,16 @@ typedef struct sr_join_params {
 } sr_join_params;
 #define SR_JOIN_PARAMS_WORDS 4u
 
+/* Payload of SR_OP_JOIN: the job's 64-bit admission token (operator or
+ * launcher chosen; 0 = none) as 2 big-endian u32 words, high word first,
+ * then 2 zero words, so that a JOIN is as long as its JOIN_ACK and the
+ * handshake amplifies nothing. */
+typedef struct sr_join_req {
+    uint64_t token;
+} sr_join_req;
+#define SR_JOIN_REQ_WORDS 4u
+_Static_assert(SR_JOIN_REQ_WORDS >= SR_JOIN_PARAMS_WORDS, "a JOIN is never shorter than its answer");
+
 /* Write h as a 28-byte header at out. version is written as given (callers
  * set SR_WIRE_VERSION); shadow and slot are combined. */
 void sr_hdr_pack(uint8_t *out, const sr_hdr *h);
@@ -255,6 +271,10 @@ const char *sr_status_name(unsigned status);
 /* Big-endian u32 words of the join parameters. */
 void sr_join_params_pack(uint8_t *out, const sr_join_params *p);
 void sr_join_params_unpack(const uint8_t *in, sr_join_params *p);
+void sr_join_req_pack(uint8_t *out, const sr_join_req *r);
+/* The token of a JOIN's payload of count words (0 when count is 0); returns
+ * 0, or -1 when count is neither 0 nor SR_JOIN_REQ_WORDS. */
+int sr_join_req_unpack(const uint8_t *in, unsigned count, sr_join_req *r);
 
 /* Unaligned big-endian helpers. */
 static inline void sr_put_be16(uint8_t *p, uint16_t v)

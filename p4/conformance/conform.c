@@ -136,6 +136,7 @@ int cf_ctx_init(cf_ctx *c, const char *job_path, const char *policy_path,
     jp.pool_slots = c->slots;
     jp.store_words = c->job.store_words;
     jp.ring = c->job.ring;
+    jp.token = c->job.token;
     if (sr_pipe_job_params_check(&jp, &why)) {
         fprintf(stderr, "%s: %s\n", job_path, why);
         return -1;

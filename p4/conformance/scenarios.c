@@ -64,16 +64,46 @@ static int send_to(cf_ctx *c, unsigned w, const sr_hdr *h, const uint32_t *v, un
     return cf_send(c, w, 0, SR_WIRE_UDP_PORT, h, v, n);
 }
 
+/* JOIN of worker w with context token seq, nonce and admission token adm
+ * (sr_join_req's 4 words). */
+static int join(cf_ctx *c, unsigned w, uint32_t seq, uint32_t nonce, uint64_t adm)
+{
+    sr_hdr h = req(c, SR_OP_JOIN, w, seq);
+    uint32_t v[SR_JOIN_REQ_WORDS] = {(uint32_t)(adm >> 32), (uint32_t)adm, 0, 0};
+
+    h.aux = nonce;
+    h.count = SR_JOIN_REQ_WORDS;
+    return send_to(c, w, &h, v, SR_JOIN_REQ_WORDS);
+}
+
 static int join_all(cf_ctx *c)
 {
     int rc = 0;
 
-    for (unsigned w = 0; w < c->job.n_workers && !rc; w++) {
-        sr_hdr h = req(c, SR_OP_JOIN, w, TOKEN(w));
-        h.aux = NONCE;
-        rc = send_to(c, w, &h, NULL, 0);
-    }
+    for (unsigned w = 0; w < c->job.n_workers && !rc; w++)
+        rc = join(c, w, TOKEN(w), NONCE, c->job.token);
     return rc;
+}
+
+/* Admission: JOINs without the job's token, before and after the real
+ * workers bound, each answered ERROR DENIED and nothing else, whatever the
+ * nonce: no payload, a wrong token, the right token in a payload of the
+ * wrong length. */
+static int forged_joins(cf_ctx *c)
+{
+    sr_hdr h = req(c, SR_OP_JOIN, 0, 0x0bad0001u);
+    uint32_t v[2] = {(uint32_t)(c->job.token >> 32), (uint32_t)c->job.token};
+    int rc;
+
+    h.aux = NONCE + 7;
+    rc = send_to(c, 0, &h, NULL, 0);
+    if (!rc)
+        rc = join(c, 1, 0x0bad0002u, NONCE, c->job.token ^ 1);
+    if (!rc)
+        rc = join(c, 2, 0x0bad0003u, NONCE + 7, c->job.token ^ (1ull << 63));
+    h.aux = NONCE;
+    h.count = 2;
+    return rc ? rc : send_to(c, 0, &h, v, 2);
 }
 
 /* The total count of call seq, as every worker's AR_DATA of the call
@@ -197,10 +227,10 @@ static int run_allreduce(cf_ctx *c)
     unsigned n = c->job.n_workers, E = c->elems;
     sr_hdr h;
 
+    TRY(forged_joins(c)); /* before the job's first incarnation */
     TRY(join_all(c));
-    h = req(c, SR_OP_JOIN, 1, TOKEN(1)); /* JOIN retransmitted: same ACK again */
-    h.aux = NONCE;
-    TRY(send_to(c, 1, &h, NULL, 0));
+    TRY(join(c, 1, TOKEN(1), NONCE, c->job.token)); /* retransmitted: same ACK again */
+    TRY(forged_joins(c)); /* while bound: still DENIED, not STALE or JOB_IN_USE */
 
     /* Round 1, slot 0 version 0: every worker, a duplicate while it is open. */
     for (unsigned w = 0; w < n; w++) {

@@ -58,16 +58,19 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
     }
 
     @name(".set_job") action set_job(bit<32> n_workers, bit<64> full_mask, bit<32> ring_mask,
-                                     bit<32> store_words, bit<16> mgrp) {
+                                     bit<32> store_words, bit<16> mgrp, bit<64> token) {
         meta.n_workers = n_workers;
         meta.full_mask = full_mask;
         meta.ring_mask = ring_mask;
         meta.store_words = store_words > SR_P4_STORE_WORDS ? SR_P4_STORE_WORDS : store_words;
         meta.mgrp = mgrp;
+        meta.job_token = token;
     }
 
     // The jobs: job id -> (N, all-workers bitmap, R - 1, store words,
-    // multicast group).
+    // multicast group, admission token). Membership compares a JOIN's token
+    // with the entry's for exact equality: no MAC, only a secret that the
+    // sender must know.
     @name(".job_table") table job_table {
         key = { hdr.serene.job: exact @name("job"); }
         actions = { set_job; NoAction; }

@@ -4,7 +4,9 @@
  * (the software switch's sr_membership_join and sr_membership_leave in
  * p4/swswitch/membership.c, and sr_svc_worker_ok in services.c).
  *
- * Per job id: the incarnation nonce and the bound and left bitmaps; per
+ * A JOIN must carry the job's admission token (job_table's entry; 0 admits
+ * any) or it is answered ERROR DENIED and changes nothing. Per job id: the
+ * incarnation nonce and the bound and left bitmaps; per
  * (job block, worker): the context token of its binding. The address a
  * worker may use is fixed by worker_table (the job file), so where the
  * software switch remembers the address a worker joined from, this program
@@ -74,7 +76,17 @@ control Membership(inout headers_t hdr, inout meta_t meta, inout standard_metada
 
         if (hdr.serene.op == SR_OP_JOIN) {
             nonce_reg.read(nonce, jid);
-            if (!rank_ok) {
+            // The admission token first: one answer (ERROR DENIED, header
+            // only) whatever the nonce, rank or bindings. A JOIN carries no
+            // payload (token 0) or SR_JOIN_REQ_WORDS words, token in 0 and 1.
+            bit<64> jtok = 0;
+            if (hdr.serene.count == SR_JOIN_REQ_WORDS) {
+                jtok = hdr.vals[0].v ++ hdr.vals[1].v;
+            }
+            if ((hdr.serene.count != 0 && hdr.serene.count != SR_JOIN_REQ_WORDS) ||
+                (meta.job_token != 0 && jtok != meta.job_token)) {
+                meta.err = SR_ST_DENIED;
+            } else if (!rank_ok) {
                 meta.err = SR_ST_NOT_MEMBER;
             } else if (hdr.serene.aux != nonce && (bound & ~left) != 0) {
                 meta.err = SR_ST_JOB_IN_USE;

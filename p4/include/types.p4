@@ -49,6 +49,7 @@ struct meta_t {
     bit<32> ring_mask;
     bit<32> store_words;   // already cut to SR_P4_STORE_WORDS
     bit<16> mgrp;
+    bit<64> job_token;     // admission token a JOIN must carry; 0: none
     index_t blk;           // the job's register block: job id mod SR_P4_MAX_JOBS
 
     bool worker_ok;        // a bound worker of the job at its own address

@@ -25,7 +25,7 @@ const bit<16> SR_WIRE_UDP_PORT = 48200;
 
 /* ---- Ops (serene_h.op): requests worker -> switch, answers switch -> worker */
 
-// join a job: seq = context token, aux = job nonce
+// join a job: seq = context token, aux = job nonce; payload = admission token
 const bit<8> SR_OP_JOIN = 1;
 // seq = token echoed; payload = join parameters (4 words)
 const bit<8> SR_OP_JOIN_ACK = 2;
@@ -84,6 +84,8 @@ const bit<8> SR_ST_RANGE = 8;
 const bit<8> SR_ST_CLOCK_AHEAD = 9;
 // new nonce while the current incarnation has bound workers
 const bit<8> SR_ST_JOB_IN_USE = 10;
+// JOIN without the job's admission token
+const bit<8> SR_ST_DENIED = 11;
 
 /* ---- Synchronization modes (payload word 0 of PROCEED/HOLD; the policy table's action) */
 
@@ -124,6 +126,8 @@ const bit<16> SR_WIRE_SLOT_MASK = 0x7fff;
 #define SR_WIRE_MAX_MSG 8220
 // u32 words in the SR_OP_JOIN_ACK payload
 #define SR_JOIN_PARAMS_WORDS 4
+// u32 words in a JOIN's payload: token high, low, 0, 0
+#define SR_JOIN_REQ_WORDS 4
 // u32 words in the PROCEED/HOLD payload (mode, s)
 #define SR_SYNC_WORDS 2
 

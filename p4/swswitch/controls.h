@@ -30,11 +30,11 @@
 
 /* ---- membership.c --------------------------------------------------------- */
 
-/* JOIN: bind worker h->worker to src (a new nonce first starts a new
- * incarnation, if nobody is bound) and answer JOIN_ACK with the job's
- * parameters, or ERROR. */
+/* JOIN: check the admission token in its payload, bind worker h->worker
+ * to src (a new nonce first starts a new incarnation, if nobody is bound)
+ * and answer JOIN_ACK with the job's parameters, or ERROR. */
 void sr_membership_join(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
-                        sr_pipe_out *out);
+                        const uint8_t *payload, sr_pipe_out *out);
 
 /* LEAVE: the worker's context ended. No answer. */
 void sr_membership_leave(sr_pipe_job *j, const sr_peer *src, const sr_hdr *h);

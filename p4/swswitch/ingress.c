@@ -60,7 +60,7 @@ void sr_pipe_process(sr_pipe *p, const sr_peer *src, const uint8_t *msg, size_t 
     }
     j->c.rx++;
     switch (h.op) {
-    case SR_OP_JOIN: sr_membership_join(p, j, src, &h, out); break;
+    case SR_OP_JOIN: sr_membership_join(p, j, src, &h, payload, out); break;
     case SR_OP_LEAVE: sr_membership_leave(j, src, &h); break;
     case SR_OP_AR_DATA: sr_allreduce_data(p, j, src, &h, payload, out); break;
     case SR_OP_AR_PROBE: sr_allreduce_probe(p, j, src, &h, out); break;

@@ -4,7 +4,8 @@
  * of p4/include/membership.p4 (whose binding check of every other request
  * is sr_svc_worker_ok, services.c).
  *
- * State per job: the incarnation nonce, the bound and left bitmaps, and per
+ * A JOIN must carry the job's admission token (sr_join_req; a job added
+ * with token 0 admits any). State per job: the incarnation nonce, the bound and left bitmaps, and per
  * worker the address it joined from and the context token (JOIN's seq) of
  * its binding. Bindings never move within an incarnation: a worker whose
  * context was re-created, or who comes from another address, must wait for
@@ -64,11 +65,21 @@ static void join_ack(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hd
 }
 
 void sr_membership_join(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
-                        sr_pipe_out *out)
+                        const uint8_t *payload, sr_pipe_out *out)
 {
     uint16_t w = h->worker;
     uint64_t bit;
+    sr_join_req rq;
 
+    /* The admission token first, and one answer for every way of being
+     * wrong (header only, so no larger than the JOIN): a sender without
+     * the token learns nothing about the nonce, the bindings or the ids. */
+    if (sr_join_req_unpack(payload, h->count, &rq) < 0 ||
+        (j->params.token && rq.token != j->params.token)) {
+        j->c.denied++;
+        sr_svc_reply_error(p, j, src, h, SR_ST_DENIED, out);
+        return;
+    }
     /* Checked before the nonce so that a bad worker id cannot reset a job. */
     if (w >= j->n) {
         sr_svc_reply_error(p, j, src, h, SR_ST_NOT_MEMBER, out);

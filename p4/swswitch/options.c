@@ -36,7 +36,7 @@ static void usage(FILE *f)
             "  --listen ADDR:PORT     IPv4 address and UDP port to bind (default " DEFAULT_LISTEN
             ";\n"
             "                         port 0 picks a free one)\n"
-            "  --job ID:N[:ELEMS[:SLOTS]][,store=WORDS][,ring=R][,policy=MODE]\n"
+            "  --job ID:N[:ELEMS[:SLOTS]][,store=WORDS][,ring=R][,policy=MODE][,token=T]\n"
             "                         add job ID (0..65535) of N workers (1..%u), ELEMS\n"
             "                         elements per packet (1..%u, default %u; also the SSP\n"
             "                         store's row length) and SLOTS slots (1..%u, default\n"
@@ -47,6 +47,10 @@ static void usage(FILE *f)
             "                                        (default %u)\n"
             "                           policy=MODE  bsp (default), asp or ssp:S with\n"
             "                                        S <= R - 2: the policy from clock 0\n"
+            "                           token=T      admission token a JOIN must carry: 1\n"
+            "                                        to 16 hex digits, or env:NAME to read\n"
+            "                                        them from variable NAME (not shown by\n"
+            "                                        ps); default none: any JOIN is admitted\n"
             "  --dpdk EAL_ARGS        DPDK mode: start EAL with these arguments (split at\n"
             "                         blanks, e.g. \"--no-huge -m 256 --no-pci --no-shconf\n"
             "                         --vdev=net_memif0,role=server,socket=S0\"): workers'\n"
@@ -168,29 +172,51 @@ static void parse_listen(sw_opts *o, const char *s)
     o->listen = s;
 }
 
+/* token=HEX (1 to 16 hex digits, not 0) or token=env:NAME, the hex
+ * digits then read from the variable NAME: a token on the command line is
+ * visible to every local user (ps), the environment only to the owner. */
+static void parse_token(sr_pipe_job_params *jp, const char *val, const char *s)
+{
+    const char *hex = val;
+    char *end;
+
+    if (!strncmp(val, "env:", 4)) {
+        hex = getenv(val + 4);
+        if (!hex)
+            usage_error("--job: token variable '%s' in '%s' is not set", val + 4, s);
+    }
+    errno = 0;
+    jp->token = strtoull(hex, &end, 16);
+    if (!*hex || strlen(hex) > 16 || *end || !isxdigit((unsigned char)*hex) || errno ||
+        !jp->token)
+        usage_error("--job: token in '%s' is not 1 to 16 hex digits (not all zero)%s", s,
+                    hex == val ? "" : ", in its variable");
+}
+
 /* One "key=value" option of a --job spec (opt, of len bytes, inside s). */
 static void parse_job_option(sw_job_opt *j, const char *s, const char *opt, size_t len,
                              unsigned *seen)
 {
-    static const char *const keys[] = {"store", "ring", "policy"};
+    static const char *const keys[] = {"store", "ring", "policy", "token"};
     sr_pipe_job_params *jp = &j->params;
-    char buf[48], *val;
+    char buf[96], *val;
     unsigned k;
     uint64_t v;
 
     if (len == 0)
         usage_error("--job: empty option in '%s'", s);
     if (len >= sizeof buf || !memchr(opt, '=', len))
-        usage_error("--job: '%.*s' in '%s' is not store=WORDS, ring=R or policy=MODE", (int)len,
-                    opt, s);
+        usage_error("--job: '%.*s' in '%s' is not store=WORDS, ring=R, policy=MODE or token=T",
+                    (int)len, opt, s);
     memcpy(buf, opt, len);
     buf[len] = '\0';
     val = strchr(buf, '=');
     *val++ = '\0';
-    for (k = 0; k < 3 && strcmp(buf, keys[k]); k++)
+    for (k = 0; k < 4 && strcmp(buf, keys[k]); k++)
         ;
-    if (k == 3)
-        usage_error("--job: unknown option '%s' in '%s' (store=, ring= or policy=)", buf, s);
+    if (k == 4)
+        usage_error("--job: unknown option '%s' in '%s' (store=, ring=, policy= or token=)", buf,
+                    s);
     if (*seen & 1u << k)
         usage_error("--job: '%s' given twice in '%s'", buf, s);
     *seen |= 1u << k;
@@ -204,6 +230,8 @@ static void parse_job_option(sw_job_opt *j, const char *s, const char *opt, size
             usage_error("--job: ring '%s' in '%s' is not a power of 2 in 2..%u", val, s,
                         SR_BARRIER_RING_MAX);
         jp->ring = (uint32_t)v;
+    } else if (k == 3) {
+        parse_token(jp, val, s);
     } else {
         char *colon = strchr(val, ':');
 

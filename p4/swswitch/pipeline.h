@@ -83,6 +83,7 @@ typedef struct sr_pipe_out {
     X(resets)          /* new incarnations (JOIN with another nonce, or `reset`) */              \
     X(leaves)          /* workers whose context ended (LEAVE) */                                 \
     X(in_use_refused)  /* JOINs with a new nonce refused: workers still bound (JOB_IN_USE) */    \
+    X(denied)          /* JOINs without the job's admission token (DENIED) */                     \
     X(results)         /* rounds completed (each a multicast of AR_RESULT) */                    \
     X(shadow_replies)  /* AR_RESULTs re-sent from a completed slot to a retransmission */        \
     X(dup_dropped)     /* duplicate contributions to a round still in progress: not added,       \
@@ -144,6 +145,8 @@ typedef struct sr_pipe_job_params {
     enum sr_sync_mode mode; /* policy from clock 0 on; default SR_SYNC_BSP */
     uint32_t s;             /* SSP's s, at most ring - 2; ignored for BSP and ASP;
                                default 0 */
+    uint64_t token;         /* admission token a JOIN must carry (sr_join_req);
+                               0: any JOIN is admitted. Default 0 */
 } sr_pipe_job_params;
 
 /* Setup of a job, as given to sr_pipe_job_add, plus its current nonce. */

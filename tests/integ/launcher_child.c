@@ -88,6 +88,7 @@ int main(int argc, char **argv)
            "SERENE_JOB_NONCE=%s SERENE_SWITCH=%s\n",
            (int)getpid(), rank_s, env_or("SERENE_LOCAL_RANK"), env_or("SERENE_WORLD_SIZE"),
            env_or("SERENE_JOB"), env_or("SERENE_JOB_NONCE"), env_or("SERENE_SWITCH"));
+    printf("token SERENE_JOB_TOKEN=%s\n", env_or("SERENE_JOB_TOKEN"));
     if (args_at) {
         printf("args ");
         for (int i = args_at; i < argc; i++)

@@ -106,6 +106,7 @@ cat >"$fake" <<'EOF'
 #!/usr/bin/env bash
 # --listen ADDR --port-file FILE --job SPEC [extra...]; FAKE_MODE picks a failure.
 [ -z "${FAKE_ARGS:-}" ] || printf '%s\n' "$@" >"$FAKE_ARGS"
+[ -z "${FAKE_ARGS:-}" ] || printf '%s\n' "${SERENE_JOB_TOKEN:-unset}" >"$FAKE_ARGS.token"
 echo "fake pid $$"
 while [ $# -gt 0 ]; do
     case $1 in --port-file) pf=$2; shift ;; esac
@@ -360,16 +361,24 @@ ok "command-line errors exit 2 with a message and the usage line"
 FAKE_ARGS=$work/args SERENE_SWITCH_BIN=$fake sr swargs 20 -n 3 --job 5 --elems 512 --slots 64 \
     --switch-arg --extra1 --switch-arg 'x y' -- "$CHILD"
 expect_rc 0
-want=$(printf '%s\n' --listen 127.0.0.1:0 --port-file "$work/tmp/serene-run.XXXXXX/port" --job 5:3:512:64 --extra1 'x y')
+want=$(printf '%s\n' --listen 127.0.0.1:0 --port-file "$work/tmp/serene-run.XXXXXX/port" --job 5:3:512:64,token=env:SERENE_JOB_TOKEN --extra1 'x y')
 got=$(sed -E 's/serene-run\.[A-Za-z0-9]{6}/serene-run.XXXXXX/' "$work/args")
 [ "$got" = "$want" ] || fail "$name: switch argv is [$(tr '\n' ' ' <<<"$got")], expected [$(tr '\n' ' ' <<<"$want")]"
 expect "$out" 'SERENE_SWITCH=127\.0\.0\.1:4321$' "ranks get the reported port"
 expect "$err" '^\[switch\] fake pid [0-9]+$' "switch stdout relayed with prefix"
 expect_not "$out" 'fake' "switch output kept off stdout"
+# The admission token: 16 hex digits in the switch's environment (not its
+# argv), the same in every rank's, and fresh per launch.
+tok1=$(cat "$work/args.token")
+[[ $tok1 =~ ^[0-9a-f]{16}$ ]] || fail "$name: the switch's SERENE_JOB_TOKEN is '$tok1', not 16 hex digits"
+grep -q "$tok1" "$work/args" && fail "$name: the token is on the switch's command line"
+rtok=$(sed -nE 's/^\[[0-9]+\] token SERENE_JOB_TOKEN=(.*)$/\1/p' "$out" | sort -u)
+[ "$rtok" = "$tok1" ] || fail "$name: ranks' SERENE_JOB_TOKEN ($rtok) is not the switch's ($tok1)"
 FAKE_ARGS=$work/args SERENE_SWITCH_BIN=$fake sr swargs2 20 -n 2 --slots 64 -- "$CHILD"
-grep -qx '0:2:256:64' "$work/args" || fail "$name: --slots alone gives job $(grep : "$work/args" | tail -n 1), expected 0:2:256:64"
+grep -qx '0:2:256:64,token=env:SERENE_JOB_TOKEN' "$work/args" || fail "$name: --slots alone gives job $(grep : "$work/args" | tail -n 1), expected 0:2:256:64,token=env:SERENE_JOB_TOKEN"
+[ "$(cat "$work/args.token")" != "$tok1" ] || fail "$name: two launches got the same token $tok1"
 FAKE_ARGS=$work/args SERENE_SWITCH_BIN=$fake sr swargs3 20 -n 2 -- "$CHILD"
-grep -qx '0:2' "$work/args" || fail "$name: plain job spec is not 0:2"
+grep -qx '0:2,token=env:SERENE_JOB_TOKEN' "$work/args" || fail "$name: plain job spec is not 0:2,token=env:SERENE_JOB_TOKEN"
 ok "switch command line"
 
 FAKE_MODE=exit SERENE_SWITCH_BIN=$fake sr swexit 20 -n 2 -- "$CHILD"

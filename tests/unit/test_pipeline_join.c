@@ -191,6 +191,78 @@ static void test_join_new_nonce_resets(void **state)
     expect_result(f, 1, 2, &d, sum);
 }
 
+/* ---- admission token -------------------------------------------------------------- */
+
+/* A JOIN carrying adm (sr_join_req's words) from worker w's address. */
+static void join_adm(fx *f, uint16_t job, uint16_t w, uint32_t seq, uint32_t nonce, uint64_t adm)
+{
+    sr_hdr h = mk(SR_OP_JOIN, job, w, seq, nonce);
+    sr_peer src = peer_of(job, w);
+    int32_t v[SR_JOIN_REQ_WORDS] = {(int32_t)(uint32_t)(adm >> 32), (int32_t)(uint32_t)adm, 0, 0};
+
+    h.count = SR_JOIN_REQ_WORDS;
+    feed(f, &src, &h, v);
+}
+
+static void test_join_token(void **state)
+{
+    fx *f = *state;
+    const uint64_t tok = 0x0123456789abcdefull;
+    const uint64_t wrong[] = {0, tok ^ 1, tok ^ (1ull << 63), ~tok};
+    sr_pipe_job_params jp;
+    sr_hdr h;
+
+    sr_pipe_job_params_init(&jp);
+    jp.n_workers = 2;
+    jp.store_words = SR_TEST_STORE;
+    jp.token = tok;
+    assert_int_equal(sr_pipe_job_add(f->p, 7, &jp), 0);
+    /* Before anyone joined, while bound, and with a nonce right or wrong:
+     * one answer, DENIED, and no state change. */
+    for (int bound = 0; bound < 2; bound++) {
+        for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+            for (uint32_t nonce = 77; nonce < 79; nonce++) {
+                h = mk(SR_OP_JOIN, 7, 1, 900 + (uint32_t)i, nonce);
+                h.count = SR_JOIN_REQ_WORDS;
+                join_adm(f, 7, 1, h.seq, nonce, wrong[i]);
+                expect_error_w(f, &h, SR_ST_DENIED);
+            }
+        }
+        h = mk(SR_OP_JOIN, 7, 0, 901, 78); /* no payload: token 0 */
+        feed(f, &(sr_peer){peer_of(7, 0).ip, peer_of(7, 0).port}, &h, NULL);
+        expect_error_w(f, &h, SR_ST_DENIED);
+        h = mk(SR_OP_JOIN, 7, 0, 902, 78); /* the right token, a bad length */
+        h.count = 2;
+        feed(f, &(sr_peer){peer_of(7, 0).ip, peer_of(7, 0).port}, &h,
+             (const int32_t[]){(int32_t)(uint32_t)(tok >> 32), (int32_t)(uint32_t)tok});
+        expect_error_w(f, &h, SR_ST_DENIED);
+        assert_int_equal(info_of(f, 7).n_bound, bound);
+        assert_int_equal(info_of(f, 7).nonce, bound ? 77 : 0);
+        if (!bound) {
+            join_adm(f, 7, 0, 1000, 77, tok);
+            assert_int_equal(f->out->act[0].hdr.op, SR_OP_JOIN_ACK);
+        }
+    }
+    assert_int_equal(jc(f, 7).denied, 2 * (2 * 4 + 2));
+    assert_int_equal(jc(f, 7).resets, 1);
+    join_adm(f, 7, 1, 1001, 77, tok);
+    assert_int_equal(f->out->act[0].hdr.op, SR_OP_JOIN_ACK);
+    assert_int_equal(info_of(f, 7).n_bound, 2);
+}
+
+/* A job without a token admits a JOIN with or without one (no payload:
+ * workers of before the token). */
+static void test_join_no_token(void **state)
+{
+    fx *f = *state;
+
+    assert_int_equal(job_add(f->p, 7, 2, 8, 4), 0);
+    join(f, 7, 0, 1, 5);
+    join_adm(f, 7, 1, 2, 5, 0x55);
+    assert_int_equal(f->out->act[0].hdr.op, SR_OP_JOIN_ACK);
+    assert_int_equal(jc(f, 7).denied, 0);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -202,6 +274,8 @@ int main(void)
         T(test_join_unknown_job),
         T(test_join_worker_out_of_range),
         T(test_join_new_nonce_resets),
+        T(test_join_token),
+        T(test_join_no_token),
     };
 #undef T
 
