@@ -165,10 +165,13 @@ typedef struct serene_config {
      * SERENE_ERR_TIMEOUT; 0 = bounded by the deadline only. Default 0.
      * Env SERENE_RETRY_LIMIT. */
     int retry_limit;
-    /* Packets in flight per worker (switch slots used); 0 = the job's pool
-     * size announced by the switch. Must be the same on every worker of
-     * the job (packets map to slots by it; a difference is reported as
-     * SERENE_ERR_MISMATCH). Default 0. Env SERENE_WINDOW. */
+    /* Switch slots an allreduce uses, and so its packets in flight per
+     * worker at most; 0 = the job's pool size announced by the switch. Must
+     * be the same on every worker of the job (packets map to slots by it;
+     * a difference is reported as SERENE_ERR_MISMATCH). Below it, the
+     * number in flight adapts to congestion (halved on a loss while the
+     * path queues, never below a quarter of it; stats.window_cuts).
+     * Default 0. Env SERENE_WINDOW. */
     int window;
     /* Operations that may be started and not yet waited for. Default 16. */
     int max_ops;
