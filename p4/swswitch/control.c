@@ -123,10 +123,11 @@ static void cmd_status(reply *r, const sr_pipe *p, uint16_t job)
         " clocks=%" PRIu64 " holds=%" PRIu64 " proceeds=%" PRIu64 " advances=%" PRIu64
         " pushes=%" PRIu64 " push_dups=%" PRIu64 " pulls=%" PRIu64 " bound=%" PRIu32
         " nonce=%" PRIu32 " ring=%" PRIu32 " store=%" PRIu32 " clock_ahead=%" PRIu64
-        " range_errors=%" PRIu64 " leaves=%" PRIu64 " in_use_refused=%" PRIu64,
+        " range_errors=%" PRIu64 " leaves=%" PRIu64 " in_use_refused=%" PRIu64 " live=%" PRIu32
+        " lapsed=%" PRIu64 " denied=%" PRIu64,
         c.clocks, c.holds, c.proceeds, c.releases, c.pushes, c.push_dups, c.pulls, info.n_bound,
         info.nonce, st.ring, info.store_words, c.clock_ahead, c.range_errors, c.leaves,
-        c.in_use_refused);
+        c.in_use_refused, info.n_live, c.lapsed, c.denied);
 }
 
 /* |a - b| in serial-number arithmetic: 0..2^31. */

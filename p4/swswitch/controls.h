@@ -36,6 +36,14 @@
 void sr_membership_join(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
                         const uint8_t *payload, sr_pipe_out *out);
 
+/* The workers that keep j in use: bound, not left, and whose lease has
+ * not lapsed (pipeline.h, Leases). */
+uint64_t sr_membership_live(const sr_pipe *p, const sr_pipe_job *j);
+
+/* Request h from src to j was handled: if it comes from its worker's
+ * binding (a JOIN: the binding's own), that worker's lease starts again. */
+void sr_membership_seen(const sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const sr_peer *src);
+
 /* LEAVE: the worker's context ended. No answer. */
 void sr_membership_leave(sr_pipe_job *j, const sr_peer *src, const sr_hdr *h);
 

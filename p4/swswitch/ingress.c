@@ -68,4 +68,5 @@ void sr_pipe_process(sr_pipe *p, const sr_peer *src, const uint8_t *msg, size_t 
     case SR_OP_PULL: sr_store_pull(p, j, src, &h, out); break;
     default: sr_barrier_job_clock(p, j, src, &h, out); break;
     }
+    sr_membership_seen(p, j, &h, src);
 }

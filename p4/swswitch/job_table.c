@@ -38,6 +38,7 @@ int sr_pipe_create(sr_pipe **out)
     p = calloc(1, sizeof *p);
     if (!p)
         return -ENOMEM;
+    p->lease_ms = SR_PIPE_LEASE_DEFAULT_MS;
     *out = p;
     return 0;
 }
@@ -53,6 +54,16 @@ void sr_pipe_destroy(sr_pipe **pp)
         job_free(p->jobs[i]);
     free(p);
     *pp = NULL;
+}
+
+void sr_pipe_set_lease(sr_pipe *p, uint64_t lease_ms)
+{
+    p->lease_ms = lease_ms;
+}
+
+void sr_pipe_tick(sr_pipe *p, uint64_t now_ms)
+{
+    p->now_ms = now_ms;
 }
 
 /* ---- job parameters -------------------------------------------------------- */
@@ -182,6 +193,7 @@ int sr_pipe_job_info_get(const sr_pipe *p, uint16_t job_id, sr_pipe_job_info *in
     info->s = j->params.s;
     info->nonce = j->nonce;
     info->n_bound = (uint32_t)__builtin_popcountll(j->bound);
+    info->n_live = (uint32_t)__builtin_popcountll(sr_membership_live(p, j));
     return 0;
 }
 

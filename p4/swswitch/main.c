@@ -354,6 +354,7 @@ static int run(sw *s, const sigset_t *wait_mask)
             for (unsigned i = 0; i < nfds; i++)
                 pfd[i].revents = 0;
         now = now_ns();
+        sr_pipe_tick(s->pipe, now / 1000000u);
         if (polled || (pfd[0].revents & POLLIN)) {
             int got = receive(s, now);
             /* Busy: poll again at once. Idle: sleep longer each time. */
@@ -490,6 +491,8 @@ static int setup(sw *s, sigset_t *wait_mask)
         sw_log(o, LOG_ERROR, "out of memory");
         return -1;
     }
+    sr_pipe_set_lease(s->pipe, (uint64_t)(o->lease * 1e3));
+    sr_pipe_tick(s->pipe, now_ns() / 1000000u);
     if (add_jobs(s) < 0 || open_io(s) < 0 || open_chaos(s) < 0)
         return -1;
     if (open_control(s) < 0)

@@ -92,7 +92,9 @@ void sr_membership_join(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr
      * socket unbinds everyone), so a stray or forged JOIN cannot wipe a
      * running job. */
     if (h->aux != j->nonce) {
-        if (j->bound & ~j->left) {
+        uint64_t lapsed = j->bound & ~j->left;
+
+        if (sr_membership_live(p, j)) {
             j->c.in_use_refused++;
             sr_svc_reply_error(p, j, src, h, SR_ST_JOB_IN_USE, out);
             return;
@@ -102,6 +104,7 @@ void sr_membership_join(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr
         if (sr_membership_renew(j) < 0)
             return;
         j->nonce = h->aux;
+        j->c.lapsed += (uint64_t)__builtin_popcountll(lapsed);
         j->c.resets++;
     }
     bit = UINT64_C(1) << w;
@@ -123,6 +126,57 @@ void sr_membership_join(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr
     }
     /* New binding, or the same JOIN retransmitted (its ACK was lost). */
     join_ack(p, j, src, h, out);
+}
+
+/* Does j wait for worker bit in a call? An open allreduce round without
+ * its contribution, or a barrier whose next clock (low + 1) lacks its
+ * CLOCK while another worker reported beyond low. Reads the allreduce and
+ * barrier state, writes none: O(slots), on a JOIN with a new nonce only. */
+static int waits_for(const sr_pipe_job *j, uint64_t bit)
+{
+    const sr_barrier *b = &j->bar;
+
+    if (b->low != b->high && !(b->ring[(b->low + 1) & b->mask] & bit))
+        return 1;
+    for (uint32_t c = 0; c < 2 * j->slots; c++)
+        if (j->cnt[c] && !(j->seen[c] & bit))
+            return 1;
+    return 0;
+}
+
+uint64_t sr_membership_live(const sr_pipe *p, const sr_pipe_job *j)
+{
+    uint64_t in = j->bound & ~j->left, live = 0, idle = 0;
+
+    for (uint32_t w = 0; w < j->n; w++) {
+        uint64_t bit = UINT64_C(1) << w;
+
+        if (!(in & bit))
+            continue;
+        if (!p->lease_ms || p->now_ms - j->seen_ms[w] < p->lease_ms)
+            live |= bit;
+        else
+            idle |= bit;
+    }
+    /* An idle worker the job waits for stays while someone live waits. */
+    for (uint32_t w = 0; live && idle && w < j->n; w++) {
+        uint64_t bit = UINT64_C(1) << w;
+
+        if ((idle & bit) && waits_for(j, bit))
+            live |= bit;
+    }
+    return live;
+}
+
+void sr_membership_seen(const sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const sr_peer *src)
+{
+    uint16_t w = h->worker;
+
+    /* A JOIN renews only as its binding's own (retransmitted) JOIN: a
+     * refused one says nothing about the bound worker. */
+    if (w < j->n && (j->bound & (UINT64_C(1) << w)) && sr_svc_peer_eq(&j->peer[w], src) &&
+        (h->op != SR_OP_JOIN || (h->aux == j->nonce && h->seq == j->token[w])))
+        j->seen_ms[w] = p->now_ms;
 }
 
 /* Its id stays taken in this incarnation (its slot state is gone, so it may

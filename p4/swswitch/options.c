@@ -96,12 +96,17 @@ static void usage(FILE *f)
             "  --seed S               seed of the fault injector (default 1)\n"
             "  --stats-interval SEC   print a line of counters to stderr every SEC seconds\n"
             "                         (0 = off, the default)\n"
+            "  --lease SEC            a worker's binding lapses after SEC seconds without a\n"
+            "                         packet from it, unless its job waits for it in a\n"
+            "                         call; a lapsed binding no longer keeps a new run\n"
+            "                         (JOIN with another nonce) out (default %u; 0: never)\n"
             "  --log-level LEVEL      error, warn (default), info or debug\n"
             "  -h, --help             print this help and exit\n"
             "\n"
             "SIGINT or SIGTERM stops the switch; it prints one line of counters per job to\n"
             "stderr and exits 0. Exit status 1: setup failure; 2: bad command line.\n",
-            SR_CTLS_MAX_CONNS, (unsigned)(SR_CHAOS_HOLD_NS / 1000000u));
+            SR_CTLS_MAX_CONNS, (unsigned)(SR_CHAOS_HOLD_NS / 1000000u),
+            SR_PIPE_LEASE_DEFAULT_MS / 1000u);
 }
 
 __attribute__((format(printf, 1, 2), noreturn)) static void usage_error(const char *fmt, ...)
@@ -329,6 +334,7 @@ enum {
     O_REORDER,
     O_SEED,
     O_STATS,
+    O_LEASE,
     O_LOG,
     O_DPDK,
     O_DPDK_PORT
@@ -409,6 +415,10 @@ static void parse_option(sw_opts *o, int c, const char *val, const char *opt)
         o->stats_interval = parse_real("--stats-interval", val, MAX_STATS_INTERVAL,
                                        "a number of seconds in [0,86400]");
         break;
+    case O_LEASE:
+        o->lease = parse_real("--lease", val, MAX_STATS_INTERVAL,
+                              "a number of seconds in [0,86400]");
+        break;
     case O_LOG: o->log_level = parse_level(val); break;
     case O_DPDK:
     case O_DPDK_PORT: parse_dpdk(o, c, opt, val); break;
@@ -433,6 +443,7 @@ void sw_parse_args(sw_opts *o, int argc, char **argv)
         {"reorder", required_argument, NULL, O_REORDER},
         {"seed", required_argument, NULL, O_SEED},
         {"stats-interval", required_argument, NULL, O_STATS},
+        {"lease", required_argument, NULL, O_LEASE},
         {"log-level", required_argument, NULL, O_LOG},
         {"dpdk", required_argument, NULL, O_DPDK},
         {"dpdk-port", required_argument, NULL, O_DPDK_PORT},
@@ -448,6 +459,7 @@ void sw_parse_args(sw_opts *o, int argc, char **argv)
         exit(1);
     }
     o->seed = 1;
+    o->lease = SR_PIPE_LEASE_DEFAULT_MS / 1000.0;
     o->log_level = LOG_WARN;
     parse_listen(o, DEFAULT_LISTEN);
     opterr = 0; /* our messages, not getopt's */

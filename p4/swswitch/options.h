@@ -37,6 +37,7 @@ typedef struct sw_opts {
     double loss, dup, reorder;
     uint64_t seed;
     double stats_interval; /* seconds; 0: off */
+    double lease;          /* seconds (sr_pipe_set_lease); 0: never lapse */
     int log_level;
     const char *dpdk_eal;     /* DPDK mode: EAL arguments; NULL: UDP mode */
     const char **dpdk_ports;  /* argc entries at most */

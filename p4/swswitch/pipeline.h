@@ -18,8 +18,9 @@
  * rules. A JOIN with a new nonce resets all of it, with the slots.
  *
  * Invariants:
- * - Pure: no I/O, no clock, no globals, no randomness. The same sequence of
- *   (source, message) pairs always gives the same actions and counters.
+ * - Pure: no I/O, no clock of its own, no globals, no randomness. The same
+ *   sequence of (source, message) pairs and sr_pipe_tick times always
+ *   gives the same actions and counters.
  * - No allocation per packet: a job's state is allocated when the job is
  *   added and freed when it is removed. Callers own the output struct.
  * - Every piece of state is a fixed-size array indexed by worker, by
@@ -84,6 +85,7 @@ typedef struct sr_pipe_out {
     X(leaves)          /* workers whose context ended (LEAVE) */                                 \
     X(in_use_refused)  /* JOINs with a new nonce refused: workers still bound (JOB_IN_USE) */    \
     X(denied)          /* JOINs without the job's admission token (DENIED) */                     \
+    X(lapsed)          /* bindings a new incarnation took over after their lease lapsed */       \
     X(results)         /* rounds completed (each a multicast of AR_RESULT) */                    \
     X(shadow_replies)  /* AR_RESULTs re-sent from a completed slot to a retransmission */        \
     X(dup_dropped)     /* duplicate contributions to a round still in progress: not added,       \
@@ -161,6 +163,7 @@ typedef struct sr_pipe_job_info {
     uint32_t s;             /* as given (for SSP) */
     uint32_t nonce;    /* incarnation; 0 until a JOIN brings another */
     uint32_t n_bound;  /* workers bound in this incarnation */
+    uint32_t n_live;   /* of those, not left and not lapsed (they keep the job in use) */
 } sr_pipe_job_info;
 
 /* A job's barrier as of now (this incarnation). */
@@ -182,6 +185,22 @@ typedef struct sr_pipe sr_pipe;
 /* Create an empty pipeline (no jobs). Returns 0 or -ENOMEM; *out is set on
  * success only. */
 int sr_pipe_create(sr_pipe **out);
+
+/* Leases. A worker's binding lapses after lease_ms without a packet from
+ * it (at its bound address), unless its job waits for it in a call (an
+ * open allreduce round without its contribution, or a barrier whose low
+ * clock waits for its CLOCK) while another worker of the job is live
+ * (not lapsed, not left): then the callers' deadlines rule, and their
+ * LEAVE ends the wait. A lapsed worker keeps its binding and is served as
+ * before, but no longer keeps a JOIN with a new nonce from starting a new
+ * incarnation: a run that died without LEAVE (SIGKILL, lost LEAVEs) frees
+ * its job by itself. Time is an input, in milliseconds of any monotonic
+ * clock, given by sr_pipe_tick before the messages it dates; it starts at
+ * 0, and a pipeline that is never ticked never lets a lease lapse.
+ * sr_pipe_create sets SR_PIPE_LEASE_DEFAULT_MS. */
+#define SR_PIPE_LEASE_DEFAULT_MS 30000u
+void sr_pipe_set_lease(sr_pipe *p, uint64_t lease_ms); /* 0: never lapse */
+void sr_pipe_tick(sr_pipe *p, uint64_t now_ms);
 
 /* Free the pipeline and all its jobs. Accepts NULL and *p == NULL; sets *p
  * to NULL. */

@@ -38,6 +38,8 @@ typedef struct sr_pipe_job {
     uint64_t left;  /* bit w: bound worker w has left (LEAVE); still holds its id */
     sr_peer peer[SR_WIRE_MAX_WORKERS];
     uint32_t token[SR_WIRE_MAX_WORKERS];
+    uint64_t seen_ms[SR_WIRE_MAX_WORKERS]; /* last packet from the binding (sr_pipe_tick's
+                                               clock): its lease */
 
     /* Allreduce (allreduce.c): the slot pool, arrays of 2 * slots cells
      * (cell 2 * slot + version), values of 2 * slots * elems. */
@@ -68,6 +70,8 @@ typedef struct sr_pipe_job {
 struct sr_pipe {
     sr_pipe_job *jobs[SR_PIPE_NJOBS];
     unsigned n_jobs;
+    uint64_t now_ms;   /* sr_pipe_tick */
+    uint64_t lease_ms; /* sr_pipe_set_lease; 0: bindings never lapse */
     sr_pipe_counters c;
 };
 

@@ -263,6 +263,91 @@ static void test_join_no_token(void **state)
     assert_int_equal(jc(f, 7).denied, 0);
 }
 
+/* ---- leases ------------------------------------------------------------------------ */
+
+/* A JOIN of worker w with a new nonce: JOIN_ACK (1) or ERROR JOB_IN_USE (0). */
+static int new_run(fx *f, uint16_t w, uint32_t nonce)
+{
+    sr_hdr h = mk(SR_OP_JOIN, 7, w, 600 + nonce, nonce);
+    sr_peer src = peer_of(7, w);
+
+    feed(f, &src, &h, NULL);
+    if (f->out->act[0].hdr.op == SR_OP_JOIN_ACK)
+        return 1;
+    expect_error_w(f, &h, SR_ST_JOB_IN_USE);
+    return 0;
+}
+
+static void test_lease_lapses(void **state)
+{
+    fx *f = *state;
+
+    sr_pipe_set_lease(f->p, 1000);
+    sr_pipe_tick(f->p, 5000);
+    assert_int_equal(job_add(f->p, 7, 2, 8, 4), 0);
+    join(f, 7, 0, 1, 5);
+    join(f, 7, 1, 2, 5);
+    /* Both die without LEAVE: the job is in use for the lease, then free. */
+    sr_pipe_tick(f->p, 5999);
+    assert_int_equal(info_of(f, 7).n_live, 2);
+    assert_false(new_run(f, 0, 6));
+    sr_pipe_tick(f->p, 6000);
+    assert_int_equal(info_of(f, 7).n_live, 0);
+    assert_true(new_run(f, 0, 6));
+    assert_int_equal(jc(f, 7).lapsed, 2);
+    assert_int_equal(info_of(f, 7).nonce, 6);
+    /* A packet from the binding renews its lease; one from elsewhere not. */
+    sr_pipe_tick(f->p, 6500);
+    join(f, 7, 0, 606, 6); /* worker 0's JOIN again (its ACK was lost) */
+    {
+        sr_peer other = {peer_of(7, 0).ip + 1, peer_of(7, 0).port};
+        sr_hdr h = mk(SR_OP_JOIN, 7, 0, 606, 6);
+        sr_pipe_tick(f->p, 7400);
+        feed(f, &other, &h, NULL); /* NOT_MEMBER: another address */
+    }
+    sr_pipe_tick(f->p, 7499);
+    assert_false(new_run(f, 1, 8));
+    sr_pipe_tick(f->p, 7500);
+    assert_true(new_run(f, 1, 8));
+    /* A lease of 0 never lapses. */
+    sr_pipe_set_lease(f->p, 0);
+    sr_pipe_tick(f->p, UINT64_C(1) << 40);
+    assert_false(new_run(f, 0, 9));
+}
+
+/* An idle worker that a live one waits for in a call keeps the job; once
+ * nobody live waits (the waiter left, or lapsed too), it lapses. */
+static void test_lease_held_by_call(void **state)
+{
+    fx *f = *state;
+    sr_hdr d = ar_hdr(7, 0, 0, 1, 0, 2);
+
+    sr_pipe_set_lease(f->p, 1000);
+    assert_int_equal(job_add(f->p, 7, 2, 8, 4), 0);
+    join(f, 7, 0, 1, 5);
+    join(f, 7, 1, 2, 5);
+    ar(f, &d, 0, V(1, 2)); /* worker 0 waits for worker 1's contribution */
+    sr_pipe_tick(f->p, 900);
+    ar(f, &d, 0, V(1, 2)); /* its retransmission: AR_HELD, lease renewed */
+    sr_pipe_tick(f->p, 1500); /* worker 1 idle 1500 ms, worker 0 600 ms */
+    assert_int_equal(info_of(f, 7).n_live, 2);
+    assert_false(new_run(f, 1, 6));
+    sr_pipe_tick(f->p, 1900); /* both idle: nobody live waits */
+    assert_int_equal(info_of(f, 7).n_live, 0);
+    assert_true(new_run(f, 1, 6));
+    /* The waiter leaves (its deadline passed): the idle one lapses. */
+    join(f, 7, 0, 3, 6);
+    ar(f, &d, 1, V(1, 2)); /* worker 1 waits for worker 0 */
+    sr_pipe_tick(f->p, 2950);
+    ar(f, &d, 1, V(1, 2));
+    sr_pipe_tick(f->p, 3000); /* worker 0 idle 1100 ms, waited for by worker 1 */
+    assert_int_equal(info_of(f, 7).n_live, 2);
+    assert_false(new_run(f, 0, 7));
+    leave(f, 7, 1, 606);
+    assert_int_equal(info_of(f, 7).n_live, 0);
+    assert_true(new_run(f, 0, 7));
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -276,6 +361,8 @@ int main(void)
         T(test_join_new_nonce_resets),
         T(test_join_token),
         T(test_join_no_token),
+        T(test_lease_lapses),
+        T(test_lease_held_by_call),
     };
 #undef T
 

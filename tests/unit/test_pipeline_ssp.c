@@ -632,7 +632,8 @@ static void test_control_commands(void **state)
     ctl(f, "status 7",
         "ok job=7 workers=2 low=4294967295 high=4294967295 mode=bsp s=0 rules=0-inf:bsp:0 "
         "clocks=0 holds=0 proceeds=0 advances=0 pushes=0 push_dups=0 pulls=0 bound=2 nonce=0 "
-        "ring=64 store=8 clock_ahead=0 range_errors=0 leaves=0 in_use_refused=0");
+        "ring=64 store=8 clock_ahead=0 range_errors=0 leaves=0 in_use_refused=0 "
+        "live=2 lapsed=0 denied=0");
     ctl(f, "policy 7 ssp 3", "ok job=7 effective=0");
     clk(f, 7, 2, 0, 0, PROCEED(LOW0, 0, SR_SYNC_SSP, 3, 0));
     clk(f, 7, 2, 1, 0, PROCEED(0, 0, SR_SYNC_SSP, 3, 1));
@@ -645,7 +646,8 @@ static void test_control_commands(void **state)
     ctl(f, "status 7",
         "ok job=7 workers=2 low=0 high=1 mode=asp s=62 rules=0-2:ssp:3,2-inf:asp:62 "
         "clocks=3 holds=0 proceeds=3 advances=1 pushes=1 push_dups=1 pulls=1 bound=2 nonce=0 "
-        "ring=64 store=8 clock_ahead=0 range_errors=0 leaves=0 in_use_refused=0");
+        "ring=64 store=8 clock_ahead=0 range_errors=0 leaves=0 in_use_refused=0 "
+        "live=2 lapsed=0 denied=0");
     ctl(f, "policy 1 ssp 6", "ok job=1 effective=0"); /* ring 8: s <= 6 */
     ctl(f, "policy 1 SSP 7", "error s 7 is above 6, the most job 1's ring of 8 allows");
     ctl(f, "policy 1 ssp", "error ssp needs S (policy JOB ssp S [from CLOCK])");
