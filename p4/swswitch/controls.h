@@ -53,6 +53,26 @@ void sr_membership_leave(sr_pipe_job *j, const sr_peer *src, const sr_hdr *h);
  * barrier could not be set up again; then nothing changed. */
 int sr_membership_renew(sr_pipe_job *j);
 
+/* ---- epoch.c -------------------------------------------------------------- */
+
+/* Allocate j's tags (j->slots and j->rows set), all at epoch 0. Returns 0
+ * or -ENOMEM; sr_epoch_free is safe either way. */
+int sr_epoch_alloc(sr_pipe_job *j);
+void sr_epoch_free(sr_pipe_job *j);
+
+/* A new incarnation: every slot and row is stale from now on, and reads as
+ * cleared once touched. O(1) but once every 2^32 calls (an eager clear). */
+void sr_epoch_next(sr_pipe_job *j);
+
+/* Before a request names slot (AR_DATA, AR_PROBE) or store word offset
+ * (PUSH, PULL): clear that slot or row if it is stale. Out-of-range
+ * indices are ignored (the control refuses them). */
+void sr_epoch_touch_slot(sr_pipe_job *j, uint32_t slot);
+void sr_epoch_touch_row(sr_pipe_job *j, uint32_t offset);
+
+/* Has slot been touched in this incarnation (else it reads as idle)? */
+int sr_epoch_slot_current(const sr_pipe_job *j, uint32_t slot);
+
 /* ---- allreduce.c ---------------------------------------------------------- */
 
 /* Allocate j's slot pool (j->slots and j->elems set), zeroed. Returns 0 or

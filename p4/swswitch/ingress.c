@@ -59,6 +59,12 @@ void sr_pipe_process(sr_pipe *p, const sr_peer *src, const uint8_t *msg, size_t 
         return;
     }
     j->c.rx++;
+    /* Incarnation tags: what the request names reads as cleared if the
+     * job started a new incarnation since it was last touched. */
+    if (h.op == SR_OP_AR_DATA || h.op == SR_OP_AR_PROBE)
+        sr_epoch_touch_slot(j, h.slot);
+    else if (h.op == SR_OP_PUSH || h.op == SR_OP_PULL)
+        sr_epoch_touch_row(j, h.offset);
     switch (h.op) {
     case SR_OP_JOIN: sr_membership_join(p, j, src, &h, payload, out); break;
     case SR_OP_LEAVE: sr_membership_leave(j, src, &h); break;

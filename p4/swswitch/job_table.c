@@ -25,6 +25,7 @@ static void job_free(sr_pipe_job *j)
         return;
     sr_allreduce_free(j);
     sr_store_free(j);
+    sr_epoch_free(j);
     sr_barrier_job_free(j);
     free(j);
 }
@@ -133,7 +134,8 @@ int sr_pipe_job_add(sr_pipe *p, uint16_t job_id, const sr_pipe_job_params *jp)
     j->elems = jp->elems_per_pkt;
     j->slots = jp->pool_slots;
     j->params = *jp;
-    if (sr_allreduce_alloc(j) < 0 || sr_store_alloc(j) < 0 || sr_barrier_job_alloc(j) < 0) {
+    if (sr_allreduce_alloc(j) < 0 || sr_store_alloc(j) < 0 || sr_epoch_alloc(j) < 0 ||
+        sr_barrier_job_alloc(j) < 0) {
         job_free(j);
         return -ENOMEM;
     }

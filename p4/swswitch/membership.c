@@ -15,7 +15,9 @@
  * Where the P4 program differs: its worker ids are fixed by worker_table
  * (the job file), so it checks a JOIN's id against the source instead of
  * remembering the address; and one packet cannot clear its slot, store and
- * ring registers, which this file clears in sr_membership_renew.
+ * ring registers, which sr_membership_renew here clears: the ring at once
+ * (R entries at most), the slots and the store lazily, by incarnation
+ * tags (epoch.c), so a new incarnation costs the same whatever their size.
  */
 #include <errno.h>
 #include <string.h>
@@ -29,12 +31,13 @@ int sr_membership_renew(sr_pipe_job *j)
     /* The only step that can fail comes first. */
     if (sr_barrier_job_renew(j) < 0)
         return -ENOMEM;
-    sr_store_clear(j);
+    /* The slots and the store are cleared lazily (epoch.c): a new
+     * incarnation costs the same whatever their size. */
+    sr_epoch_next(j);
     j->bound = 0;
     j->left = 0;
     memset(j->peer, 0, sizeof j->peer);
     memset(j->token, 0, sizeof j->token);
-    sr_allreduce_clear(j);
     return 0;
 }
 
@@ -139,7 +142,7 @@ static int waits_for(const sr_pipe_job *j, uint64_t bit)
     if (b->low != b->high && !(b->ring[(b->low + 1) & b->mask] & bit))
         return 1;
     for (uint32_t c = 0; c < 2 * j->slots; c++)
-        if (j->cnt[c] && !(j->seen[c] & bit))
+        if (j->cnt[c] && !(j->seen[c] & bit) && sr_epoch_slot_current(j, c / 2))
             return 1;
     return 0;
 }

@@ -61,6 +61,12 @@ typedef struct sr_pipe_job {
     uint32_t *store;
     uint32_t *push_last;
 
+    /* Incarnation tags (epoch.c): the job's epoch, and the epoch each slot
+     * and each store row was last cleared in. */
+    uint32_t epoch;
+    uint32_t *slot_epoch; /* slots entries */
+    uint32_t *row_epoch;  /* rows entries; NULL when store_words is 0 */
+
     /* Barrier (barrier.c): the clock ring, low, high and the policy rules. */
     sr_barrier bar;
 

@@ -23,6 +23,7 @@
 #include "pipeline.h"
 #include "pipeline_helpers.h"
 #include "proto/wire.h"
+#include "services.h" /* the epoch, to test its wrap */
 
 #define V(...) ((const int32_t[]){__VA_ARGS__})
 
@@ -348,6 +349,84 @@ static void test_lease_held_by_call(void **state)
     assert_true(new_run(f, 0, 7));
 }
 
+/* ---- a new incarnation clears lazily ------------------------------------------------- */
+
+/* PUSH words v at offset by worker w of job 7 (push number seq). */
+static void push_words(fx *f, uint16_t w, uint32_t seq, uint32_t off, const int32_t *v, unsigned n)
+{
+    sr_hdr h = mk(SR_OP_PUSH, 7, w, seq, 0);
+    sr_peer src = peer_of(7, w);
+
+    h.offset = off;
+    h.count = (uint16_t)n;
+    feed(f, &src, &h, v);
+    assert_int_equal(f->out->act[0].hdr.op, SR_OP_PUSH_ACK);
+}
+
+/* PULL n words at offset; each must be 0. */
+static void pull_zero(fx *f, uint16_t w, uint32_t off, unsigned n)
+{
+    sr_hdr h = mk(SR_OP_PULL, 7, w, 1, n);
+    sr_peer src = peer_of(7, w);
+
+    h.offset = off;
+    feed(f, &src, &h, NULL);
+    assert_int_equal(f->out->act[0].hdr.op, SR_OP_PULL_RESP);
+    for (unsigned i = 0; i < n; i++)
+        assert_int_equal(sr_get_be32(f->out->act[0].payload + 4 * i), 0);
+}
+
+/* A new incarnation in three steps: (nonce) all leave, JOIN anew. */
+static void new_incarnation(fx *f, uint32_t nonce)
+{
+    leave(f, 7, 0, 600 + nonce - 1);
+    leave(f, 7, 1, 700 + nonce - 1);
+    join(f, 7, 0, 600 + nonce, nonce);
+    join(f, 7, 1, 700 + nonce, nonce);
+}
+
+static void test_lazy_clear(void **state)
+{
+    fx *f = *state;
+    sr_pipe_job *j;
+    sr_hdr d = ar_hdr(7, 3, 1, 9, 0, 2);
+    uint32_t sum[2] = {11, 22};
+
+    assert_int_equal(job_add(f->p, 7, 2, 8, 4), 0);
+    j = f->p->jobs[7];
+    join(f, 7, 0, 601, 1);
+    join(f, 7, 1, 701, 1);
+    /* Old state: a partial round, the store's last row (a partial one: 4096
+     * words in rows of 8 ends on a full row; use the middle and the end),
+     * and push numbers that would make a new push 1 a duplicate. */
+    ar(f, &d, 0, V(1000, 2000));
+    push_words(f, 0, 5, 8, V(7, 7, 7), 3);
+    push_words(f, 1, 5, SR_TEST_STORE - 8, V(1, 2, 3, 4, 5, 6, 7, 8), 8);
+    new_incarnation(f, 2);
+    pull_zero(f, 0, 8, 8);
+    pull_zero(f, 1, SR_TEST_STORE - 8, 8);
+    push_words(f, 0, 1, 8, V(3), 1); /* push number 1 applies again */
+    assert_int_equal(f->out->act[0].hdr.aux, 1);
+    ar(f, &d, 0, V(10, 20));
+    ar(f, &d, 1, V(1, 2));
+    expect_result(f, 1, 2, &d, sum);
+    /* The epoch wraps: a slot and a row last cleared at epoch 0 must not
+     * pass for current when the epoch is 0 again. */
+    new_incarnation(f, 3);
+    j->epoch = 0; /* as if 2^32 incarnations went by, none touching them */
+    j->slot_epoch[3] = 0;
+    j->row_epoch[1] = 0;
+    ar(f, &d, 0, V(1000, 2000));       /* slot 3, now at epoch 0 */
+    push_words(f, 0, 1, 8, V(9), 1);   /* row 1, now at epoch 0 */
+    j->epoch = UINT32_MAX;
+    new_incarnation(f, 4);             /* wraps to 0: an eager clear */
+    assert_int_equal(j->epoch, 0);
+    pull_zero(f, 0, 8, 8);
+    ar(f, &d, 0, V(10, 20));
+    ar(f, &d, 1, V(1, 2));
+    expect_result(f, 1, 2, &d, sum);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -363,6 +442,7 @@ int main(void)
         T(test_join_no_token),
         T(test_lease_lapses),
         T(test_lease_held_by_call),
+        T(test_lazy_clear),
     };
 #undef T
 
