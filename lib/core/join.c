@@ -4,8 +4,11 @@
  * worker to its job at the switch, and the LEAVE that unbinds it when the
  * context is destroyed.
  *
- * JOIN carries a random token (this context's identity) and the job nonce;
- * it is resent on its timer until JOIN_ACK echoes the token. JOIN_ACK
+ * JOIN carries a random token (this context's identity), the job nonce and
+ * the job's admission token; it is resent on its timer until JOIN_ACK
+ * echoes the token. A JOIN_ACK with a cookie (offset) asks for proof that
+ * this address receives: the JOIN is sent again echoing it, and the
+ * JOIN_ACK to that completes the join. JOIN_ACK
  * describes the job, and the engine sizes itself and every module for it
  * (sr_engine_join).
  */
@@ -51,19 +54,25 @@ static void join_fini(void *self, sr_engine *e)
     (void)e->tp->send(e->tps, iov, 2);
 }
 
-static void join_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
+/* JOIN with the admission token and the cookie to echo (0 at first). */
+static void join_send(const sr_join *j, sr_engine *e, uint32_t cookie, uint64_t now)
 {
-    const sr_join *j = self;
     sr_hdr h;
     sr_hdr_base(e, &h, SR_OP_JOIN);
     h.seq = j->token;
     h.aux = e->cfg.job_nonce;
-    /* The payload (the admission token, padded) follows the header in
-     * ctl_msg, which sr_ctl_send packs the header into. */
+    /* The payload follows the header in ctl_msg, which sr_ctl_send packs
+     * the header into. */
     h.count = SR_JOIN_REQ_WORDS;
-    sr_join_req_pack(e->ctl_msg + SR_WIRE_HDR_LEN, &(sr_join_req){.token = j->admission});
-    sr_rel_set_deadline(&e->rel, op->deadline_ns);
+    sr_join_req_pack(e->ctl_msg + SR_WIRE_HDR_LEN,
+                     &(sr_join_req){.token = j->admission, .cookie = cookie});
     sr_ctl_send(e, &h, now);
+}
+
+static void join_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
+{
+    sr_rel_set_deadline(&e->rel, op->deadline_ns);
+    join_send(self, e, 0, now);
 }
 
 static void on_join_ack(void *self, sr_engine *e, serene_op *op, const sr_hdr *h,
@@ -72,6 +81,12 @@ static void on_join_ack(void *self, sr_engine *e, serene_op *op, const sr_hdr *h
     sr_join *j = self;
     if (h->seq != j->token || h->count != SR_JOIN_PARAMS_WORDS) {
         SR_STAT_ADD(e, duplicates, 1);
+        return;
+    }
+    /* The switch wants proof that this address receives: JOIN again with
+     * its cookie; the answer to that one (offset 0) completes the join. */
+    if (h->offset != 0) {
+        join_send(j, e, h->offset, now);
         return;
     }
     sr_join_params p;

@@ -122,7 +122,7 @@ static const struct constant constants[] = {
     DEFINE(SR_WIRE_MAX_PAYLOAD, "payload bytes per packet (SR_WIRE_MAX_ELEMS * 4)"),
     DEFINE(SR_WIRE_MAX_MSG, "bytes of the largest Serene message, header included"),
     DEFINE(SR_JOIN_PARAMS_WORDS, "u32 words in the SR_OP_JOIN_ACK payload"),
-    DEFINE(SR_JOIN_REQ_WORDS, "u32 words in a JOIN's payload: token high, low, 0, 0"),
+    DEFINE(SR_JOIN_REQ_WORDS, "u32 words in a JOIN's payload: token high, low, cookie, 0"),
     DEFINE(SR_SYNC_WORDS, "u32 words in the PROCEED/HOLD payload (mode, s)"),
 
     SEC("Block exponents (serene_h.exp, next_exp): signed, stored in two's complement.\n"

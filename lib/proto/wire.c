@@ -175,18 +175,20 @@ void sr_join_req_pack(uint8_t *out, const sr_join_req *r)
 {
     sr_put_be32(out + 0, (uint32_t)(r->token >> 32));
     sr_put_be32(out + 4, (uint32_t)r->token);
-    sr_put_be32(out + 8, 0);
+    sr_put_be32(out + 8, r->cookie);
     sr_put_be32(out + 12, 0);
 }
 
 int sr_join_req_unpack(const uint8_t *in, unsigned count, sr_join_req *r)
 {
     r->token = 0;
+    r->cookie = 0;
     if (count == 0)
         return 0;
     if (count != SR_JOIN_REQ_WORDS)
         return -1;
     r->token = (uint64_t)sr_get_be32(in) << 32 | sr_get_be32(in + 4);
+    r->cookie = sr_get_be32(in + 8);
     return 0;
 }
 _Static_assert(SR_JOIN_REQ_WORDS * 4u == 16u, "a join request is four u32 words");

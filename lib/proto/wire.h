@@ -108,7 +108,9 @@ _Static_assert(SR_WIRE_COUNT_POISON > SR_WIRE_MAX_ELEMS, "the poison mark is no 
      * job's is answered ERROR DENIED, the same answer whatever its nonce,                         \
      * worker id or the job's state, and changes nothing. */                                       \
     X(JOIN, 1, "join a job: seq = context token, aux = job nonce; payload = admission token")     \
-    X(JOIN_ACK, 2, "seq = token echoed; payload = join parameters (4 words)")                     \
+    /* offset = 0: bound; else the binding's cookie: the worker proves it                         \
+     * receives at its address by JOINing again with it (sr_join_req). */                          \
+    X(JOIN_ACK, 2, "seq = token echoed; offset = cookie to echo, 0 = proven; payload = params")   \
     /* The worker's context ends. The switch unbinds it (no answer; best effort). */              \
     X(LEAVE, 4, "a worker's context ends: seq = token; the switch unbinds it")                    \
     /* status = enum sr_wire_status; other fields echo the refused request, but                   \
@@ -179,7 +181,10 @@ enum sr_wire_op { SR_WIRE_OPS(SR_WIRE_ENUM_OP) };
     X(JOB_IN_USE, 10, "new nonce while the current incarnation has bound workers")               \
     /* Checked before anything else a JOIN says, so it tells a guessed                             \
      * nonce right from wrong no more than a guessed token. */                                     \
-    X(DENIED, 11, "JOIN without the job's admission token")
+    X(DENIED, 11, "JOIN without the job's admission token")                                       \
+    /* PULL or CLOCK, whose answers are larger than the request, from a                            \
+     * binding that has not echoed its JOIN_ACK's cookie yet. */                                   \
+    X(UNPROVEN, 12, "binding's address not proven: JOIN again with the JOIN_ACK's cookie")
 
 #define SR_WIRE_ENUM_ST(name, value, doc) SR_ST_##name = value,
 enum sr_wire_status { SR_WIRE_STATUSES(SR_WIRE_ENUM_ST) };
@@ -246,10 +251,12 @@ typedef struct sr_join_params {
 
 /* Payload of SR_OP_JOIN: the job's 64-bit admission token (operator or
  * launcher chosen; 0 = none) as 2 big-endian u32 words, high word first,
- * then 2 zero words, so that a JOIN is as long as its JOIN_ACK and the
- * handshake amplifies nothing. */
+ * then the cookie of the JOIN_ACK being echoed (0 in a first JOIN), then a
+ * zero word, so that a JOIN is as long as its JOIN_ACK and the handshake
+ * amplifies nothing. */
 typedef struct sr_join_req {
     uint64_t token;
+    uint32_t cookie;
 } sr_join_req;
 #define SR_JOIN_REQ_WORDS 4u
 _Static_assert(SR_JOIN_REQ_WORDS >= SR_JOIN_PARAMS_WORDS, "a JOIN is never shorter than its answer");

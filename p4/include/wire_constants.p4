@@ -27,7 +27,7 @@ const bit<16> SR_WIRE_UDP_PORT = 48200;
 
 // join a job: seq = context token, aux = job nonce; payload = admission token
 const bit<8> SR_OP_JOIN = 1;
-// seq = token echoed; payload = join parameters (4 words)
+// seq = token echoed; offset = cookie to echo, 0 = proven; payload = params
 const bit<8> SR_OP_JOIN_ACK = 2;
 // a worker's context ends: seq = token; the switch unbinds it
 const bit<8> SR_OP_LEAVE = 4;
@@ -86,6 +86,8 @@ const bit<8> SR_ST_CLOCK_AHEAD = 9;
 const bit<8> SR_ST_JOB_IN_USE = 10;
 // JOIN without the job's admission token
 const bit<8> SR_ST_DENIED = 11;
+// binding's address not proven: JOIN again with the JOIN_ACK's cookie
+const bit<8> SR_ST_UNPROVEN = 12;
 
 /* ---- Synchronization modes (payload word 0 of PROCEED/HOLD; the policy table's action) */
 
@@ -126,7 +128,7 @@ const bit<16> SR_WIRE_SLOT_MASK = 0x7fff;
 #define SR_WIRE_MAX_MSG 8220
 // u32 words in the SR_OP_JOIN_ACK payload
 #define SR_JOIN_PARAMS_WORDS 4
-// u32 words in a JOIN's payload: token high, low, 0, 0
+// u32 words in a JOIN's payload: token high, low, cookie, 0
 #define SR_JOIN_REQ_WORDS 4
 // u32 words in the PROCEED/HOLD payload (mode, s)
 #define SR_SYNC_WORDS 2

@@ -44,6 +44,11 @@ uint64_t sr_membership_live(const sr_pipe *p, const sr_pipe_job *j);
  * binding (a JOIN: the binding's own), that worker's lease starts again. */
 void sr_membership_seen(const sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const sr_peer *src);
 
+/* With the address proof on (sr_pipe_set_proof): is h, a PULL or CLOCK
+ * from the binding of its worker at src, one that must be refused with
+ * UNPROVEN? Counts it. */
+int sr_membership_unproven(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const sr_peer *src);
+
 /* LEAVE: the worker's context ended. No answer. */
 void sr_membership_leave(sr_pipe_job *j, const sr_peer *src, const sr_hdr *h);
 

@@ -65,6 +65,10 @@ void sr_pipe_process(sr_pipe *p, const sr_peer *src, const uint8_t *msg, size_t 
         sr_epoch_touch_slot(j, h.slot);
     else if (h.op == SR_OP_PUSH || h.op == SR_OP_PULL)
         sr_epoch_touch_row(j, h.offset);
+    if ((h.op == SR_OP_PULL || h.op == SR_OP_CLOCK) && sr_membership_unproven(p, j, &h, src)) {
+        sr_svc_reply_error(p, j, src, &h, SR_ST_UNPROVEN, out);
+        return;
+    }
     switch (h.op) {
     case SR_OP_JOIN: sr_membership_join(p, j, src, &h, payload, out); break;
     case SR_OP_LEAVE: sr_membership_leave(j, src, &h); break;

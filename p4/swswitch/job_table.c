@@ -62,6 +62,13 @@ void sr_pipe_set_lease(sr_pipe *p, uint64_t lease_ms)
     p->lease_ms = lease_ms;
 }
 
+void sr_pipe_set_proof(sr_pipe *p, const uint64_t key[2])
+{
+    p->proof = key != NULL;
+    p->key[0] = key ? key[0] : 0;
+    p->key[1] = key ? key[1] : 0;
+}
+
 void sr_pipe_tick(sr_pipe *p, uint64_t now_ms)
 {
     p->now_ms = now_ms;

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include <sys/prctl.h>
+#include <sys/random.h>
 
 #include "chaos.h"
 #include "ctl_sock.h"
@@ -478,6 +479,7 @@ static int setup(sw *s, sigset_t *wait_mask)
 {
     const sw_opts *o = s->o;
     char where[640];
+    uint64_t key[2];
     uint32_t ip;
     uint16_t port;
     int err;
@@ -492,6 +494,12 @@ static int setup(sw *s, sigset_t *wait_mask)
         return -1;
     }
     sr_pipe_set_lease(s->pipe, (uint64_t)(o->lease * 1e3));
+    /* The cookies' key: a fresh secret per run of the switch. */
+    if (getrandom(key, sizeof key, 0) != (ssize_t)sizeof key) {
+        sw_log(o, LOG_ERROR, "getrandom: %s", strerror(errno));
+        return -1;
+    }
+    sr_pipe_set_proof(s->pipe, key);
     sr_pipe_tick(s->pipe, now_ns() / 1000000u);
     if (add_jobs(s) < 0 || open_io(s) < 0 || open_chaos(s) < 0)
         return -1;

@@ -36,12 +36,71 @@ int sr_membership_renew(sr_pipe_job *j)
     sr_epoch_next(j);
     j->bound = 0;
     j->left = 0;
+    j->proven = 0;
     memset(j->peer, 0, sizeof j->peer);
     memset(j->token, 0, sizeof j->token);
     return 0;
 }
 
-/* JOIN_ACK: the binding's nonce and token, the job's parameters as payload. */
+/* ---- address proof: SipHash-2-4 (Aumasson and Bernstein) ------------------- */
+
+#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                                                   \
+    do {                                                                                           \
+        v0 += v1, v1 = ROTL(v1, 13), v1 ^= v0, v0 = ROTL(v0, 32);                                  \
+        v2 += v3, v3 = ROTL(v3, 16), v3 ^= v2;                                                     \
+        v0 += v3, v3 = ROTL(v3, 21), v3 ^= v0;                                                     \
+        v2 += v1, v1 = ROTL(v1, 17), v1 ^= v2, v2 = ROTL(v2, 32);                                  \
+    } while (0)
+
+/* SipHash-2-4 of n 64-bit words (a message of 8n bytes, little-endian words). */
+static uint64_t siphash(const uint64_t key[2], const uint64_t *m, size_t n)
+{
+    uint64_t v0 = key[0] ^ UINT64_C(0x736f6d6570736575);
+    uint64_t v1 = key[1] ^ UINT64_C(0x646f72616e646f6d);
+    uint64_t v2 = key[0] ^ UINT64_C(0x6c7967656e657261);
+    uint64_t v3 = key[1] ^ UINT64_C(0x7465646279746573);
+    uint64_t b = (uint64_t)(8 * n) << 56;
+
+    for (size_t i = 0; i < n; i++) {
+        v3 ^= m[i];
+        SIPROUND;
+        SIPROUND;
+        v0 ^= m[i];
+    }
+    v3 ^= b;
+    SIPROUND;
+    SIPROUND;
+    v0 ^= b;
+    v2 ^= 0xff;
+    for (int i = 0; i < 4; i++)
+        SIPROUND;
+    return v0 ^ v1 ^ v2 ^ v3;
+}
+
+/* The cookie of worker w's binding to src: never 0 (0 means proven). */
+static uint32_t cookie(const sr_pipe *p, const sr_pipe_job *j, uint16_t w, const sr_peer *src)
+{
+    uint64_t m[3] = {(uint64_t)j->id << 48 | (uint64_t)w << 32 | j->nonce,
+                     (uint64_t)j->token[w] << 32 | src->ip, src->port};
+    uint32_t c = (uint32_t)siphash(p->key, m, 3);
+
+    return c ? c : 1;
+}
+
+int sr_membership_unproven(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const sr_peer *src)
+{
+    if (!p->proof || !sr_svc_worker_ok(j, h->worker, src) ||
+        (j->proven & (UINT64_C(1) << h->worker)))
+        return 0;
+    j->c.unproven++;
+    return 1;
+}
+
+/* ---- JOIN and LEAVE ------------------------------------------------------------ */
+
+/* JOIN_ACK: the binding's nonce and token, its cookie while its address is
+ * not proven, the job's parameters as payload. */
 static void join_ack(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
                      sr_pipe_out *out)
 {
@@ -55,6 +114,8 @@ static void join_ack(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hd
     a->hdr.worker = h->worker;
     a->hdr.seq = h->seq;
     a->hdr.aux = j->nonce;
+    if (p->proof && !(j->proven & (UINT64_C(1) << h->worker)))
+        a->hdr.offset = cookie(p, j, h->worker, src);
     a->hdr.count = SR_JOIN_PARAMS_WORDS;
     jp.n_workers = j->n;
     jp.elems_per_pkt = j->elems;
@@ -126,6 +187,8 @@ void sr_membership_join(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr
          * Bindings never move; the worker must rejoin under a new nonce. */
         sr_svc_reply_error(p, j, src, h, SR_ST_NOT_MEMBER, out);
         return;
+    } else if (p->proof && rq.cookie && rq.cookie == cookie(p, j, w, src)) {
+        j->proven |= bit; /* it got the JOIN_ACK at its address */
     }
     /* New binding, or the same JOIN retransmitted (its ACK was lost). */
     join_ack(p, j, src, h, out);

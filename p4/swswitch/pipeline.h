@@ -86,6 +86,7 @@ typedef struct sr_pipe_out {
     X(in_use_refused)  /* JOINs with a new nonce refused: workers still bound (JOB_IN_USE) */    \
     X(denied)          /* JOINs without the job's admission token (DENIED) */                     \
     X(lapsed)          /* bindings a new incarnation took over after their lease lapsed */       \
+    X(unproven)        /* PULLs and CLOCKs refused with UNPROVEN: address not proven yet */      \
     X(results)         /* rounds completed (each a multicast of AR_RESULT) */                    \
     X(shadow_replies)  /* AR_RESULTs re-sent from a completed slot to a retransmission */        \
     X(dup_dropped)     /* duplicate contributions to a round still in progress: not added,       \
@@ -201,6 +202,18 @@ int sr_pipe_create(sr_pipe **out);
 #define SR_PIPE_LEASE_DEFAULT_MS 30000u
 void sr_pipe_set_lease(sr_pipe *p, uint64_t lease_ms); /* 0: never lapse */
 void sr_pipe_tick(sr_pipe *p, uint64_t now_ms);
+
+/* Address proof. Off by default (as in the P4 program, whose worker_table
+ * fixes the addresses). On, a new binding's JOIN_ACK carries a cookie in
+ * its offset field, SipHash-2-4 under key (128 bits, the caller's secret,
+ * e.g. from getrandom) of the binding (job, worker, nonce, context token,
+ * address); the binding is proven when its JOIN comes again echoing the
+ * cookie (sr_join_req), and JOIN_ACK's offset is 0 from then on. Until
+ * then its PULL and CLOCK, whose answers are larger than the request, are
+ * refused with ERROR UNPROVEN (header only): a JOIN from a spoofed source
+ * binds the victim's address but draws no large answer to it. key is only
+ * read during the call; NULL turns the proof off. */
+void sr_pipe_set_proof(sr_pipe *p, const uint64_t key[2]);
 
 /* Free the pipeline and all its jobs. Accepts NULL and *p == NULL; sets *p
  * to NULL. */

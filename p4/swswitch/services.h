@@ -36,6 +36,7 @@ typedef struct sr_pipe_job {
     uint32_t nonce; /* incarnation */
     uint64_t bound; /* bit w: worker w is bound */
     uint64_t left;  /* bit w: bound worker w has left (LEAVE); still holds its id */
+    uint64_t proven; /* bit w: w echoed its JOIN_ACK's cookie (sr_pipe_set_proof) */
     sr_peer peer[SR_WIRE_MAX_WORKERS];
     uint32_t token[SR_WIRE_MAX_WORKERS];
     uint64_t seen_ms[SR_WIRE_MAX_WORKERS]; /* last packet from the binding (sr_pipe_tick's
@@ -78,6 +79,8 @@ struct sr_pipe {
     unsigned n_jobs;
     uint64_t now_ms;   /* sr_pipe_tick */
     uint64_t lease_ms; /* sr_pipe_set_lease; 0: bindings never lapse */
+    int proof;         /* sr_pipe_set_proof: bindings must prove their address */
+    uint64_t key[2];   /* its SipHash key for the cookies */
     sr_pipe_counters c;
 };
 

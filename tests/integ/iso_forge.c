@@ -307,7 +307,10 @@ void check_replies(forger *f)
            f->name, f->sent, n);
 }
 
-/* Job C, one worker, only hand-made packets: JOIN, PUSH, PULL, CLOCK and an
+/* Job C, one worker, only hand-made packets: JOIN (its JOIN_ACK carries
+ * the cookie of the address proof), a PULL before the proof (refused with
+ * UNPROVEN, header only: no larger than the request), JOIN again echoing
+ * the cookie (JOIN_ACK with offset 0), then PUSH, PULL, CLOCK and an
  * allreduce round from c1 are answered as from any worker; c2 reuses c1's
  * token (NOT_MEMBER), another token (STALE), and c2's data ops are dropped.
  * Shows that the packets this test forges are well formed. */
@@ -315,12 +318,15 @@ void job_c_control(forger *c1, forger *c2)
 {
     static uint8_t buf[SR_WIRE_MAX_MSG + 1];
     const uint32_t token = 0x5eed0c01u;
+    uint32_t cookie = 0;
     sr_hdr h;
     struct {
         uint8_t op, status;
         uint32_t aux;
         uint16_t count;
     } want[] = {
+        {SR_OP_JOIN_ACK, 0, nonce_of[JOB_C], SR_JOIN_PARAMS_WORDS},
+        {SR_OP_ERROR, SR_ST_UNPROVEN, SR_OP_PULL, 0},
         {SR_OP_JOIN_ACK, 0, nonce_of[JOB_C], SR_JOIN_PARAMS_WORDS},
         {SR_OP_PUSH_ACK, 0, 1, 0},
         {SR_OP_PULL_RESP, 0, 0, ELEMS},
@@ -338,22 +344,33 @@ void job_c_control(forger *c1, forger *c2)
         if (step == 0) {
             h.seq = token;
             h.aux = nonce_of[JOB_C];
-        } else if (step == 1) {
-            h.op = SR_OP_PUSH;
-            h.seq = 1;
-            h.count = ELEMS;
-        } else if (step == 2) {
+        } else if (step == 1 || step == 4) {
             h.op = SR_OP_PULL;
             h.seq = 1;
             h.aux = ELEMS;
+        } else if (step == 2) {
+            h.seq = token;
+            h.aux = nonce_of[JOB_C];
+            h.count = SR_JOIN_REQ_WORDS;
         } else if (step == 3) {
+            h.op = SR_OP_PUSH;
+            h.seq = 1;
+            h.count = ELEMS;
+        } else if (step == 5) {
             h.op = SR_OP_CLOCK;
         } else {
             h.op = SR_OP_AR_DATA;
             h.seq = 1;
             h.next_exp = SR_WIRE_EXP_NONE;
         }
-        send_msg(c1, &h, 0xc0de0000u);
+        if (step == 2) { /* the echo: no admission token, the cookie, 0 */
+            uint8_t m[SR_WIRE_HDR_LEN + 4 * SR_JOIN_REQ_WORDS];
+            pack(m, &h, 0, -1);
+            sr_put_be32(m + SR_WIRE_HDR_LEN + 8, cookie);
+            send_raw(c1, m, sizeof m);
+        } else {
+            send_msg(c1, &h, 0xc0de0000u);
+        }
         /* CLOCK 0 of a one-worker job also advances low: skip its RELEASE. */
         for (int tries = 0; tries < 4; tries++) {
             k = -1;
@@ -369,14 +386,19 @@ void job_c_control(forger *c1, forger *c2)
             return;
         }
         if (r.op != want[step].op || r.count != want[step].count ||
-            (want[step].aux && r.aux != want[step].aux)) {
+            r.status != want[step].status || (want[step].aux && r.aux != want[step].aux) ||
+            (step == 0 && r.offset == 0) || (step == 2 && r.offset != 0)) {
             fail("job C control: %s answered with %s status %s count %u aux %u, want %s "
                  "count %u",
                  sr_op_name(h.op), sr_op_name(r.op), sr_status_name(r.status), r.count, r.aux,
                  sr_op_name(want[step].op), want[step].count);
             return;
         }
-        if (step == 2)
+        if (step == 0)
+            cookie = r.offset; /* the address proof's cookie */
+        if (step == 1)
+            expected.errors[JOB_C]++; /* UNPROVEN */
+        if (step == 4)
             for (unsigned i = 0; i < ELEMS; i++)
                 if (sr_get_be32(payload + 4 * i) != 0xc0de0000u + i) {
                     fail("job C control: word %u pulled back as %#x, pushed %#x", i,
@@ -384,8 +406,8 @@ void job_c_control(forger *c1, forger *c2)
                     break;
                 }
     }
-    printf("job C control: JOIN, PUSH, PULL, CLOCK and AR_DATA made here are answered when "
-           "sent from the bound address\n");
+    printf("job C control: JOIN, its echo, PUSH, PULL, CLOCK and AR_DATA made here are "
+           "answered when sent from the bound address (a PULL before the echo: UNPROVEN)\n");
     /* (f) the bound token from another address, and a new token. */
     forge_join_refused(c2, JOB_C, 0, nonce_of[JOB_C], token, SR_ST_NOT_MEMBER);
     forge_join_refused(c2, JOB_C, 0, nonce_of[JOB_C], token + 1, SR_ST_STALE);

@@ -14,9 +14,12 @@
  * then two contexts of the real library with SERENE_JOB_TOKEN join and
  * allreduce exactly; the same forged JOINs, now with a third nonce while
  * the job is bound, still get the same DENIED bytes (not JOB_IN_USE or
- * STALE) and change neither the nonce nor the bindings; a context with a
- * wrong SERENE_JOB_TOKEN fails with SERENE_ERR_DENIED and one with a
- * malformed one with SERENE_ERR_CONFIG, both promptly.
+ * STALE) and change neither the nonce nor the bindings; a source that
+ * joins with the token but never reads its answers (as a spoofed source
+ * address would not) draws no answer larger than its request (PULL and
+ * CLOCK: ERROR UNPROVEN) until it echoes the JOIN_ACK's cookie; a context
+ * with a wrong SERENE_JOB_TOKEN fails with SERENE_ERR_DENIED and one with
+ * a malformed one with SERENE_ERR_CONFIG, both promptly.
  *
  * Every wait is bounded; the switch is stopped by the PID this test
  * started. Exit status: 0 passed, 1 a check failed, 77 no switch.
@@ -40,6 +43,7 @@
 #define TOKEN 0x00c0ffee12345678ull
 #define TOKEN_HEX "00c0ffee12345678"
 #define QUIET_MS 300 /* an answer that has not come by then is not coming */
+#define ELEMS 2048   /* values per packet: the largest PULL answer */
 
 static int failures;
 static sw_proc sw;
@@ -56,25 +60,24 @@ __attribute__((format(printf, 1, 2))) static void fail(const char *fmt, ...)
     failures++;
 }
 
-/* Send a JOIN of worker w with nonce and count payload words v; the
- * answers that come within QUIET_MS go to ans (the first) and *n. */
-static void forge_join(int fd, int w, uint32_t nonce, const uint32_t *v, unsigned count,
-                       uint8_t *ans, size_t *ans_len, int *n)
+/* Send h with count payload words v; the answers that come within
+ * QUIET_MS go to ans (the first) and *n. */
+static void xchg(int fd, const sr_hdr *h, const uint32_t *v, uint8_t *ans, size_t *ans_len,
+                 int *n)
 {
     uint8_t msg[SR_WIRE_HDR_LEN + 16];
     struct sockaddr_in to = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
                              .sin_port = htons((uint16_t)sw.port)};
-    sr_hdr h = {.version = SR_WIRE_VERSION, .op = SR_OP_JOIN, .job = JOB, .worker = (uint16_t)w,
-                .seq = 0x0bad0000u + (uint32_t)w, .aux = nonce, .count = (uint16_t)count};
     struct pollfd pfd = {.fd = fd, .events = POLLIN};
     uint8_t buf[SR_WIRE_MAX_MSG];
 
-    sr_hdr_pack(msg, &h);
-    for (unsigned i = 0; i < count; i++)
+    sr_hdr_pack(msg, h);
+    for (unsigned i = 0; i < h->count && i < 4; i++)
         sr_put_be32(msg + SR_WIRE_HDR_LEN + 4 * i, v[i]);
     *n = 0;
     *ans_len = 0;
-    if (sendto(fd, msg, SR_WIRE_HDR_LEN + 4 * count, 0, (struct sockaddr *)&to, sizeof to) < 0) {
+    if (sendto(fd, msg, SR_WIRE_HDR_LEN + 4 * h->count, 0, (struct sockaddr *)&to, sizeof to) <
+        0) {
         fail("sendto: %s", strerror(errno));
         return;
     }
@@ -88,6 +91,72 @@ static void forge_join(int fd, int w, uint32_t nonce, const uint32_t *v, unsigne
             *ans_len = (size_t)len;
         }
     }
+}
+
+/* A JOIN of worker w with nonce and count payload words v, as xchg. */
+static void forge_join(int fd, int w, uint32_t nonce, const uint32_t *v, unsigned count,
+                       uint8_t *ans, size_t *ans_len, int *n)
+{
+    sr_hdr h = {.version = SR_WIRE_VERSION, .op = SR_OP_JOIN, .job = JOB, .worker = (uint16_t)w,
+                .seq = 0x0bad0000u + (uint32_t)w, .aux = nonce, .count = (uint16_t)count};
+
+    xchg(fd, &h, v, ans, ans_len, n);
+}
+
+/* A source that never reads its answers, as a spoofed one would not: it
+ * JOINs with the token (a tenant that knows it, spoofing the victim's
+ * address) and asks for the largest answers. Each answer must be no
+ * larger than its request. Then, as the control, the cookie is echoed
+ * and the same PULL draws the full row. */
+static void spoofed_source(int fd)
+{
+    const uint32_t tok[4] = {(uint32_t)(TOKEN >> 32), (uint32_t)TOKEN, 0, 0};
+    sr_hdr join = {.version = SR_WIRE_VERSION, .op = SR_OP_JOIN, .job = JOB, .worker = 1,
+                   .seq = 0x5b00f001u, .aux = 4343, .count = SR_JOIN_REQ_WORDS};
+    sr_hdr pull = {.version = SR_WIRE_VERSION, .op = SR_OP_PULL, .job = JOB, .worker = 1,
+                   .seq = 1, .aux = ELEMS};
+    sr_hdr clock = {.version = SR_WIRE_VERSION, .op = SR_OP_CLOCK, .job = JOB, .worker = 1};
+    const sr_hdr *reqs[] = {&join, &pull, &clock, &join, &pull};
+    uint8_t ans[SR_WIRE_MAX_MSG];
+    uint32_t v[4], cookie = 0;
+    size_t len;
+    int n;
+    sr_hdr a;
+
+    for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++) {
+        size_t req_len = SR_WIRE_HDR_LEN + 4u * reqs[i]->count;
+
+        memcpy(v, tok, sizeof v);
+        if (i == 3)
+            v[2] = cookie + 1; /* a guess at the cookie: wrong */
+        xchg(fd, reqs[i], v, ans, &len, &n);
+        if (n != 1 || sr_msg_parse(ans, len, &a, NULL) != SR_PARSE_OK) {
+            fail("spoofed source: %s drew %d answers", sr_op_name(reqs[i]->op), n);
+            return;
+        }
+        if (len > req_len)
+            fail("spoofed source: %s of %zu bytes drew %s of %zu", sr_op_name(reqs[i]->op),
+                 req_len, sr_op_name(a.op), len);
+        if (reqs[i]->op == SR_OP_JOIN && (a.op != SR_OP_JOIN_ACK || a.offset == 0))
+            fail("spoofed source: JOIN answered %s offset %u, want JOIN_ACK with a cookie",
+                 sr_op_name(a.op), a.offset);
+        if (reqs[i]->op != SR_OP_JOIN && (a.op != SR_OP_ERROR || a.status != SR_ST_UNPROVEN))
+            fail("spoofed source: %s answered %s %s, want ERROR UNPROVEN",
+                 sr_op_name(reqs[i]->op), sr_op_name(a.op), sr_status_name(a.status));
+        if (i == 0)
+            cookie = a.offset;
+    }
+    /* The control: the address receives after all, and echoes. */
+    memcpy(v, tok, sizeof v);
+    v[2] = cookie;
+    xchg(fd, &join, v, ans, &len, &n);
+    if (n != 1 || sr_msg_parse(ans, len, &a, NULL) != SR_PARSE_OK || a.op != SR_OP_JOIN_ACK ||
+        a.offset != 0)
+        fail("spoofed source: the echo of the cookie did not prove the address");
+    xchg(fd, &pull, v, ans, &len, &n);
+    if (n != 1 || len != SR_WIRE_HDR_LEN + 4u * ELEMS)
+        fail("spoofed source: a PULL after the proof drew %d answers of %zu bytes, want %u", n,
+             len, SR_WIRE_HDR_LEN + 4u * ELEMS);
 }
 
 /* The forged JOINs: no token, wrong tokens, the right one cut short. Each
@@ -199,7 +268,7 @@ out:
 int main(int argc, char **argv)
 {
     const char *bin = argc > 1 ? argv[1] : getenv("SERENE_SWITCH_BIN");
-    const char *args[] = {"--job", "9:2:16,token=env:SR_TEST_ADMISSION_TOKEN", NULL};
+    const char *args[] = {"--job", "9:2:2048,token=env:SR_TEST_ADMISSION_TOKEN", NULL};
     serene_ctx *bad = NULL;
     int fd, rc;
 
@@ -227,6 +296,7 @@ int main(int argc, char **argv)
             fail("rejoin rank 0: %s", serene_err_name(rc));
         forged_joins(fd, 4343, 7, "while the job is bound");
         expect_status(1, 4343, "after the forged JOINs while bound");
+        spoofed_source(fd);
         if ((rc = make_ctx(&bad, 1, 4343, "00c0ffee12345679", 1)) != SERENE_ERR_DENIED)
             fail("a context with a wrong token: %s, want SERENE_ERR_DENIED", serene_err_name(rc));
         serene_ctx_destroy(&bad);
@@ -234,7 +304,7 @@ int main(int argc, char **argv)
             fail("a context with a malformed token: %s, want SERENE_ERR_CONFIG",
                  serene_err_name(rc));
         serene_ctx_destroy(&bad);
-        expect_status(1, 4343, "after the refused contexts");
+        expect_status(2, 4343, "after the refused contexts"); /* + the spoofed source */
         serene_ctx_destroy(&c0);
     }
     close(fd);
@@ -244,6 +314,7 @@ out:
         printf("%d check(s) failed\n", failures);
         return 1;
     }
-    printf("ok: forged JOINs denied alike whatever the nonce; the real run exact\n");
+    printf("ok: forged JOINs denied alike whatever the nonce; the real run exact; no answer "
+           "larger than its request to an unproven address\n");
     return 0;
 }

@@ -172,7 +172,7 @@ static void test_counters_format(void **state)
     c.errors_sent = UINT64_MAX;
     c.clock_ahead = 5;
     r = sr_pipe_job_counters_format(buf, sizeof buf, &c);
-    assert_string_equal(buf, "rx=12 tx=34 joins=0 resets=0 leaves=0 in_use_refused=0 denied=0 lapsed=0 results=0 shadow_replies=0 "
+    assert_string_equal(buf, "rx=12 tx=34 joins=0 resets=0 leaves=0 in_use_refused=0 denied=0 lapsed=0 unproven=0 results=0 shadow_replies=0 "
                              "dup_dropped=0 probes=0 held=0 naks=0 mismatches=0 stale_dropped=0 dropped_unbound=0 "
                              "errors_sent=18446744073709551615 pushes=0 push_dups=0 pulls=0 "
                              "clocks=0 holds=0 proceeds=0 releases=0 range_errors=0 "

@@ -349,6 +349,58 @@ static void test_lease_held_by_call(void **state)
     assert_true(new_run(f, 0, 7));
 }
 
+/* ---- address proof ------------------------------------------------------------------ */
+
+/* JOIN of worker w echoing cookie; returns the JOIN_ACK's offset. */
+static uint32_t join_cookie(fx *f, uint16_t w, uint32_t cookie)
+{
+    sr_hdr h = mk(SR_OP_JOIN, 7, w, 900 + w, 5);
+    sr_peer src = peer_of(7, w);
+
+    h.count = SR_JOIN_REQ_WORDS;
+    feed(f, &src, &h, (const int32_t[]){0, 0, (int32_t)cookie, 0});
+    assert_int_equal(f->out->n, 1);
+    assert_int_equal(f->out->act[0].hdr.op, SR_OP_JOIN_ACK);
+    return f->out->act[0].hdr.offset;
+}
+
+static void test_join_proof(void **state)
+{
+    fx *f = *state;
+    const uint64_t key[2] = {1, 2}, key2[2] = {1, 3};
+    sr_hdr pull = mk(SR_OP_PULL, 7, 0, 1, 8), clock = mk(SR_OP_CLOCK, 7, 0, 0, 0);
+    sr_peer src = peer_of(7, 0);
+    uint32_t c, c1;
+
+    sr_pipe_set_proof(f->p, key);
+    assert_int_equal(job_add(f->p, 7, 2, 8, 4), 0);
+    c = join_cookie(f, 0, 0);
+    assert_int_not_equal(c, 0);
+    assert_int_equal(join_cookie(f, 0, 0), c); /* retransmitted: the same cookie */
+    feed(f, &src, &pull, NULL);
+    expect_error_w(f, &pull, SR_ST_UNPROVEN);
+    feed(f, &src, &clock, NULL);
+    expect_error_w(f, &clock, SR_ST_UNPROVEN);
+    assert_int_equal(join_cookie(f, 0, c ^ 1), c); /* a wrong guess proves nothing */
+    feed(f, &src, &pull, NULL);
+    expect_error_w(f, &pull, SR_ST_UNPROVEN);
+    assert_int_equal(jc(f, 7).unproven, 3);
+    assert_int_equal(join_cookie(f, 0, c), 0); /* the echo proves the address */
+    assert_int_equal(join_cookie(f, 0, c), 0);
+    feed(f, &src, &pull, NULL);
+    assert_int_equal(f->out->act[0].hdr.op, SR_OP_PULL_RESP);
+    /* Another worker's cookie differs, and so does one under another key. */
+    c1 = join_cookie(f, 1, 0);
+    assert_int_not_equal(c1, 0);
+    assert_int_not_equal(c1, c);
+    sr_pipe_set_proof(f->p, key2);
+    assert_int_not_equal(join_cookie(f, 1, 0), c1);
+    /* Off (the P4 program's behaviour): JOIN_ACK offset 0, no refusal. */
+    sr_pipe_set_proof(f->p, NULL);
+    assert_int_equal(join_cookie(f, 1, 0), 0);
+    assert_int_equal(jc(f, 7).unproven, 3);
+}
+
 /* ---- a new incarnation clears lazily ------------------------------------------------- */
 
 /* PUSH words v at offset by worker w of job 7 (push number seq). */
@@ -443,6 +495,7 @@ int main(void)
         T(test_lease_lapses),
         T(test_lease_held_by_call),
         T(test_lazy_clear),
+        T(test_join_proof),
     };
 #undef T
 

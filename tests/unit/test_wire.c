@@ -582,10 +582,10 @@ static void test_names(void **state)
     static const char *const st[] = {"OK",       "UNKNOWN_JOB", "NOT_MEMBER",
                                      "STALE",    "MISMATCH",    "BAD_COUNT",
                                      "BAD_SLOT", "UNSUPPORTED", "RANGE",
-                                     "CLOCK_AHEAD", "JOB_IN_USE", "DENIED"};
-    for (unsigned i = 0; i < 12; i++)
+                                     "CLOCK_AHEAD", "JOB_IN_USE", "DENIED", "UNPROVEN"};
+    for (unsigned i = 0; i < 13; i++)
         assert_string_equal(sr_status_name(i), st[i]);
-    assert_string_equal(sr_status_name(12), "status?");
+    assert_string_equal(sr_status_name(13), "status?");
     assert_string_equal(sr_status_name(256), "status?");
     assert_string_equal(sr_status_name(0xffffffffu), "status?");
 
