@@ -247,6 +247,12 @@ SERENE_API void serene_config_init(serene_config *cfg);
  * and a leading zero is not octal ("010" is ten). SERENE_SWITCH is
  * "host:port" (port 1..65535); SERENE_BIND is "", "host", "host:port" or
  * ":port" (port 0..65535); host is an IPv4 address or a name.
+ * rank and world_size come from SERENE_RANK and SERENE_WORLD_SIZE; when
+ * neither is set, from the first launcher that sets its pair: torchrun
+ * (RANK, WORLD_SIZE), then Open MPI (OMPI_COMM_WORLD_RANK,
+ * OMPI_COMM_WORLD_SIZE), then Slurm (SLURM_PROCID, SLURM_NTASKS). A
+ * launcher that sets only one of its pair is an error (never mixed with
+ * another's).
  * Returns SERENE_ERR_CONFIG, and logs which variable is wrong, when a value
  * does not parse or is out of range; cfg is then partly updated. */
 SERENE_API int serene_config_from_env(serene_config *cfg);

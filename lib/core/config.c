@@ -260,12 +260,53 @@ static int env_strings(serene_config *cfg)
     return rc;
 }
 
+/* Launchers' rank and world size, for programs started by torchrun, Open
+ * MPI's mpirun or Slurm's srun without serene-run. Used only when neither
+ * SERENE_RANK nor SERENE_WORLD_SIZE is set (those keep their meaning, the
+ * other keeping its default); otherwise the first family, in this order,
+ * that sets either of its two variables provides both. A family that sets
+ * only one is a config error: a rank from one launcher and a size from
+ * another would describe no job. torchrun's LOCAL_RANK has no field. */
+static int env_launcher(serene_config *cfg)
+{
+    static const char *const fam[][3] = {
+        {"torchrun", "RANK", "WORLD_SIZE"},
+        {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+        {"Slurm", "SLURM_PROCID", "SLURM_NTASKS"},
+    };
+    if (getenv("SERENE_RANK") || getenv("SERENE_WORLD_SIZE"))
+        return 0;
+    for (size_t i = 0; i < sizeof fam / sizeof fam[0]; i++) {
+        const char *r = getenv(fam[i][1]), *n = getenv(fam[i][2]);
+        long long rank, size;
+        int why;
+        if (!r && !n)
+            continue;
+        if (!r || !n) {
+            sr_log log;
+            sr_log_init(&log, cfg);
+            SR_ERR(&log, "environment: %s is set but %s is not: rank and world size must come "
+                         "from the same launcher (%s), or set SERENE_RANK and SERENE_WORLD_SIZE",
+                   r ? fam[i][1] : fam[i][2], r ? fam[i][2] : fam[i][1], fam[i][0]);
+            return SERENE_ERR_CONFIG;
+        }
+        if ((why = parse_dec(r, 0, SR_WIRE_MAX_WORKERS - 1, &rank)))
+            return bad_env(cfg, fam[i][1], r, why, "a decimal number in 0..63");
+        if ((why = parse_dec(n, 1, SR_WIRE_MAX_WORKERS, &size)))
+            return bad_env(cfg, fam[i][2], n, why, "a decimal number in 1..64");
+        cfg->rank = (int)rank;
+        cfg->world_size = (int)size;
+        return 0;
+    }
+    return 0;
+}
+
 SERENE_API int serene_config_from_env(serene_config *cfg)
 {
     if (!cfg)
         return SERENE_ERR_INVAL;
     /* Every variable is checked, so one run reports every mistake. */
-    int rc = env_ints(cfg) | env_strings(cfg);
+    int rc = env_ints(cfg) | env_strings(cfg) | env_launcher(cfg);
     const char *v;
     if ((v = getenv("SERENE_LOG_LEVEL")) && parse_level(v, &cfg->log_level))
         rc = bad_env(cfg, "SERENE_LOG_LEVEL", v, PARSE_SYNTAX,

@@ -6,6 +6,9 @@
  * decimal port and no blanks; a refused value leaves its field alone and
  * the error, logged through the config's log_fn, names the variable.
  *
+ * Rank and world size come from SERENE_* first, then torchrun, Open MPI,
+ * Slurm, a pair never mixed across families (test_launcher_precedence).
+ *
  * Each test starts and ends with every SERENE_* variable it knows unset,
  * so the developer's own environment cannot change the verdicts.
  */
@@ -27,6 +30,9 @@ static const char *const all_vars[] = {
     "SERENE_WINDOW",      "SERENE_CPU_MASK",   "SERENE_STORE_FRAC_BITS", "SERENE_LOG_LEVEL",
     "SERENE_SWITCH",      "SERENE_BIND",       "SERENE_TRANSPORT",    "SERENE_PCAP",
     "SERENE_DPDK_EAL_ARGS", "SERENE_DPDK_PORT", "SERENE_DPDK_MAC",     "SERENE_DPDK_PEER_MAC",
+    /* The launchers' (torchrun, Open MPI, Slurm) that fill rank and world size. */
+    "RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+    "SLURM_PROCID", "SLURM_NTASKS",
 };
 
 /* The int fields and the range each variable documents. */
@@ -232,6 +238,68 @@ static void test_bind_addr(void **state)
         expect_refused("SERENE_BIND", bad[i]);
 }
 
+/* Set "NAME=VAL" pairs (NULL-terminated), run serene_config_from_env on
+ * defaults, unset them again. */
+static int from_env_list(const char *const *vars, serene_config *cfg)
+{
+    serene_config_init(cfg);
+    cfg->log_fn = capture;
+    logged[0] = '\0';
+    for (const char *const *v = vars; *v; v++) {
+        char name[64];
+        const char *eq = strchr(*v, '=');
+        snprintf(name, sizeof name, "%.*s", (int)(eq - *v), *v);
+        setenv(name, eq + 1, 1);
+    }
+    int rc = serene_config_from_env(cfg);
+    clear_env(NULL);
+    return rc;
+}
+
+static void test_launcher_precedence(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *vars[8];
+        int rc, rank, size; /* rc 0: rank and size expected */
+        const char *says;   /* in the log when refused */
+    } cases[] = {
+        {{"RANK=1", "WORLD_SIZE=4", "LOCAL_RANK=1", NULL}, 0, 1, 4, NULL},
+        {{"OMPI_COMM_WORLD_RANK=2", "OMPI_COMM_WORLD_SIZE=3", NULL}, 0, 2, 3, NULL},
+        {{"SLURM_PROCID=5", "SLURM_NTASKS=8", NULL}, 0, 5, 8, NULL},
+        /* SERENE_* first: the launchers' pairs are then ignored, even if bad. */
+        {{"SERENE_RANK=3", "SERENE_WORLD_SIZE=6", "RANK=1", "WORLD_SIZE=2", NULL}, 0, 3, 6, NULL},
+        {{"SERENE_RANK=2", "RANK=x", "OMPI_COMM_WORLD_RANK=1", NULL}, 0, 2, 1, NULL},
+        /* torchrun before Open MPI before Slurm. */
+        {{"RANK=1", "WORLD_SIZE=2", "OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=3",
+          "SLURM_PROCID=4", "SLURM_NTASKS=5", NULL}, 0, 1, 2, NULL},
+        {{"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=3", "SLURM_PROCID=4",
+          "SLURM_NTASKS=5", NULL}, 0, 0, 3, NULL},
+        /* A half pair is refused, never completed from the next family. */
+        {{"RANK=1", "OMPI_COMM_WORLD_SIZE=3", NULL}, SERENE_ERR_CONFIG, 0, 0,
+         "RANK is set but WORLD_SIZE is not"},
+        {{"OMPI_COMM_WORLD_SIZE=3", "SLURM_PROCID=1", "SLURM_NTASKS=2", NULL}, SERENE_ERR_CONFIG,
+         0, 0, "OMPI_COMM_WORLD_SIZE is set but OMPI_COMM_WORLD_RANK is not"},
+        {{"SLURM_PROCID=1", NULL}, SERENE_ERR_CONFIG, 0, 0, "SLURM_PROCID is set but"},
+        /* Their values obey SERENE_*'s syntax and ranges, named as typed. */
+        {{"RANK=01", "WORLD_SIZE=+2", NULL}, SERENE_ERR_CONFIG, 0, 0, "WORLD_SIZE=\"+2\""},
+        {{"SLURM_PROCID=64", "SLURM_NTASKS=65", NULL}, SERENE_ERR_CONFIG, 0, 0,
+         "SLURM_PROCID=\"64\" is out of range"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        serene_config cfg;
+        int rc = from_env_list(cases[i].vars, &cfg);
+        if (rc != cases[i].rc)
+            fail_msg("case %zu (%s ...): rc %d, want %d; logged \"%s\"", i, cases[i].vars[0], rc,
+                     cases[i].rc, logged);
+        if (!rc && (cfg.rank != cases[i].rank || cfg.world_size != cases[i].size))
+            fail_msg("case %zu (%s ...): rank %d size %d, want %d %d", i, cases[i].vars[0],
+                     cfg.rank, cfg.world_size, cases[i].rank, cases[i].size);
+        if (rc && !strstr(logged, cases[i].says))
+            fail_msg("case %zu: logged \"%s\", not \"%s\"", i, logged, cases[i].says);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -240,6 +308,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_message_names_variable, clear_env, clear_env),
         cmocka_unit_test_setup_teardown(test_switch_addr, clear_env, clear_env),
         cmocka_unit_test_setup_teardown(test_bind_addr, clear_env, clear_env),
+        cmocka_unit_test_setup_teardown(test_launcher_precedence, clear_env, clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
