@@ -240,10 +240,14 @@ static void check_action(const job_model *m, const sr_hdr *req, const sr_peer *s
     switch (h->op) {
     case SR_OP_ERROR:
         CHECK(h->count == 0 && h->aux == req->op);
-        CHECK(h->status >= SR_ST_UNKNOWN_JOB && h->status <= SR_ST_JOB_IN_USE);
+        /* UNPROVEN: never here, the harness leaves the address proof off. */
+        CHECK(h->status >= SR_ST_UNKNOWN_JOB && h->status <= SR_ST_DENIED);
         CHECK((h->status == SR_ST_UNKNOWN_JOB) == (m == NULL));
         CHECK(h->status != SR_ST_NOT_MEMBER || req->op == SR_OP_JOIN);
         CHECK(h->status != SR_ST_STALE || req->op == SR_OP_JOIN);
+        /* The jobs have no admission token: only a malformed payload. */
+        CHECK(h->status != SR_ST_DENIED ||
+              (req->op == SR_OP_JOIN && req->count != 0 && req->count != SR_JOIN_REQ_WORDS));
         break;
     case SR_OP_JOIN_ACK: {
         sr_join_params jp;
@@ -370,7 +374,8 @@ static void step_msg(unsigned k, const uint8_t *bytes, size_t len)
         CHECK(g_out->n == 0);
         CHECK(ja.dropped_unbound == jb.dropped_unbound + (left_again ? 0 : 1));
     }
-    if (req.op == SR_OP_JOIN && req.worker < m->jp.n_workers && req.aux != m->nonce) {
+    if (req.op == SR_OP_JOIN && req.worker < m->jp.n_workers && req.aux != m->nonce &&
+        (req.count == 0 || req.count == SR_JOIN_REQ_WORDS)) {
         /* A new incarnation binds the joiner (memory permitting), but only
          * once every worker of the current one has left. */
         CHECK(g_out->n == 1);

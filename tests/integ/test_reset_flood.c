@@ -16,7 +16,8 @@
  * no reset, so only the load of the packets); the reset flood (a new nonce
  * each time: every JOIN resets job 2). The reset flood's p99 must stay
  * within 2x of the larger of the quiet and control p99s, plus 1 ms of
- * slack for a shared 2-core machine; the switch must show the resets.
+ * slack for a shared 2-core machine (the three phases run again once if
+ * not); the switch must show the resets.
  * Every wait is bounded; the switch is stopped by the PID this test
  * started. Exit status: 0 passed, 1 a check failed, 77 no switch.
  */
@@ -179,18 +180,24 @@ int main(int argc, char **argv)
             failed = 1;
         }
     }
-    if (!failed) {
+    if (!failed)
         (void)phase(c, "warm-up");
+    /* Twice at most: a burst of load from elsewhere on a shared machine
+     * can hit one phase; an eager clear fails both (it times out). */
+    for (int attempt = 0; attempt < 2 && !failed; attempt++) {
         quiet = phase(c, "quiet");
         control = flooded(c, 1, "control flood (JOIN+LEAVE, same nonce)");
         reset = flooded(c, 2, "reset flood (JOIN+LEAVE, new nonce)");
         base = quiet > control ? quiet : control;
-        if (!quiet || !control || !reset)
+        if (!quiet || !control || !reset) {
             failed = 1;
-        else if (reset > 2 * base + 1000) {
-            printf("FAIL: p99 under the reset flood %llu us > 2 x %llu us + 1 ms\n",
-                   (unsigned long long)reset, (unsigned long long)base);
-            failed = 1;
+        } else if (reset <= 2 * base + 1000) {
+            break;
+        } else {
+            printf("%s: p99 under the reset flood %llu us > 2 x %llu us + 1 ms\n",
+                   attempt ? "FAIL" : "again", (unsigned long long)reset,
+                   (unsigned long long)base);
+            failed = attempt;
         }
     }
     for (int r = 0; r < 2; r++)
