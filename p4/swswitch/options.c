@@ -183,17 +183,17 @@ static void parse_listen(sw_opts *o, const char *s)
 static void parse_token(sr_pipe_job_params *jp, const char *val, const char *s)
 {
     const char *hex = val;
-    char *end;
+    size_t n;
 
     if (!strncmp(val, "env:", 4)) {
         hex = getenv(val + 4);
         if (!hex)
             usage_error("--job: token variable '%s' in '%s' is not set", val + 4, s);
     }
-    errno = 0;
-    jp->token = strtoull(hex, &end, 16);
-    if (!*hex || strlen(hex) > 16 || *end || !isxdigit((unsigned char)*hex) || errno ||
-        !jp->token)
+    /* Hex digits only: no 0x, sign or blank (strtoull alone takes them). */
+    n = strlen(hex);
+    if (n < 1 || n > 16 || strspn(hex, "0123456789abcdefABCDEF") != n ||
+        !(jp->token = strtoull(hex, NULL, 16)))
         usage_error("--job: token in '%s' is not 1 to 16 hex digits (not all zero)%s", s,
                     hex == val ? "" : ", in its variable");
 }

@@ -5,7 +5,9 @@
  * usage: test_admission [SWITCH_BIN]
  *        (defaults to $SERENE_SWITCH_BIN; without either: exit 77)
  *
- * Starts serene-switch with job 9 of 2 workers and the token in its
+ * First, malformed token specs (empty, 0, 0x, too long, a blank, an unset
+ * variable, twice) must make serene-switch exit 2. Then it starts
+ * serene-switch with job 9 of 2 workers and the token in its
  * environment (token=env:NAME), then, from a plain UDP socket:
  *   - JOINs with no token, a wrong one, and the right one in a payload of
  *     the wrong length, each with two nonces: every one is answered once,
@@ -32,7 +34,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proto/wire.h"
@@ -201,6 +207,43 @@ static void forged_joins(int fd, uint32_t a, uint32_t b, const char *when)
     }
 }
 
+/* Token specs the switch must refuse as a bad command line (exit 2,
+ * within 5 s; output to /dev/null). */
+static void bad_specs(const char *bin)
+{
+    static const char *const specs[] = {"9:2,token=", "9:2,token=0", "9:2,token=0x12",
+                                        "9:2,token=12345678901234567", "9:2,token= 12",
+                                        "9:2,token=env:SR_TEST_ADMISSION_UNSET",
+                                        "9:2,token=1,token=2"};
+
+    unsetenv("SR_TEST_ADMISSION_UNSET");
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        pid_t pid = fork();
+        int st = -1;
+
+        if (pid == 0) {
+            int fd = open("/dev/null", O_WRONLY);
+            dup2(fd, 1);
+            dup2(fd, 2);
+            execl(bin, bin, "--listen", "127.0.0.1:0", "--job", specs[i], (char *)NULL);
+            _exit(127);
+        }
+        for (int t = 0; t < 500 && pid > 0; t++) {
+            struct timespec ts = {0, 10000000L};
+            if (waitpid(pid, &st, WNOHANG) == pid)
+                break;
+            st = -1;
+            nanosleep(&ts, NULL);
+        }
+        if (st == -1 && pid > 0) {
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+        }
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 2)
+            fail("--job %s: not refused as a bad command line (exit 2)", specs[i]);
+    }
+}
+
 static void expect_status(uint64_t bound, uint64_t nonce, const char *when)
 {
     char reply[1024];
@@ -277,6 +320,7 @@ int main(int argc, char **argv)
         return 77;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
+    bad_specs(bin);
     setenv("SR_TEST_ADMISSION_TOKEN", TOKEN_HEX, 1);
     if (sw_start(&sw, bin, args))
         return 1;
