@@ -151,8 +151,9 @@ void sr_membership_join(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr
     }
     /* Another nonce means the job was restarted: whatever the old
      * incarnation left in the slots or bindings is meaningless now. Only a
-     * job nobody is bound to may be restarted from the network (workers
-     * unbind with LEAVE when their context ends; `reset JOB` on the control
+     * job with no live binding may be restarted from the network (workers
+     * unbind with LEAVE when their context ends, an idle binding's lease
+     * lapses unless a live worker waits for it, `reset JOB` on the control
      * socket unbinds everyone), so a stray or forged JOIN cannot wipe a
      * running job. */
     if (h->aux != j->nonce) {
