@@ -23,7 +23,6 @@ set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$ROOT/build-bench ELEMS=256,2048 BUSY=0,2 SIZE=64M RUNS=5 REPS=20 ZC=1
-EAL="--no-huge -m 256 --no-pci --no-shconf --log-level=warning"
 die() { echo "run_one_worker: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -39,19 +38,9 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-RUN=$BUILD/lib/launch/serene-run BENCH=$BUILD/bench/bench_allreduce
-export SERENE_SWITCH_BIN=$BUILD/p4/swswitch/serene-switch
-for f in "$RUN" "$BENCH" "$SERENE_SWITCH_BIN"; do [ -x "$f" ] || die "$f was not built"; done
-LOGS=$BUILD/one-worker
-mkdir -p "$LOGS" || die "cannot create $LOGS"
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/serene-one.XXXXXX") || die "mktemp failed"
-LOOPS=()
-stop_loops() {
-    local p
-    for p in "${LOOPS[@]+"${LOOPS[@]}"}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-    LOOPS=()
-}
-trap 'stop_loops; rm -rf "$TMP"' EXIT
+# shellcheck source=bench_lib.sh disable=SC2153 # RUN: set by bench_init
+. "$(dirname "$0")/bench_lib.sh"
+bench_init one-worker "$BUILD"
 client="role=client,bsize=16384" ceal=$EAL
 [ "$ZC" = 1 ] && client+=",zero-copy=yes" ceal+=" --single-file-segments"
 median() { sort -g | awk '{a[NR] = $1} END {print NR ? a[int((NR + 1) / 2)] : "-"}'; }
@@ -62,10 +51,7 @@ for run in $(seq "$RUNS"); do
     for busy in "${LS[@]}"; do
         for e in "${ES[@]}"; do
             tag=e$e-busy$busy-run$run
-            for _ in $(seq "$busy"); do
-                sh -c 'while :; do :; done' &
-                LOOPS+=($!)
-            done
+            start_loops "$busy"
             timeout -k 10 600 env SERENE_TRANSPORT=dpdk SERENE_DPDK_PORT=net_memif0 \
                 "SERENE_DPDK_EAL_ARGS=$ceal --vdev=net_memif0,$client,socket=$TMP/$tag.sock" \
                 "$RUN" -n 1 --elems "$e" --no-prefix --timeout 600 --switch-arg=--dpdk \
@@ -84,11 +70,11 @@ echo "| values/pkt | busy loops | runs | Gbps, median | Gbps, range | resent % (
 echo "|---|---|---|---|---|---|---|"
 for busy in "${LS[@]}"; do
     for e in "${ES[@]}"; do
-        f=("$LOGS"/e$e-busy$busy-run*.csv)
+        f=("$LOGS"/e"$e"-busy"$busy"-run*.csv)
         g=$(K=gbps kv "${f[@]}")
         echo "| $e | $busy | $(echo "$g" | grep -c .) | $(echo "$g" | median) |" \
             "$(echo "$g" | sort -g | head -1)-$(echo "$g" | sort -g | tail -1) |" \
             "$(K=retrans_pct kv "${f[@]}" | sort -g | tail -1) |" \
-            "$(cat "$LOGS"/e$e-busy$busy-run*.load | sort -g | sed -n '1p;$p' | paste -sd-) |"
+            "$(cat "$LOGS"/e"$e"-busy"$busy"-run*.load | sort -g | sed -n '1p;$p' | paste -sd-) |"
     done
 done

@@ -22,7 +22,6 @@ set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$ROOT/build-bench TRANSPORTS=udp,dpdk WORKERS=1,2,4 SIZES=16M,64M ELEMS=256 BUSY=0,2 REPS=3
-EAL="--no-huge -m 256 --no-pci --no-shconf --log-level=warning"
 die() { echo "run_resends: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -38,19 +37,9 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-RUN=$BUILD/lib/launch/serene-run BENCH=$BUILD/bench/bench_allreduce
-export SERENE_SWITCH_BIN=$BUILD/p4/swswitch/serene-switch
-for f in "$RUN" "$BENCH" "$SERENE_SWITCH_BIN"; do [ -x "$f" ] || die "$f was not built"; done
-LOGS=$BUILD/resends
-mkdir -p "$LOGS" || die "cannot create $LOGS"
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/serene-resends.XXXXXX") || die "mktemp failed"
-LOOPS=()
-stop_loops() {
-    local p
-    for p in "${LOOPS[@]+"${LOOPS[@]}"}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-    LOOPS=()
-}
-trap 'stop_loops; rm -rf "$TMP"' EXIT
+# shellcheck source=bench_lib.sh disable=SC2153 # RUN: set by bench_init
+. "$(dirname "$0")/bench_lib.sh"
+bench_init resends "$BUILD"
 
 echo "| transport | values/pkt | N | size | busy loops | load avg | Gbps | packets sent | resent | resent % | probes % |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
@@ -74,10 +63,7 @@ for busy in "${LS[@]}"; do
                     env_=(SERENE_TRANSPORT=dpdk SERENE_DPDK_PORT=net_memif0
                         "SERENE_DPDK_EAL_ARGS=$EAL --vdev=net_memif0,role=client,bsize=16384,socket=$TMP/$tag/memif%r")
                 fi
-                for _ in $(seq "$busy"); do
-                    sh -c 'while :; do :; done' &
-                    LOOPS+=($!)
-                done
+                start_loops "$busy"
                 timeout -k 10 900 env "${env_[@]}" "$RUN" -n "$n" --elems "$e" --no-prefix \
                     --timeout 900 "${sw[@]}" -- "$BENCH" --sizes "$SIZES" --reps "$REPS" \
                     --warmup 1 --csv >"$LOGS/$tag.csv" 2>"$LOGS/$tag.log"

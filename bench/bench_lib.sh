@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
+# bench_lib.sh - what run_resends.sh and run_one_worker.sh share (sourced):
+# the built programs they run, a temporary directory removed on exit, and
+# busy loops of normal priority beside a case, stopped by PID.
+#
+#   bench_init NAME BUILD   check BUILD's serene-run, bench_allreduce and
+#                           serene-switch (sets RUN, BENCH and exports
+#                           SERENE_SWITCH_BIN), make BUILD/NAME for the logs
+#                           (LOGS, emptied of an earlier run's) and a
+#                           temporary directory (TMP); the exit
+#                           trap stops the loops and removes TMP
+#   start_loops N           N `sh -c 'while :; do :; done'` in the background
+#   stop_loops              stop them (by PID) and wait for them
+# Needs die() from the caller.
+
+# shellcheck disable=SC2034 # used by the callers
+EAL="--no-huge -m 256 --no-pci --no-shconf --log-level=warning"
+LOOPS=()
+
+stop_loops() {
+    local p
+    for p in "${LOOPS[@]+"${LOOPS[@]}"}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+    LOOPS=()
+}
+
+start_loops() {
+    local i
+    for ((i = 0; i < $1; i++)); do
+        sh -c 'while :; do :; done' &
+        LOOPS+=($!)
+    done
+}
+
+bench_init() {
+    local name=$1 f
+    RUN=$2/lib/launch/serene-run BENCH=$2/bench/bench_allreduce
+    export SERENE_SWITCH_BIN=$2/p4/swswitch/serene-switch
+    for f in "$RUN" "$BENCH" "$SERENE_SWITCH_BIN"; do [ -x "$f" ] || die "$f was not built"; done
+    LOGS=$2/$name
+    mkdir -p "$LOGS" || die "cannot create $LOGS"
+    rm -f "$LOGS"/*.csv "$LOGS"/*.log "$LOGS"/*.load # the tables read this run's alone
+    TMP=$(mktemp -d "${TMPDIR:-/tmp}/serene-$name.XXXXXX") || die "mktemp failed"
+    trap 'stop_loops; rm -rf "$TMP"' EXIT
+}
