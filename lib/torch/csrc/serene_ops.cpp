@@ -13,6 +13,10 @@
  *   serene::rank() -> int,  serene::world_size() -> int
  *   serene::allreduce_(Tensor(a!) tensor, str op="sum") -> Tensor(a!)
  *                                   (op "sum", or "avg" / "mean")
+ *   serene::allreduce_start(Tensor(a!) tensor, str op="sum") -> int
+ *   serene::op_wait(int handle) -> ()
+ *                                   (the non-blocking form: the handle of
+ *                                   serene_allreduce_start, waited once)
  *   serene::push(Tensor tensor, int offset) -> ()
  *   serene::pull(Tensor(a!) out, int offset, bool delta=False) -> Tensor(a!)
  *   serene::clock() -> int
@@ -31,6 +35,12 @@
  *   the operators (DDP calls its comm hook from autograd threads). Called
  *   from Python, torch.ops runs them without the GIL, so other Python
  *   threads go on while one blocks in clock() or allreduce_.
+ * - allreduce_start returns at once; the library's data-path thread moves
+ *   the op on while the caller goes on (DDP's backward). The caller keeps
+ *   the tensor alive, unchanged, until op_wait(handle) returns; op_wait
+ *   may run on any thread and does not hold the mutex while it blocks, so
+ *   other ops start meanwhile. At most max_ops (16) ops in flight
+ *   (SERENE_ERR_BUSY beyond: the caller bounds them).
  * - Tensors are used in place: float32, CPU (strided), contiguous, or the
  *   call is refused with a message naming what is wrong. Nothing is copied
  *   on this side; libserene reads and writes the tensor's memory.
@@ -44,6 +54,7 @@
 #include <torch/library.h>
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -56,6 +67,8 @@ struct Global {
     std::mutex mu;
     serene_ctx *ctx = nullptr;
     serene_config cfg{};
+    std::map<int64_t, serene_op *> ops; // started, not yet waited for
+    int64_t next_handle = 1;
     ~Global() { serene_ctx_destroy(&ctx); } // process exit: leave the job
 };
 
@@ -130,6 +143,11 @@ static void op_finalize()
 {
     Global &g = global();
     std::lock_guard<std::mutex> lock(g.mu);
+    // Ops nobody waited for end first (by their deadline): their tensors
+    // are the caller's, and destroy would refuse a context with ops open.
+    for (auto &kv : g.ops)
+        serene_op_wait(&kv.second);
+    g.ops.clear();
     serene_ctx_destroy(&g.ctx);
 }
 
@@ -156,17 +174,21 @@ static int64_t op_world_size()
     return g.cfg.world_size;
 }
 
+static serene_reduce_op reduce_op(c10::string_view op, const char *name)
+{
+    if (op == "sum")
+        return SERENE_SUM;
+    if (op == "avg" || op == "mean")
+        return SERENE_AVG;
+    TORCH_CHECK(false, "serene.", name, ": op must be \"sum\" or \"avg\", got \"",
+                std::string(op), "\"");
+    return SERENE_SUM; // not reached
+}
+
 static at::Tensor op_allreduce_(at::Tensor tensor, c10::string_view op)
 {
     check_tensor(tensor, "allreduce_", "tensor");
-    serene_reduce_op rop = SERENE_SUM;
-    if (op == "sum")
-        rop = SERENE_SUM;
-    else if (op == "avg" || op == "mean")
-        rop = SERENE_AVG;
-    else
-        TORCH_CHECK(false, "serene.allreduce_: op must be \"sum\" or \"avg\", got \"",
-                    std::string(op), "\"");
+    serene_reduce_op rop = reduce_op(op, "allreduce_");
     Global &g = global();
     std::lock_guard<std::mutex> lock(g.mu);
     serene_ctx *ctx = need_ctx(g);
@@ -175,6 +197,41 @@ static at::Tensor op_allreduce_(at::Tensor tensor, c10::string_view op)
     if (rc)
         fail("allreduce_", rc);
     return tensor;
+}
+
+static int64_t op_allreduce_start(at::Tensor tensor, c10::string_view op)
+{
+    check_tensor(tensor, "allreduce_start", "tensor");
+    serene_reduce_op rop = reduce_op(op, "allreduce_start");
+    Global &g = global();
+    std::lock_guard<std::mutex> lock(g.mu);
+    serene_ctx *ctx = need_ctx(g);
+    float *p = tensor.data_ptr<float>();
+    serene_op *sop = nullptr;
+    int rc = serene_allreduce_start(ctx, p, p, static_cast<size_t>(tensor.numel()), rop, &sop);
+    if (rc)
+        fail("allreduce_start", rc);
+    int64_t h = g.next_handle++;
+    g.ops.emplace(h, sop);
+    return h;
+}
+
+static void op_wait(int64_t handle)
+{
+    Global &g = global();
+    serene_op *sop = nullptr;
+    {
+        std::lock_guard<std::mutex> lock(g.mu);
+        auto it = g.ops.find(handle);
+        TORCH_CHECK(it != g.ops.end(), "serene.op_wait: no op with handle ", handle,
+                    " (never started, or already waited for)");
+        sop = it->second;
+        g.ops.erase(it);
+    }
+    // Unlocked: the data path completes it while other ops start.
+    int rc = serene_op_wait(&sop);
+    if (rc)
+        fail("allreduce (op_wait)", rc);
 }
 
 static void op_push(const at::Tensor &tensor, int64_t offset)
@@ -285,6 +342,8 @@ TORCH_LIBRARY(serene, m)
     m.def(side_effect("rank() -> int"), op_rank);
     m.def(side_effect("world_size() -> int"), op_world_size);
     m.def("allreduce_(Tensor(a!) tensor, str op=\"sum\") -> Tensor(a!)", op_allreduce_);
+    m.def("allreduce_start(Tensor(a!) tensor, str op=\"sum\") -> int", op_allreduce_start);
+    m.def(side_effect("op_wait(int handle) -> ()"), op_wait);
     m.def(side_effect("push(Tensor tensor, int offset) -> ()"), op_push);
     m.def("pull(Tensor(a!) out, int offset, bool delta=False) -> Tensor(a!)", op_pull);
     m.def(side_effect("clock() -> int"), op_clock);
