@@ -11,6 +11,10 @@ from Python and from TorchScript.
     serene_torch.allreduce_(t, op="avg")     # float32, CPU, contiguous, in place
     ddp.register_comm_hook(None, serene_torch.allreduce_hook)
 
+or, as a torch.distributed backend (pg.py; torchrun needs nothing else):
+
+    dist.init_process_group("serene")        # registered by importing serene_torch
+
 One context per process, created by init() from the same environment as the
 C library's serene_config_from_env() (SERENE_RANK, SERENE_WORLD_SIZE,
 SERENE_SWITCH, SERENE_JOB, SERENE_JOB_NONCE, SERENE_TIMEOUT_MS, ...), like
@@ -26,7 +30,7 @@ import torch
 __all__ = [
     "init", "finalize", "is_initialized", "rank", "world_size", "allreduce_",
     "push", "pull", "clock", "clock_info", "store_capacity", "stats",
-    "allreduce_hook", "SSP", "SYNC_MODES",
+    "allreduce_hook", "SSP", "SYNC_MODES", "ProcessGroupSerene",
 ]
 
 _OPS_NAME = "serene_torch_ops.so"
@@ -127,3 +131,7 @@ def stats():
 
 from .ddp import allreduce_hook  # noqa: E402  (needs _ops)
 from .ssp import SSP  # noqa: E402
+from .pg import ProcessGroupSerene, register as _register_backend  # noqa: E402
+
+# torch.distributed backend "serene": init_process_group("serene") after import.
+_register_backend()
