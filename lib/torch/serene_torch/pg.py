@@ -200,7 +200,7 @@ class ProcessGroupSerene(dist.ProcessGroup):
             try:
                 job = self._publish(store, size)
             except Exception as e:
-                store.set(_KEY + "error", f"rank 0: {e}")
+                store.set(_KEY + "error", "rank 0: " + str(e).replace("serene: ", "", 1))
                 store.set(_KEY + "ready", "0")
                 raise
             for k in names:
