@@ -173,21 +173,30 @@ static void on_message(sr_engine *e, const uint8_t *buf, uint32_t len, uint64_t 
         SR_STAT_ADD(e, duplicates, 1);
 }
 
+/* One burst of messages, lent by the transport where it can (no copy:
+ * every message is handled before the burst is given back). */
 static int rx_burst(sr_engine *e, uint64_t now)
 {
-    int k = e->tp->recv(e->tps, e->rxbuf, e->rxlen, SR_TP_BURST, SR_WIRE_MAX_MSG,
-                        &e->truncated);
+    const uint8_t *msg[SR_TP_BURST];
+    int lend = e->tp->recv_lend && e->tp->release;
+    int k = lend ? e->tp->recv_lend(e->tps, e->rxbuf, msg, e->rxlen, SR_TP_BURST,
+                                    SR_WIRE_MAX_MSG, &e->truncated)
+                 : e->tp->recv(e->tps, e->rxbuf, e->rxlen, SR_TP_BURST, SR_WIRE_MAX_MSG,
+                               &e->truncated);
     if (k < 0) {
         SR_DEBUG(&e->log, "recv: %s", serene_strerror(k));
-        return 0;
+        k = 0;
     }
     for (int i = 0; i < k; i++) {
+        const uint8_t *m = lend ? msg[i] : e->rxbuf[i];
         /* Traced before parsing: malformed packets are what a trace is for.
          * A truncated one (length 0) left nothing to trace. */
         if (e->trace && e->rxlen[i])
-            sr_trace_packet(e->trace, SR_TRACE_RX, e->rxbuf[i], e->rxlen[i]);
-        on_message(e, e->rxbuf[i], e->rxlen[i], now);
+            sr_trace_packet(e->trace, SR_TRACE_RX, m, e->rxlen[i]);
+        on_message(e, m, e->rxlen[i], now);
     }
+    if (lend)
+        e->tp->release(e->tps);
     return k;
 }
 

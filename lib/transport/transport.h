@@ -43,6 +43,16 @@ typedef struct sr_transport {
      * Returns the number received (0 if none) or a negative error code. */
     int (*recv)(void *state, uint8_t *const *bufs, uint32_t *lens, unsigned n, uint32_t cap,
                 uint64_t *truncated);
+    /* Optional (NULL: only recv). As recv, but lending instead of copying
+     * where it can: msgs[i] gets message i inside the transport's own
+     * receive buffer, or bufs[i] where it had to copy (a frame in several
+     * segments) or the message is empty. The lent messages stay valid
+     * until release, which the caller calls once done with them and
+     * before it calls recv or recv_lend again. */
+    int (*recv_lend)(void *state, uint8_t *const *bufs, const uint8_t **msgs, uint32_t *lens,
+                     unsigned n, uint32_t cap, uint64_t *truncated);
+    /* Give back what the last recv_lend lent. Idempotent. */
+    void (*release)(void *state);
     /* Block until a message may be readable, wake_fd is readable, or
      * timeout_ns passes (< 0: no timeout). Spurious returns are allowed.
      * Returns 0 or a negative error code. */

@@ -107,6 +107,9 @@ typedef struct dpdk_state {
     unsigned tx_n;
     uint64_t tx_since; /* when tx[0] was first refused */
     uint64_t last_rx;  /* when a frame last arrived */
+    /* Frames whose messages recv_lend lent, freed by release. */
+    struct rte_mbuf *lent[SR_TP_BURST];
+    unsigned lent_n;
     int slack_set;
     struct {
         uint64_t tx, tx_dropped, rx, rx_foreign, rx_bad, rx_truncated, idle_sleeps;
@@ -176,6 +179,8 @@ static void dpdk_close(void *state)
         rte_pktmbuf_free_bulk(d->tx, d->tx_n);
         d->c.tx_dropped += d->tx_n;
     }
+    if (d->lent_n) /* a caller that never released */
+        rte_pktmbuf_free_bulk(d->lent, d->lent_n);
     for (unsigned i = d->rx_head; i < d->rx_n; i++)
         rte_pktmbuf_free(d->rx[i]);
     struct rte_eth_stats st;
@@ -375,10 +380,11 @@ static unsigned rx_fill(dpdk_state *d)
     return d->rx_n - d->rx_head;
 }
 
-static int dpdk_recv(void *state, uint8_t *const *bufs, uint32_t *lens, unsigned n, uint32_t cap,
-                     uint64_t *truncated)
+/* Receive into bufs, or lend (msgs != NULL): a contiguous frame's message
+ * stays in its mbuf, kept in d->lent until dpdk_release. */
+static int rx_take(dpdk_state *d, uint8_t *const *bufs, const uint8_t **msgs, uint32_t *lens,
+                   unsigned n, uint32_t cap, uint64_t *truncated)
 {
-    dpdk_state *d = state;
     unsigned got = 0;
     tx_push(d, sr_dpdk_now_ns());
     if (n > SR_TP_BURST)
@@ -389,6 +395,8 @@ static int dpdk_recv(void *state, uint8_t *const *bufs, uint32_t *lens, unsigned
         const uint8_t *pl;
         size_t len;
         int r = sr_dpdk_frame_parse(m, d->scratch, &a, &pl, &len);
+        if (msgs)
+            msgs[got] = bufs[got];
         if (rte_pktmbuf_pkt_len(m) > SR_DPDK_MAX_FRAME) {
             /* Longer than any Serene message: counted as the udp transport
              * counts a datagram longer than its buffer. */
@@ -407,13 +415,41 @@ static int dpdk_recv(void *state, uint8_t *const *bufs, uint32_t *lens, unsigned
             (*truncated)++;
             lens[got++] = 0;
         } else {
-            memcpy(bufs[got], pl, len);
+            if (msgs && pl != d->scratch) { /* in the mbuf itself: lend it */
+                msgs[got] = pl;
+                d->lent[d->lent_n++] = m;
+                m = NULL;
+            } else {
+                memcpy(bufs[got], pl, len);
+            }
             lens[got++] = (uint32_t)len;
             d->c.rx++;
         }
-        rte_pktmbuf_free(m);
+        if (m)
+            rte_pktmbuf_free(m);
     }
     return (int)got;
+}
+
+static int dpdk_recv(void *state, uint8_t *const *bufs, uint32_t *lens, unsigned n, uint32_t cap,
+                     uint64_t *truncated)
+{
+    return rx_take(state, bufs, NULL, lens, n, cap, truncated);
+}
+
+static void dpdk_release(void *state)
+{
+    dpdk_state *d = state;
+    if (d->lent_n)
+        rte_pktmbuf_free_bulk(d->lent, d->lent_n);
+    d->lent_n = 0;
+}
+
+static int dpdk_recv_lend(void *state, uint8_t *const *bufs, const uint8_t **msgs,
+                          uint32_t *lens, unsigned n, uint32_t cap, uint64_t *truncated)
+{
+    dpdk_release(state); /* a caller that forgot: nothing leaks */
+    return rx_take(state, bufs, msgs, lens, n, cap, truncated);
 }
 
 static int dpdk_wait(void *state, int64_t timeout_ns, int wake_fd)
@@ -470,6 +506,8 @@ const sr_transport sr_transport_dpdk = {
     .close = dpdk_close,
     .send = dpdk_send,
     .recv = dpdk_recv,
+    .recv_lend = dpdk_recv_lend,
+    .release = dpdk_release,
     .wait = dpdk_wait,
     .addrs = dpdk_addrs,
 };
