@@ -4,6 +4,12 @@
  *
  * Run it under the launcher, which starts a software switch and N ranks:
  *     serene-run -n 4 -- ./allreduce_hello
+ * or under Open MPI's mpirun against a switch started by hand (the
+ * program does not link MPI: serene_config_from_env reads the rank and
+ * size from OMPI_COMM_WORLD_RANK/SIZE; a fresh nonce for each run):
+ *     serene-switch --listen 127.0.0.1:0 --job 0:3 --port-file sw.port &
+ *     SERENE_SWITCH=127.0.0.1:$(cat sw.port) SERENE_JOB_NONCE=$RANDOM \
+ *       mpirun -np 3 -x SERENE_SWITCH -x SERENE_JOB_NONCE ./allreduce_hello
  * Each rank contributes (rank + 1) * (i + 1) to element i; every rank gets
  * back sum_r (r + 1) * (i + 1) = N (N + 1) / 2 * (i + 1).
  */
