@@ -177,9 +177,28 @@ static void be32_out(uint8_t *dst, const uint32_t *v, unsigned n)
 
 /* ---- one contribution ------------------------------------------------------- */
 
-/* AR_RESULT of a cell: its metadata and sums. Replicas get their worker id
- * from the destinations. */
-static void result_fill(sr_pipe_action *a, const sr_pipe_job *j, size_t cell, uint16_t worker)
+void sr_pipe_payload_write(const sr_pipe_action *a, uint8_t *dst)
+{
+    if (a->words)
+        be32_out(dst, a->words, (unsigned)(a->payload_len / 4u));
+    else if (a->payload_len)
+        memcpy(dst, a->payload, a->payload_len);
+}
+
+void sr_pipe_payload_flatten(sr_pipe_action *a)
+{
+    if (!a->words)
+        return;
+    be32_out(a->payload, a->words, (unsigned)(a->payload_len / 4u));
+    a->words = NULL;
+}
+
+/* AR_RESULT of a cell: its metadata and sums, the sums converted into
+ * payload[] now or, with lazy payloads, by the I/O into its frame (the
+ * cell keeps them until its next round, which needs another packet).
+ * Replicas get their worker id from the destinations. */
+static void result_fill(const sr_pipe *p, sr_pipe_action *a, const sr_pipe_job *j, size_t cell,
+                        uint16_t worker)
 {
     const uint32_t *v = j->values + cell * j->elems;
     uint16_t count = j->m_count[cell];
@@ -195,8 +214,11 @@ static void result_fill(sr_pipe_action *a, const sr_pipe_job *j, size_t cell, ui
     a->hdr.next_exp = j->nexp[cell];
     a->hdr.offset = j->m_off[cell];
     a->hdr.aux = j->m_total[cell];
-    be32_out(a->payload, v, count);
     a->payload_len = 4u * (size_t)count;
+    if (p->lazy_payload)
+        a->words = v;
+    else
+        be32_out(a->payload, v, count);
 }
 
 /* A header-only answer to w's request h (AR_HELD or AR_NAK): its header
@@ -250,7 +272,7 @@ static int send_result(sr_pipe *p, sr_pipe_job *j, size_t cell, const sr_peer *s
 
     if (!a)
         return 0;
-    result_fill(a, j, cell, w);
+    result_fill(p, a, j, cell, w);
     if (multicast)
         sr_svc_multicast(a, j);
     else

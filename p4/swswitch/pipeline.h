@@ -63,6 +63,12 @@ typedef struct sr_pipe_action {
     sr_pipe_dest dests[SR_WIRE_MAX_WORKERS];
     sr_hdr hdr;        /* header template: hdr.worker is replaced per replica */
     size_t payload_len; /* 4 * hdr.count bytes */
+    /* NULL: the payload is payload[]. Otherwise (only with
+     * sr_pipe_set_lazy_payload) payload[] is not filled: the payload is
+     * the big-endian form of words[0 .. payload_len / 4), host words in the
+     * pipeline's own state, valid until the next sr_pipe_* call that
+     * changes the pipeline. sr_pipe_payload_write writes it either way. */
+    const uint32_t *words;
     uint8_t payload[SR_WIRE_MAX_PAYLOAD]; /* big-endian int32 words */
 } sr_pipe_action;
 
@@ -215,6 +221,13 @@ void sr_pipe_tick(sr_pipe *p, uint64_t now_ms);
  * read during the call; NULL turns the proof off. */
 void sr_pipe_set_proof(sr_pipe *p, const uint64_t key[2]);
 
+/* Lazy payloads. Off by default: every action's payload is in its
+ * payload[]. On, an AR_RESULT's sums are left in the slot (action.words)
+ * and converted to the wire's byte order only when the I/O writes them
+ * with sr_pipe_payload_write, straight into its frame: one pass over the
+ * payload instead of a conversion and then a copy. Same bytes either way. */
+void sr_pipe_set_lazy_payload(sr_pipe *p, int on);
+
 /* Free the pipeline and all its jobs. Accepts NULL and *p == NULL; sets *p
  * to NULL. */
 void sr_pipe_destroy(sr_pipe **p);
@@ -282,6 +295,14 @@ void sr_pipe_process(sr_pipe *p, const sr_peer *src, const uint8_t *msg, size_t 
  * out[SR_WIRE_HDR_LEN]: the template with worker = a->dests[k].worker.
  * The payload (a->payload, a->payload_len bytes) follows it unchanged. */
 void sr_pipe_replica_hdr(const sr_pipe_action *a, unsigned k, uint8_t *out);
+
+/* Write the payload of a (a->payload_len bytes) to dst, from payload[]
+ * or, for a lazy one, from a->words. dst must not overlap a. */
+void sr_pipe_payload_write(const sr_pipe_action *a, uint8_t *dst);
+
+/* Make a's payload plain: fill payload[] from a->words (if set) and clear
+ * words, for code that reads payload[] itself. */
+void sr_pipe_payload_flatten(sr_pipe_action *a);
 
 /* Write "key=value" pairs of c, space-separated, in SR_PIPE_JOB_COUNTERS
  * order, to buf (NUL-terminated, truncated to cap). Returns what snprintf

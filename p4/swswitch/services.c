@@ -23,6 +23,11 @@ int sr_svc_worker_ok(const sr_pipe_job *j, uint16_t w, const sr_peer *src)
            sr_svc_peer_eq(&j->peer[w], src);
 }
 
+void sr_pipe_set_lazy_payload(sr_pipe *p, int on)
+{
+    p->lazy_payload = on != 0;
+}
+
 sr_pipe_action *sr_svc_action_new(sr_pipe_out *out)
 {
     sr_pipe_action *a;
@@ -33,6 +38,7 @@ sr_pipe_action *sr_svc_action_new(sr_pipe_out *out)
     a->multicast = 0;
     a->n_dests = 0;
     a->payload_len = 0;
+    a->words = NULL;
     memset(&a->hdr, 0, sizeof a->hdr);
     a->hdr.version = SR_WIRE_VERSION;
     return a;

@@ -81,6 +81,7 @@ struct sr_pipe {
     uint64_t lease_ms; /* sr_pipe_set_lease; 0: bindings never lapse */
     int proof;         /* sr_pipe_set_proof: bindings must prove their address */
     uint64_t key[2];   /* its SipHash key for the cookies */
+    int lazy_payload;  /* sr_pipe_set_lazy_payload: AR_RESULT sums left in the slot */
     sr_pipe_counters c;
 };
 
