@@ -26,6 +26,7 @@
 
 #include <rte_eal.h>
 #include <rte_ethdev.h>
+#include <rte_ip.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
@@ -216,8 +217,16 @@ static const uint8_t *dpdk_rx(const void *state, unsigned i, size_t *len, sr_pee
     return d->msgs[i].data;
 }
 
-/* One frame to the learnt peer e: its template, then hdr and payload. A
- * port's queue is sent when it holds SR_DPDK_BURST frames. */
+/* Queue m on port p; a port's queue is sent when it holds SR_DPDK_BURST
+ * frames. */
+static void queue_frame(sr_dpdk_io *d, io_port *p, struct rte_mbuf *m)
+{
+    p->tx[p->tx_n++] = m;
+    if (p->tx_n == SR_DPDK_BURST)
+        flush_port(d, p);
+}
+
+/* One frame to the learnt peer e: its template, then hdr and payload. */
 static void send_frame(sr_dpdk_io *d, const io_peer *e, const uint8_t *hdr, size_t hlen,
                        const uint8_t *payload, size_t plen)
 {
@@ -233,9 +242,70 @@ static void send_frame(sr_dpdk_io *d, const io_peer *e, const uint8_t *hdr, size
             return;
         }
     }
-    p->tx[p->tx_n++] = m;
-    if (p->tx_n == SR_DPDK_BURST)
+    queue_frame(d, p, m);
+}
+
+/* The frame's length fields and checksums, as sr_dpdk_frame
+ * (lib/transport/dpdk/dpdk_port.c) patches its template's: the same
+ * offsets of lib/proto/wire.h's frame, the same checksum rules. */
+#define OFF_IP SR_ETH_HLEN
+#define OFF_IP_TOTLEN (OFF_IP + 2u)
+#define OFF_IP_CSUM (OFF_IP + 10u)
+#define OFF_UDP (SR_ETH_HLEN + SR_IPV4_HLEN)
+#define OFF_UDP_LEN (OFF_UDP + 4u)
+#define OFF_UDP_CSUM (OFF_UDP + 6u)
+
+static void frame_finish(struct rte_mbuf *m, uint8_t *f, int offload, size_t plen)
+{
+    uint8_t *ip = f + OFF_IP;
+
+    sr_put_be16(f + OFF_IP_TOTLEN, (uint16_t)(SR_IPV4_HLEN + SR_UDP_HLEN + plen));
+    sr_put_be16(f + OFF_UDP_LEN, (uint16_t)(SR_UDP_HLEN + plen));
+    if (offload) {
+        uint16_t ph;
+
+        m->l2_len = SR_ETH_HLEN;
+        m->l3_len = SR_IPV4_HLEN;
+        m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_UDP_CKSUM;
+        sr_put_be16(f + OFF_IP_CSUM, 0);
+        ph = rte_ipv4_phdr_cksum((const struct rte_ipv4_hdr *)(const void *)ip, m->ol_flags);
+        memcpy(f + OFF_UDP_CSUM, &ph, 2); /* already in network order */
+    } else {
+        sr_put_be16(f + OFF_IP_CSUM, sr_csum_ipv4(ip));
+        sr_put_be16(f + OFF_UDP_CSUM, 0); /* none: see sr_dpdk_frame */
+    }
+}
+
+/* A frame from p's pool for template t: t, then hdr (SR_WIRE_HDR_LEN
+ * bytes), then a's payload written in place by sr_pipe_payload_write.
+ * An empty pool is freed by sending what p has queued, once. NULL if
+ * there is still no mbuf or the frame would be too long. */
+static struct rte_mbuf *payload_frame(sr_dpdk_io *d, io_port *p, const sr_dpdk_tmpl *t,
+                                      const uint8_t *hdr, const sr_pipe_action *a)
+{
+    size_t plen = SR_WIRE_HDR_LEN + a->payload_len;
+    struct rte_mbuf *m;
+    uint8_t *f;
+
+    if (SR_FRAME_HLEN + plen > SR_DPDK_MAX_FRAME)
+        return NULL;
+    m = rte_pktmbuf_alloc(p->pool);
+    if (!m) {
         flush_port(d, p);
+        m = rte_pktmbuf_alloc(p->pool);
+        if (!m)
+            return NULL;
+    }
+    f = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(SR_FRAME_HLEN + plen));
+    if (!f) {
+        rte_pktmbuf_free(m);
+        return NULL;
+    }
+    memcpy(f, t->hdr, SR_FRAME_HLEN);
+    memcpy(f + SR_FRAME_HLEN, hdr, SR_WIRE_HDR_LEN);
+    sr_pipe_payload_write(a, f + SR_FRAME_HLEN + SR_WIRE_HDR_LEN);
+    frame_finish(m, f, t->offload, plen);
+    return m;
 }
 
 static void dpdk_send(void *state, const sr_peer *dst, const uint8_t *hdr, size_t hlen,
@@ -253,22 +323,45 @@ static void dpdk_send(void *state, const sr_peer *dst, const uint8_t *hdr, size_
 
 /* Each replica is one copy of its frame: memif (and any port without
  * zero-copy transmit) copies every frame into its ring anyway, so a
- * shared mbuf would only add a segment and a reference count per replica. */
+ * shared mbuf would only add a segment and a reference count per replica.
+ * The first replica's payload is written by the pipeline straight into
+ * its frame (a result's sums converted from the slot, no staging copy);
+ * the others copy it from there, the frame held by a reference until
+ * they have (its port may send and free it meanwhile). */
 static void dpdk_send_replicas(void *state, const sr_pipe_action *a)
 {
     sr_dpdk_io *d = state;
     uint8_t hdr[SR_WIRE_HDR_LEN];
+    struct rte_mbuf *first = NULL;
+    const uint8_t *pl = NULL; /* the payload, in first */
 
     for (unsigned k = 0; k < a->n_dests; k++) {
         const io_peer *e = find_peer(d, &a->dests[k].peer);
+        struct rte_mbuf *m;
 
         if (!e) {
             d->c.tx_no_route++;
             continue;
         }
         sr_pipe_replica_hdr(a, k, hdr);
-        send_frame(d, e, hdr, sizeof hdr, a->payload, a->payload_len);
+        if (pl) {
+            send_frame(d, e, hdr, sizeof hdr, pl, a->payload_len);
+            continue;
+        }
+        m = payload_frame(d, &d->ports[e->port], &e->tmpl, hdr, a);
+        if (!m) {
+            d->c.tx_dropped++;
+            continue;
+        }
+        if (k + 1 < a->n_dests) {
+            rte_mbuf_refcnt_update(m, 1);
+            first = m;
+            pl = rte_pktmbuf_mtod_offset(m, const uint8_t *, SR_FRAME_HLEN + SR_WIRE_HDR_LEN);
+        }
+        queue_frame(d, &d->ports[e->port], m);
     }
+    if (first)
+        rte_pktmbuf_free(first);
 }
 
 static int dpdk_fd(const void *state)

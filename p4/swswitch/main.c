@@ -261,12 +261,13 @@ static void handle(sw *s, const sr_peer *src, const uint8_t *msg, size_t len, ui
     if (s->o->log_level >= LOG_DEBUG)
         log_packet(s, src, msg, len);
     for (unsigned i = 0; i < s->out->n; i++) {
-        const sr_pipe_action *a = &s->out->act[i];
+        sr_pipe_action *a = &s->out->act[i];
 
         if (!s->chaos_on) {
             s->io->send_replicas(s->io_state, a);
             continue;
         }
+        sr_pipe_payload_flatten(a); /* held copies outlive the slot's sums */
         for (unsigned k = 0; k < a->n_dests; k++) {
             sr_pipe_replica_hdr(a, k, hdr);
             sr_chaos_tx(&s->chaos, &a->dests[k].peer, hdr, sizeof hdr, a->payload,
@@ -500,6 +501,10 @@ static int setup(sw *s, sigset_t *wait_mask)
         return -1;
     }
     sr_pipe_set_proof(s->pipe, key);
+    /* Results go from the slot into the I/O's frames in one pass (every
+     * I/O writes payloads with sr_pipe_payload_write; the fault injector's
+     * path flattens them first). */
+    sr_pipe_set_lazy_payload(s->pipe, 1);
     sr_pipe_tick(s->pipe, now_ns() / 1000000u);
     if (add_jobs(s) < 0 || open_io(s) < 0 || open_chaos(s) < 0)
         return -1;

@@ -78,9 +78,11 @@ typedef struct sw_io_ops {
     void (*send)(void *state, const sr_peer *dst, const uint8_t *hdr, size_t hlen,
                  const uint8_t *payload, size_t plen);
     /* Queue every replica of a: to a->dests[k].peer, the header
-     * sr_pipe_replica_hdr(a, k) then a->payload, as send would queue each,
-     * but with the payload copied at most once for all of them. a is only
-     * read during the call. Blocks and drops as send does. */
+     * sr_pipe_replica_hdr(a, k) then the payload (sr_pipe_payload_write:
+     * a lazy one is converted from the pipeline's slot), as send would
+     * queue each, but with the payload written once for all of them (DPDK:
+     * into the first replica's frame, the others copying it from there).
+     * a is only read during the call. Blocks and drops as send does. */
     void (*send_replicas)(void *state, const sr_pipe_action *a);
     /* Send every queued message. May wait briefly, which paces the switch
      * instead of dropping: UDP while the kernel's send buffer is full; DPDK

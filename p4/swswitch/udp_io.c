@@ -7,7 +7,7 @@
  * - Receive, GRO (UDP_GRO): one datagram the kernel hands up may carry
  *   several messages of one size from one source (a worker's GSO train on
  *   loopback, or what a NIC coalesced); recv splits it back into messages.
- * - Send, replicas: a multicast's payload is copied once into the send
+ * - Send, replicas: a multicast's payload is written once into the send
  *   arena, and each replica is its own header followed by that one copy,
  *   joined by iovecs: no replica is built by copying the payload again.
  * - Send, GSO (UDP_SEGMENT): flush sends the queued messages destination by
@@ -456,7 +456,8 @@ static void udp_send_replicas(void *state, const sr_pipe_action *a)
         return;
     }
     tx_reserve(u, a->n_dests, a->payload_len + (size_t)a->n_dests * SR_WIRE_HDR_LEN);
-    pl = arena_put(u, a->payload, a->payload_len, NULL, 0);
+    pl = arena_take(u, a->payload_len);
+    sr_pipe_payload_write(a, u->arena + pl);
     for (unsigned k = 0; k < a->n_dests; k++) {
         uint32_t h = arena_take(u, SR_WIRE_HDR_LEN);
 
