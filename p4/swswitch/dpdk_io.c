@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include <rte_eal.h>
+#include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_ip.h>
 #include <rte_mbuf.h>
@@ -37,6 +38,22 @@
 #define MAX_PEERS 256        /* learnt worker addresses (oldest replaced) */
 #define NB_MBUFS 2047u       /* per port */
 #define TX_HOLD_NS 200000ull /* a port refusing frames longer than this drops them */
+/* Per-lcore mbuf cache of each port's pool. The cache is a stack: the
+ * frame freed last (a burst just received, or sent and copied by memif) is
+ * the next one taken, still in the core's cache, where the pool's ring
+ * alone hands out the one freed longest ago (NB_MBUFS frames, ~19 MiB,
+ * back: a cold line for every byte the switch writes). The switch's loop
+ * runs on EAL's main lcore; a thread that is none gets no cache, as
+ * before. */
+#define POOL_CACHE 256u
+/* Room for the largest frame behind the headroom, in whole cache lines, as
+ * lib/transport/dpdk/dpdk_port.c sizes its pools. */
+#define DATA_ROOM                                                               \
+    ((RTE_PKTMBUF_HEADROOM + SR_DPDK_MAX_FRAME + RTE_CACHE_LINE_SIZE - 1) /    \
+     RTE_CACHE_LINE_SIZE * RTE_CACHE_LINE_SIZE)
+_Static_assert(DATA_ROOM <= UINT16_MAX, "mbuf data room is a uint16_t");
+_Static_assert(POOL_CACHE <= RTE_MEMPOOL_CACHE_MAX_SIZE && POOL_CACHE * 3u / 2u <= NB_MBUFS,
+               "a mempool cache fits the pool");
 
 typedef struct io_port {
     uint16_t id;
@@ -434,6 +451,22 @@ static void dpdk_close(void *state)
     free(d);
 }
 
+/* p's mbuf pool, with a per-lcore cache (POOL_CACHE), on the port's NUMA
+ * node. sr_dpdk_port_start then uses it as is. Returns 0 or -1 with err. */
+static int pool_create(io_port *p, const char *name, char *err)
+{
+    int socket = rte_eth_dev_socket_id(p->id);
+
+    p->pool = rte_pktmbuf_pool_create(name, NB_MBUFS, POOL_CACHE, 0, (uint16_t)DATA_ROOM,
+                                      socket < 0 ? (int)SOCKET_ID_ANY : socket);
+    if (!p->pool) {
+        snprintf(err, SR_DPDK_ERR_MAX, "mbuf pool of %u x %u bytes: %s (give EAL more memory: -m)",
+                 NB_MBUFS, (unsigned)DATA_ROOM, rte_strerror(rte_errno));
+        return -1;
+    }
+    return 0;
+}
+
 /* Start EAL with eal_args (unless already running), then start the n
  * ports named in ports (port id, device name, or vdev spec to probe; n == 0:
  * every port EAL found), each with one queue pair, in promiscuous mode.
@@ -495,6 +528,8 @@ static int ports_open(sr_dpdk_io **out, const char *eal_args, const char *const 
         io_port *p = &d->ports[i];
 
         snprintf(pool, sizeof pool, "sw_pool_%u", p->id);
+        if (pool_create(p, pool, err))
+            goto fail;
         /* Promiscuous: workers may address the switch by broadcast or by
          * any MAC their configuration gives. */
         if (sr_dpdk_port_start(p->id, &p->pool, pool, NB_MBUFS, 1, 0, &p->info, err))
