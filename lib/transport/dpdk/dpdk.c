@@ -17,6 +17,9 @@
  *   and bursts the queue; what the port cannot take at once is retried for
  *   TX_HOLD_NS (the timed flush), then dropped and counted: the
  *   retransmission engine above recovers it.
+ * - recv copies each message out of its mbuf; recv_lend hands the engine
+ *   the message inside its mbuf and frees the burst at release (a frame
+ *   in several segments is copied, as by recv).
  * - wait has no descriptor to sleep on: it polls the RX queue, then sleeps
  *   in ppoll on the wake descriptor with a period that doubles from
  *   IDLE_MIN_NS up to BUSY_MAX_NS while an answer is due (a timer is set
