@@ -34,7 +34,6 @@ import math
 import os
 import struct
 import subprocess
-import sys
 
 import torch
 import torch.distributed as dist
@@ -42,23 +41,11 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import serene_torch
+from torch_common import CLASSES, DIM, RANK, WORLD, check, cluster_dataset, log
 
-RANK = int(os.environ["RANK"])
-WORLD = int(os.environ["WORLD_SIZE"])
 HIDDEN, BATCH, EPOCHS, LR = 100, 64, 3, 0.05
-DIM, CLASSES, N_TRAIN, N_TEST = 32, 10, 4096, 2048   # the synthetic fallback
 ACC_TOL = 0.5   # points of test accuracy between DDP over serene and over gloo
 FETCH_TIMEOUT_S = 40   # fetch_data.sh, on rank 0 (cached: well under 1 s)
-
-
-def log(*args):
-    print(f"rank {RANK}:", *args, flush=True)
-
-
-def check(cond, what):
-    if not cond:
-        log("FAIL:", what)
-        sys.exit(1)
 
 
 def bound(values, n, avg):
@@ -121,16 +108,6 @@ def check_allreduce(gloo):
     log(f"ok all_reduce_coalesced: one op, error {err:.3g}")
 
 
-def synthetic():
-    g = torch.Generator().manual_seed(7)
-    centers = torch.randn(CLASSES, DIM, generator=g)
-
-    def draw(n):
-        y = torch.randint(0, CLASSES, (n,), generator=g)
-        return centers[y] + 2.0 * torch.randn(n, DIM, generator=g), y
-    return draw(N_TRAIN), draw(N_TEST)
-
-
 def fetch_digits(script):
     """Rank 0 runs fetch_data.sh (bounded) and every rank gets its answer,
     the SRDIGIT1 file's path or None, through a delegated broadcast."""
@@ -181,7 +158,7 @@ def dataset(script):
         return tr, te, [tr[0].shape[1], HIDDEN, classes]
     log("NOTE: no digit set (fetch_data.sh found no source, or no --fetch-data): "
         "synthetic clusters instead")
-    tr, te = synthetic()
+    tr, te = cluster_dataset()  # the synthetic fallback
     return tr, te, [DIM, HIDDEN, HIDDEN, CLASSES]
 
 

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Shared helpers of the tests/torch scripts, which run as ranks under
-serene-run (SERENE_RANK, SERENE_WORLD_SIZE, SERENE_JOB_NONCE set).
+serene-run (SERENE_RANK, SERENE_WORLD_SIZE, SERENE_JOB_NONCE set), or under
+torchrun (RANK, WORLD_SIZE: test_pg).
 
 gloo_init() starts torch.distributed's gloo group on the same ranks, through
 a FileStore in the temporary directory named after the launch's nonce, so
@@ -15,8 +16,9 @@ import tempfile
 import torch
 import torch.distributed as dist
 
-RANK = int(os.environ.get("SERENE_RANK", "0"))
-WORLD = int(os.environ.get("SERENE_WORLD_SIZE", "1"))
+# serene-run's variables, else torchrun's (test_pg runs under torchrun).
+RANK = int(os.environ.get("SERENE_RANK", os.environ.get("RANK", "0")))
+WORLD = int(os.environ.get("SERENE_WORLD_SIZE", os.environ.get("WORLD_SIZE", "1")))
 _store_path = None
 _store = None
 
