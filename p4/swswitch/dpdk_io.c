@@ -27,7 +27,6 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
-#include <rte_ip.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
@@ -46,11 +45,7 @@
  * runs on EAL's main lcore; a thread that is none gets no cache, as
  * before. */
 #define POOL_CACHE 256u
-/* Room for the largest frame behind the headroom, in whole cache lines, as
- * lib/transport/dpdk/dpdk_port.c sizes its pools. */
-#define DATA_ROOM                                                               \
-    ((RTE_PKTMBUF_HEADROOM + SR_DPDK_MAX_FRAME + RTE_CACHE_LINE_SIZE - 1) /    \
-     RTE_CACHE_LINE_SIZE * RTE_CACHE_LINE_SIZE)
+#define DATA_ROOM SR_DPDK_DATA_ROOM /* as lib/transport/dpdk sizes its pools */
 _Static_assert(DATA_ROOM <= UINT16_MAX, "mbuf data room is a uint16_t");
 _Static_assert(POOL_CACHE <= RTE_MEMPOOL_CACHE_MAX_SIZE && POOL_CACHE * 3u / 2u <= NB_MBUFS,
                "a mempool cache fits the pool");
@@ -262,37 +257,6 @@ static void send_frame(sr_dpdk_io *d, const io_peer *e, const uint8_t *hdr, size
     queue_frame(d, p, m);
 }
 
-/* The frame's length fields and checksums, as sr_dpdk_frame
- * (lib/transport/dpdk/dpdk_port.c) patches its template's: the same
- * offsets of lib/proto/wire.h's frame, the same checksum rules. */
-#define OFF_IP SR_ETH_HLEN
-#define OFF_IP_TOTLEN (OFF_IP + 2u)
-#define OFF_IP_CSUM (OFF_IP + 10u)
-#define OFF_UDP (SR_ETH_HLEN + SR_IPV4_HLEN)
-#define OFF_UDP_LEN (OFF_UDP + 4u)
-#define OFF_UDP_CSUM (OFF_UDP + 6u)
-
-static void frame_finish(struct rte_mbuf *m, uint8_t *f, int offload, size_t plen)
-{
-    uint8_t *ip = f + OFF_IP;
-
-    sr_put_be16(f + OFF_IP_TOTLEN, (uint16_t)(SR_IPV4_HLEN + SR_UDP_HLEN + plen));
-    sr_put_be16(f + OFF_UDP_LEN, (uint16_t)(SR_UDP_HLEN + plen));
-    if (offload) {
-        uint16_t ph;
-
-        m->l2_len = SR_ETH_HLEN;
-        m->l3_len = SR_IPV4_HLEN;
-        m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_UDP_CKSUM;
-        sr_put_be16(f + OFF_IP_CSUM, 0);
-        ph = rte_ipv4_phdr_cksum((const struct rte_ipv4_hdr *)(const void *)ip, m->ol_flags);
-        memcpy(f + OFF_UDP_CSUM, &ph, 2); /* already in network order */
-    } else {
-        sr_put_be16(f + OFF_IP_CSUM, sr_csum_ipv4(ip));
-        sr_put_be16(f + OFF_UDP_CSUM, 0); /* none: see sr_dpdk_frame */
-    }
-}
-
 /* A frame from p's pool for template t: t, then hdr (SR_WIRE_HDR_LEN
  * bytes), then a's payload written in place by sr_pipe_payload_write.
  * An empty pool is freed by sending what p has queued, once. NULL if
@@ -301,27 +265,18 @@ static struct rte_mbuf *payload_frame(sr_dpdk_io *d, io_port *p, const sr_dpdk_t
                                       const uint8_t *hdr, const sr_pipe_action *a)
 {
     size_t plen = SR_WIRE_HDR_LEN + a->payload_len;
-    struct rte_mbuf *m;
-    uint8_t *f;
+    uint8_t *msg;
+    struct rte_mbuf *m = sr_dpdk_frame_alloc(p->pool, t, plen, &msg);
 
-    if (SR_FRAME_HLEN + plen > SR_DPDK_MAX_FRAME)
-        return NULL;
-    m = rte_pktmbuf_alloc(p->pool);
-    if (!m) {
+    if (!m && SR_FRAME_HLEN + plen <= SR_DPDK_MAX_FRAME) {
         flush_port(d, p);
-        m = rte_pktmbuf_alloc(p->pool);
-        if (!m)
-            return NULL;
+        m = sr_dpdk_frame_alloc(p->pool, t, plen, &msg);
     }
-    f = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(SR_FRAME_HLEN + plen));
-    if (!f) {
-        rte_pktmbuf_free(m);
+    if (!m)
         return NULL;
-    }
-    memcpy(f, t->hdr, SR_FRAME_HLEN);
-    memcpy(f + SR_FRAME_HLEN, hdr, SR_WIRE_HDR_LEN);
-    sr_pipe_payload_write(a, f + SR_FRAME_HLEN + SR_WIRE_HDR_LEN);
-    frame_finish(m, f, t->offload, plen);
+    memcpy(msg, hdr, SR_WIRE_HDR_LEN);
+    sr_pipe_payload_write(a, msg + SR_WIRE_HDR_LEN);
+    sr_dpdk_frame_finish(m, t, plen);
     return m;
 }
 

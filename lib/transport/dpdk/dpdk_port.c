@@ -36,10 +36,7 @@
 #define RING_DESC 1024 /* RX and TX descriptors asked for (the driver adjusts) */
 #define LINK_POLL_NS 10000000ull /* link-up polling period: 10 ms */
 
-/* Room for the largest frame behind the headroom, in whole cache lines. */
-#define DATA_ROOM                                                                                  \
-    ((RTE_PKTMBUF_HEADROOM + SR_DPDK_MAX_FRAME + RTE_CACHE_LINE_SIZE - 1) /                        \
-     RTE_CACHE_LINE_SIZE * RTE_CACHE_LINE_SIZE)
+#define DATA_ROOM SR_DPDK_DATA_ROOM
 _Static_assert(DATA_ROOM <= UINT16_MAX, "mbuf data room is a uint16_t");
 
 __attribute__((format(printf, 2, 3))) static int fail(char *err, const char *fmt, ...)
@@ -252,10 +249,10 @@ void sr_dpdk_tmpl_init(sr_dpdk_tmpl *t, const sr_frame_addr *a, int offload)
     t->offload = offload;
 }
 
-struct rte_mbuf *sr_dpdk_frame(struct rte_mempool *pool, const sr_dpdk_tmpl *t,
-                               const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+struct rte_mbuf *sr_dpdk_frame_alloc(struct rte_mempool *pool, const sr_dpdk_tmpl *t, size_t plen,
+                                     uint8_t **msg)
 {
-    size_t plen = alen + blen, flen = SR_FRAME_HLEN + plen;
+    size_t flen = SR_FRAME_HLEN + plen;
     if (flen > SR_DPDK_MAX_FRAME)
         return NULL;
     struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
@@ -267,11 +264,13 @@ struct rte_mbuf *sr_dpdk_frame(struct rte_mempool *pool, const sr_dpdk_tmpl *t,
         return NULL;
     }
     memcpy(f, t->hdr, SR_FRAME_HLEN);
-    if (alen)
-        memcpy(f + SR_FRAME_HLEN, a, alen);
-    if (blen)
-        memcpy(f + SR_FRAME_HLEN + alen, b, blen);
-    uint8_t *ip = f + OFF_IP;
+    *msg = f + SR_FRAME_HLEN;
+    return m;
+}
+
+void sr_dpdk_frame_finish(struct rte_mbuf *m, const sr_dpdk_tmpl *t, size_t plen)
+{
+    uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *), *ip = f + OFF_IP;
     sr_put_be16(f + OFF_IP_TOTLEN, (uint16_t)(SR_IPV4_HLEN + SR_UDP_HLEN + plen));
     sr_put_be16(f + OFF_UDP_LEN, (uint16_t)(SR_UDP_HLEN + plen));
     if (t->offload) {
@@ -292,6 +291,20 @@ struct rte_mbuf *sr_dpdk_frame(struct rte_mempool *pool, const sr_dpdk_tmpl *t,
         sr_put_be16(f + OFF_IP_CSUM, sr_csum_ipv4(ip));
         sr_put_be16(f + OFF_UDP_CSUM, 0);
     }
+}
+
+struct rte_mbuf *sr_dpdk_frame(struct rte_mempool *pool, const sr_dpdk_tmpl *t,
+                               const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+    uint8_t *msg;
+    struct rte_mbuf *m = sr_dpdk_frame_alloc(pool, t, alen + blen, &msg);
+    if (!m)
+        return NULL;
+    if (alen)
+        memcpy(msg, a, alen);
+    if (blen)
+        memcpy(msg + alen, b, blen);
+    sr_dpdk_frame_finish(m, t, alen + blen);
     return m;
 }
 

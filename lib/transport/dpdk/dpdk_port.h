@@ -94,6 +94,20 @@ void sr_dpdk_tmpl_init(sr_dpdk_tmpl *t, const sr_frame_addr *a, int offload);
 struct rte_mbuf *sr_dpdk_frame(struct rte_mempool *pool, const sr_dpdk_tmpl *t,
                                const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
 
+/* The same in two steps, for a caller that writes the message itself:
+ * sr_dpdk_frame_alloc returns a frame of the template and room for plen
+ * message bytes at *msg (NULL as sr_dpdk_frame), and sr_dpdk_frame_finish
+ * patches its lengths and checksums once they are written. */
+struct rte_mbuf *sr_dpdk_frame_alloc(struct rte_mempool *pool, const sr_dpdk_tmpl *t, size_t plen,
+                                     uint8_t **msg);
+void sr_dpdk_frame_finish(struct rte_mbuf *m, const sr_dpdk_tmpl *t, size_t plen);
+
+/* Data room of an mbuf that holds the largest frame behind the headroom,
+ * in whole cache lines: the size of every pool of Serene's frames. */
+#define SR_DPDK_DATA_ROOM                                                                          \
+    ((RTE_PKTMBUF_HEADROOM + SR_DPDK_MAX_FRAME + RTE_CACHE_LINE_SIZE - 1) /                        \
+     RTE_CACHE_LINE_SIZE * RTE_CACHE_LINE_SIZE)
+
 /* Parse a received frame: its bytes are made contiguous (in place, or
  * copied into scratch of SR_DPDK_MAX_FRAME bytes when the mbuf is a chain)
  * and checked by sr_frame_parse. Returns SR_FRAME_OK (filling *a, *payload,
