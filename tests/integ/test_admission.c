@@ -30,7 +30,6 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +42,7 @@
 
 #include "proto/wire.h"
 #include "serene/serene.h"
+#include "check.h"
 #include "switch_proc.h"
 
 #define JOB 9
@@ -51,20 +51,7 @@
 #define QUIET_MS 300 /* an answer that has not come by then is not coming */
 #define ELEMS 2048   /* values per packet: the largest PULL answer */
 
-static int failures;
 static sw_proc sw;
-
-__attribute__((format(printf, 1, 2))) static void fail(const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    printf("FAIL: ");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    failures++;
-}
 
 /* Send h with count payload words v; the answers that come within
  * QUIET_MS go to ans (the first) and *n. */
@@ -84,7 +71,7 @@ static void xchg(int fd, const sr_hdr *h, const uint32_t *v, uint8_t *ans, size_
     *ans_len = 0;
     if (sendto(fd, msg, SR_WIRE_HDR_LEN + 4 * h->count, 0, (struct sockaddr *)&to, sizeof to) <
         0) {
-        fail("sendto: %s", strerror(errno));
+        tc_fail("sendto: %s", strerror(errno));
         return;
     }
     /* The first answer within QUIET_MS, a second one within 30 ms more. */
@@ -137,17 +124,17 @@ static void spoofed_source(int fd)
             v[2] = cookie + 1; /* a guess at the cookie: wrong */
         xchg(fd, reqs[i], v, ans, &len, &n);
         if (n != 1 || sr_msg_parse(ans, len, &a, NULL) != SR_PARSE_OK) {
-            fail("spoofed source: %s drew %d answers", sr_op_name(reqs[i]->op), n);
+            tc_fail("spoofed source: %s drew %d answers", sr_op_name(reqs[i]->op), n);
             return;
         }
         if (len > req_len)
-            fail("spoofed source: %s of %zu bytes drew %s of %zu", sr_op_name(reqs[i]->op),
+            tc_fail("spoofed source: %s of %zu bytes drew %s of %zu", sr_op_name(reqs[i]->op),
                  req_len, sr_op_name(a.op), len);
         if (reqs[i]->op == SR_OP_JOIN && (a.op != SR_OP_JOIN_ACK || a.offset == 0))
-            fail("spoofed source: JOIN answered %s offset %u, want JOIN_ACK with a cookie",
+            tc_fail("spoofed source: JOIN answered %s offset %u, want JOIN_ACK with a cookie",
                  sr_op_name(a.op), a.offset);
         if (reqs[i]->op != SR_OP_JOIN && (a.op != SR_OP_ERROR || a.status != SR_ST_UNPROVEN))
-            fail("spoofed source: %s answered %s %s, want ERROR UNPROVEN",
+            tc_fail("spoofed source: %s answered %s %s, want ERROR UNPROVEN",
                  sr_op_name(reqs[i]->op), sr_op_name(a.op), sr_status_name(a.status));
         if (i == 0)
             cookie = a.offset;
@@ -158,10 +145,10 @@ static void spoofed_source(int fd)
     xchg(fd, &join, v, ans, &len, &n);
     if (n != 1 || sr_msg_parse(ans, len, &a, NULL) != SR_PARSE_OK || a.op != SR_OP_JOIN_ACK ||
         a.offset != 0)
-        fail("spoofed source: the echo of the cookie did not prove the address");
+        tc_fail("spoofed source: the echo of the cookie did not prove the address");
     xchg(fd, &pull, v, ans, &len, &n);
     if (n != 1 || len != SR_WIRE_HDR_LEN + 4u * ELEMS)
-        fail("spoofed source: a PULL after the proof drew %d answers of %zu bytes, want %u", n,
+        tc_fail("spoofed source: a PULL after the proof drew %d answers of %zu bytes, want %u", n,
              len, SR_WIRE_HDR_LEN + 4u * ELEMS);
 }
 
@@ -192,16 +179,16 @@ static void forged_joins(int fd, uint32_t a, uint32_t b, const char *when)
             forge_join(fd, w, a, cases[i].v, cases[i].count, ra, &la, &na);
             forge_join(fd, w, b, cases[i].v, cases[i].count, rb, &lb, &nb);
             if (na != 1 || nb != 1) {
-                fail("%s, %s, worker %d: %d and %d answers, want 1 each", when, cases[i].name, w,
+                tc_fail("%s, %s, worker %d: %d and %d answers, want 1 each", when, cases[i].name, w,
                      na, nb);
                 continue;
             }
             if (la != lb || memcmp(ra, rb, la))
-                fail("%s, %s, worker %d: the answers to nonces %u and %u differ", when,
+                tc_fail("%s, %s, worker %d: the answers to nonces %u and %u differ", when,
                      cases[i].name, w, a, b);
             if (sr_msg_parse(ra, la, &h, NULL) != SR_PARSE_OK || h.op != SR_OP_ERROR ||
                 h.status != SR_ST_DENIED || h.count != 0)
-                fail("%s, %s, worker %d: answer is %s %s, want ERROR DENIED, header only", when,
+                tc_fail("%s, %s, worker %d: answer is %s %s, want ERROR DENIED, header only", when,
                      cases[i].name, w, sr_op_name(h.op), sr_status_name(h.status));
         }
     }
@@ -240,7 +227,7 @@ static void bad_specs(const char *bin)
             waitpid(pid, NULL, 0);
         }
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 2)
-            fail("--job %s: not refused as a bad command line (exit 2)", specs[i]);
+            tc_fail("--job %s: not refused as a bad command line (exit 2)", specs[i]);
     }
 }
 
@@ -251,9 +238,9 @@ static void expect_status(uint64_t bound, uint64_t nonce, const char *when)
 
     if (sw_control(&sw, "status 9", reply, sizeof reply) || sw_field(reply, "bound", &b) ||
         sw_field(reply, "nonce", &n))
-        fail("%s: status 9: %s", when, reply);
+        tc_fail("%s: status 9: %s", when, reply);
     else if (b != bound || n != nonce)
-        fail("%s: bound=%llu nonce=%llu, want %llu and %llu", when, (unsigned long long)b,
+        tc_fail("%s: bound=%llu nonce=%llu, want %llu and %llu", when, (unsigned long long)b,
              (unsigned long long)n, (unsigned long long)bound, (unsigned long long)nonce);
 }
 
@@ -282,21 +269,21 @@ static void real_run(void)
 
     for (int r = 0; r < 2; r++)
         if ((rc = make_ctx(&c[r], r, 4242, TOKEN_HEX, 0)))
-            fail("rank %d with the token: %s", r, serene_err_name(rc));
+            tc_fail("rank %d with the token: %s", r, serene_err_name(rc));
     if (!c[0] || !c[1])
         goto out;
     for (int r = 0; r < 2; r++) {
         for (int i = 0; i < 100; i++)
             in[r][i] = (float)(r * 1000 + i);
         if ((rc = serene_allreduce_start(c[r], in[r], out[r], 100, SERENE_SUM, &op[r])))
-            fail("allreduce_start rank %d: %s", r, serene_err_name(rc));
+            tc_fail("allreduce_start rank %d: %s", r, serene_err_name(rc));
     }
     for (int r = 0; r < 2; r++) {
         if (op[r] && (rc = serene_op_wait(&op[r])))
-            fail("allreduce rank %d: %s", r, serene_err_name(rc));
+            tc_fail("allreduce rank %d: %s", r, serene_err_name(rc));
         for (int i = 0; i < 100 && !rc; i++)
             if (out[r][i] != (float)(1000 + 2 * i)) {
-                fail("rank %d: value %d is %g, want %d", r, i, out[r][i], 1000 + 2 * i);
+                tc_fail("rank %d: value %d is %g, want %d", r, i, out[r][i], 1000 + 2 * i);
                 break;
             }
     }
@@ -326,7 +313,7 @@ int main(int argc, char **argv)
         return 1;
     fd = socket(AF_INET, SOCK_DGRAM, 0);
     if (fd < 0) {
-        fail("socket: %s", strerror(errno));
+        tc_fail("socket: %s", strerror(errno));
         goto out;
     }
     forged_joins(fd, 1, 2, "before any run");
@@ -337,15 +324,15 @@ int main(int argc, char **argv)
     {
         serene_ctx *c0 = NULL;
         if ((rc = make_ctx(&c0, 0, 4343, TOKEN_HEX, 0)))
-            fail("rejoin rank 0: %s", serene_err_name(rc));
+            tc_fail("rejoin rank 0: %s", serene_err_name(rc));
         forged_joins(fd, 4343, 7, "while the job is bound");
         expect_status(1, 4343, "after the forged JOINs while bound");
         spoofed_source(fd);
         if ((rc = make_ctx(&bad, 1, 4343, "00c0ffee12345679", 1)) != SERENE_ERR_DENIED)
-            fail("a context with a wrong token: %s, want SERENE_ERR_DENIED", serene_err_name(rc));
+            tc_fail("a context with a wrong token: %s, want SERENE_ERR_DENIED", serene_err_name(rc));
         serene_ctx_destroy(&bad);
         if ((rc = make_ctx(&bad, 1, 4343, "not-hex", 1)) != SERENE_ERR_CONFIG)
-            fail("a context with a malformed token: %s, want SERENE_ERR_CONFIG",
+            tc_fail("a context with a malformed token: %s, want SERENE_ERR_CONFIG",
                  serene_err_name(rc));
         serene_ctx_destroy(&bad);
         expect_status(2, 4343, "after the refused contexts"); /* + the spoofed source */
@@ -354,8 +341,8 @@ int main(int argc, char **argv)
     close(fd);
 out:
     sw_cleanup(&sw);
-    if (failures) {
-        printf("%d check(s) failed\n", failures);
+    if (tc_failures()) {
+        printf("%d check(s) failed\n", tc_failures());
         return 1;
     }
     printf("ok: forged JOINs denied alike whatever the nonce; the real run exact; no answer "

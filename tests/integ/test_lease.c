@@ -19,7 +19,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,35 +27,16 @@
 #include <unistd.h>
 
 #include "serene/serene.h"
+#include "check.h"
+#include "timing.h"
 #include "switch_proc.h"
 
 #define JOB 9
 #define LEASE_MS 1000
 #define N 64 /* values per allreduce */
 
-static int failures;
 static sw_proc sw;
 static int ready[2]; /* children write a byte once joined; non-blocking read end */
-
-__attribute__((format(printf, 1, 2))) static void fail(const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    printf("FAIL: ");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    failures++;
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-    while (nanosleep(&ts, &ts) && errno == EINTR)
-        ;
-}
 
 static int make_ctx(serene_ctx **ctx, int rank, uint32_t nonce, int timeout_ms)
 {
@@ -88,7 +68,7 @@ static pid_t child(int lo, int hi, uint32_t nonce, int ar)
         float in[N] = {0}, out[N];
         (void)serene_allreduce(c[lo], in, out, N, SERENE_SUM); /* times out */
     } else {
-        sleep_ms(20000); /* SIGKILLed long before */
+        tc_sleep_ms(20000); /* SIGKILLed long before */
     }
     for (int r = lo; r < hi; r++)
         serene_ctx_destroy(&c[r]);
@@ -103,9 +83,9 @@ static int joined(const char *who)
     for (int i = 0; i < 500; i++) {
         if (read(ready[0], &b, 1) == 1)
             return 0;
-        sleep_ms(10);
+        tc_sleep_ms(10);
     }
-    fail("%s did not join within 5 s", who);
+    tc_fail("%s did not join within 5 s", who);
     return -1;
 }
 
@@ -120,9 +100,9 @@ static void reap(pid_t pid, int sig, const char *who)
     for (int i = 0; i < 1000; i++) {
         if (waitpid(pid, &st, WNOHANG) == pid)
             return;
-        sleep_ms(10);
+        tc_sleep_ms(10);
     }
-    fail("%s (pid %d) still running after 10 s: killed", who, (int)pid);
+    tc_fail("%s (pid %d) still running after 10 s: killed", who, (int)pid);
     kill(pid, SIGKILL);
     waitpid(pid, &st, 0);
 }
@@ -139,21 +119,21 @@ static int new_run(uint32_t nonce, const char *when)
     if (rc)
         return rc;
     if ((rc = make_ctx(&c[1], 1, nonce, 3000))) {
-        fail("%s: rank 1 of the new run: %s", when, serene_err_name(rc));
+        tc_fail("%s: rank 1 of the new run: %s", when, serene_err_name(rc));
         goto out;
     }
     for (int r = 0; r < 2; r++) {
         for (int i = 0; i < N; i++)
             in[r][i] = (float)(r + i);
         if ((rc = serene_allreduce_start(c[r], in[r], out[r], N, SERENE_SUM, &op[r])))
-            fail("%s: allreduce_start: %s", when, serene_err_name(rc));
+            tc_fail("%s: allreduce_start: %s", when, serene_err_name(rc));
     }
     for (int r = 0; r < 2; r++) {
         if (op[r] && (rc = serene_op_wait(&op[r])))
-            fail("%s: allreduce rank %d: %s", when, r, serene_err_name(rc));
+            tc_fail("%s: allreduce rank %d: %s", when, r, serene_err_name(rc));
         for (int i = 0; i < N && !rc; i++)
             if (out[r][i] != (float)(1 + 2 * i)) {
-                fail("%s: rank %d value %d is %g", when, r, i, out[r][i]);
+                tc_fail("%s: rank %d value %d is %g", when, r, i, out[r][i]);
                 break;
             }
     }
@@ -174,10 +154,10 @@ static void killed_run(void)
     }
     reap(pid, SIGKILL, "the first run");
     if ((rc = new_run(200, "within the lease")) != SERENE_ERR_JOB_IN_USE)
-        fail("a new run within the lease: %s, want SERENE_ERR_JOB_IN_USE", serene_err_name(rc));
-    sleep_ms(LEASE_MS + 300);
+        tc_fail("a new run within the lease: %s, want SERENE_ERR_JOB_IN_USE", serene_err_name(rc));
+    tc_sleep_ms(LEASE_MS + 300);
     if ((rc = new_run(201, "after the lease")))
-        fail("a new run after the lease: %s", serene_err_name(rc));
+        tc_fail("a new run after the lease: %s", serene_err_name(rc));
 }
 
 static void held_by_call(void)
@@ -192,15 +172,15 @@ static void held_by_call(void)
         goto out;
     reap(b, SIGKILL, "rank 1");
     b = -1;
-    sleep_ms(LEASE_MS + 300); /* rank 1's lease lapsed; rank 0 waits for it */
+    tc_sleep_ms(LEASE_MS + 300); /* rank 1's lease lapsed; rank 0 waits for it */
     if ((rc = new_run(400, "while rank 0 waits")) != SERENE_ERR_JOB_IN_USE)
-        fail("a new run while rank 0 waits for the dead rank 1: %s, want "
+        tc_fail("a new run while rank 0 waits for the dead rank 1: %s, want "
              "SERENE_ERR_JOB_IN_USE",
              serene_err_name(rc));
     reap(a, 0, "rank 0"); /* its deadline, then LEAVE */
     a = -1;
     if ((rc = new_run(401, "after rank 0 left")))
-        fail("a new run after rank 0 left: %s", serene_err_name(rc));
+        tc_fail("a new run after rank 0 left: %s", serene_err_name(rc));
 out:
     reap(a, SIGKILL, "rank 0");
     reap(b, SIGKILL, "rank 1");
@@ -226,15 +206,15 @@ int main(int argc, char **argv)
     killed_run();
     held_by_call();
     if (sw_control(&sw, "status 9", reply, sizeof reply) || sw_field(reply, "lapsed", &lapsed))
-        fail("status 9: %s", reply);
+        tc_fail("status 9: %s", reply);
     else if (lapsed != 3)
-        fail("lapsed=%llu, want 3 (2 of the killed run, rank 1 of the second)",
+        tc_fail("lapsed=%llu, want 3 (2 of the killed run, rank 1 of the second)",
              (unsigned long long)lapsed);
     sw_cleanup(&sw);
     close(ready[0]);
     close(ready[1]);
-    if (failures) {
-        printf("%d check(s) failed\n", failures);
+    if (tc_failures()) {
+        printf("%d check(s) failed\n", tc_failures());
         return 1;
     }
     printf("ok: a killed run's job is free after the lease; a waited-for rank is held\n");
