@@ -16,7 +16,6 @@
  * Every wait is bounded; the test stops only the processes it started,
  * by PID. Exit status: 0 passed, 1 a check failed, 77 no switch.
  */
-#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
