@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """DDP iteration time with several gradient buckets: the "serene" backend
-(async Work, overlaps backward) against Gloo with serene_torch's synchronous
-allreduce_hook, and plain Gloo.
+(async Work, overlaps backward) against Gloo with serene_torch's allreduce_hook
+(asynchronous too since it returns a pending future), and plain Gloo.
 
     torchrun --standalone --nproc_per_node 2 --redirects 1 --tee 1 \\
         bench/torch_overlap.py [--layers 5 --width 1024 --bucket-mb 4 ...]

@@ -11,6 +11,13 @@ DDP over gloo, once by DDP with serene_torch.allreduce_hook. Checks: both
 learn (test accuracy > 60%), the accuracies differ by at most 1 point, every
 rank ends with the same model, and the gradients really went through the
 switch (hook calls, allreduce operations counted by libserene).
+
+check_async: the hook returns before its allreduce completes, and its
+future then holds what the synchronous allreduce_ gives for the same
+input, bit for bit. Ordered, not timed: rank 0 calls the hook and checks
+that the future is not done before a gloo barrier that rank 1 passes
+before it starts its own part of the op, so the switch cannot have
+answered yet.
 """
 import torch
 import torch.distributed as dist
@@ -52,9 +59,39 @@ def train(mode, data):
     return acc, flat, calls[0]
 
 
+class _Bucket:
+    """Stands in for dist.GradBucket: the hook reads only buffer()."""
+
+    def __init__(self, buf):
+        self._buf = buf
+
+    def buffer(self):
+        return self._buf
+
+
+def check_async():
+    g = torch.Generator().manual_seed(11 + RANK)
+    x = torch.randn(1 << 16, generator=g)
+    ref = serene_torch.allreduce_(x.clone(), "avg")
+    buf = x.clone()
+    if RANK == 0:
+        fut = serene_torch.allreduce_hook(None, _Bucket(buf))
+        pending = not fut.done()
+        dist.barrier()  # rank 1 starts its part only after this
+    else:
+        dist.barrier()
+        fut = serene_torch.allreduce_hook(None, _Bucket(buf))
+        pending = True
+    out = fut.wait()
+    log(f"hook future pending at return: {pending}; same as allreduce_: {torch.equal(out, ref)}")
+    check(pending, "the hook's future was done before the other rank started its allreduce")
+    check(out is buf and torch.equal(out, ref), "the hook's result differs from allreduce_'s")
+
+
 def main():
     serene_torch.init()
     gloo_init()
+    check_async()
     data = cluster_dataset()
     acc_gloo, w_gloo, _ = train("gloo", data)
     before = serene_torch.stats()["ops_completed"]

@@ -130,6 +130,42 @@ class _Waiter:
         self._thread.join(timeout)
 
 
+class _Pipeline:
+    """Starts allreduces and hands them to a _Waiter, at most MAX_IN_FLIGHT
+    open at once (a start beyond that first waits for the oldest). Used by
+    each ProcessGroupSerene and by the DDP hook (ddp.py's one pipeline):
+    two pipelines keep at most 2 * MAX_IN_FLIGHT = max_ops open."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._open = collections.deque()  # futures of the ops started, oldest first
+        self._waiter = _Waiter()
+
+    def start(self, flat, op, result, after=None):
+        """Start the allreduce of flat (in place) and return a
+        torch.futures.Future that the waiter completes with result (after
+        calling after()), or with the op's error. flat must stay alive and
+        untouched until then. Raises what allreduce_start raises."""
+        with self._lock:
+            while len(self._open) >= MAX_IN_FLIGHT:
+                oldest = self._open.popleft()
+                try:
+                    oldest.wait()
+                except Exception:
+                    pass  # its own future reports it
+            handle = _ops.allreduce_start(flat, op)
+            fut = torch.futures.Future()
+            self._open.append(fut)
+            self._waiter.put(handle, fut, result, after)
+            while self._open and self._open[0].done():
+                self._open.popleft()
+        return fut
+
+    def stop(self, timeout):
+        """Let the waiter finish the open ops, then end its thread."""
+        self._waiter.stop(timeout)
+
+
 def _serene_op(opts):
     """"sum" or "avg" for the reduce ops libserene does, else None."""
     op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
@@ -158,20 +194,19 @@ class ProcessGroupSerene(dist.ProcessGroup):
         self._store = store
         self._switch = None
         self._lock = threading.Lock()
-        self._open = collections.deque()  # futures of the ops started, oldest first
         # A Work returned to C++ (DDP's reducer) keeps its Python methods
         # (get_future) only while its Python object lives: the last few are
         # held here, as C++ asks for the future right after allreduce returns.
         self._recent = collections.deque(maxlen=4 * MAX_IN_FLIGHT)
-        self._waiter = None
+        self._pipe = None
         try:
             self._join(store, rank, size, timeout)
-            self._waiter = _Waiter()
+            self._pipe = _Pipeline()
         except BaseException:
             if self._switch is not None:
                 self._switch.stop()
             raise
-        self._finalizer = weakref.finalize(self, _shutdown, self._waiter, store, rank, size,
+        self._finalizer = weakref.finalize(self, _shutdown, self._pipe, store, rank, size,
                                            self._switch)
 
     # ---- rendezvous ----------------------------------------------------
@@ -225,21 +260,9 @@ class ProcessGroupSerene(dist.ProcessGroup):
     # ---- allreduce through the switch -----------------------------------
 
     def _start(self, flat, op, result, after=None):
-        with self._lock:
-            while len(self._open) >= MAX_IN_FLIGHT:
-                oldest = self._open.popleft()
-                try:
-                    oldest.wait()
-                except Exception:
-                    pass  # its own Work reports it
-            handle = _ops.allreduce_start(flat, op)
-            fut = torch.futures.Future()
-            work = _Work(fut, result)
-            self._open.append(fut)
+        with self._lock:  # the Work is kept in _recent in start order
+            work = _Work(self._pipe.start(flat, op, result, after), result)
             self._recent.append(work)
-            self._waiter.put(handle, fut, result, after)
-            while self._open and self._open[0].done():
-                self._open.popleft()
         return work
 
     def allreduce(self, tensors, opts=None):
@@ -288,9 +311,9 @@ for _name in _DELEGATED:
     setattr(ProcessGroupSerene, _name, _delegate(_name))
 
 
-def _shutdown(waiter, store, rank, size, switch):
-    if waiter is not None:
-        waiter.stop(60)
+def _shutdown(pipe, store, rank, size, switch):
+    if pipe is not None:
+        pipe.stop(60)
     _ops.finalize()
     try:
         store.add(_KEY + "left", 1)
