@@ -10,6 +10,9 @@ serene-run):
 - `--listen 127.0.0.1:0 --port-file DIR/port --job ID:N,token=env:SERENE_JOB_TOKEN`
   in a private temporary directory (mkdtemp, 0700); the token is in the
   switch's environment only, never on its command line;
+- $SERENE_SWITCH_JOB_OPTS, when set, is appended to that job spec: the
+  job's other options, e.g. `policy=ssp:2,store=65536` for the SSP helper
+  (store=, ring=, policy=; token= is refused: the token is the group's);
 - the port file is polled, bounded (SWITCH_WAIT_S); the switch runs in a
   session of its own and gets SIGTERM if its parent thread dies
   (PR_SET_PDEATHSIG), so a SIGKILLed rank 0 leaves no switch behind;
@@ -49,6 +52,19 @@ def find_switch():
     return path
 
 
+def job_opts():
+    """",OPTS" from $SERENE_SWITCH_JOB_OPTS (the job's store=, ring=,
+    policy=), or ""; RuntimeError for a token= (serene-switch checks the rest)."""
+    opts = os.environ.get("SERENE_SWITCH_JOB_OPTS", "").strip().strip(",")
+    if not opts:
+        return ""
+    for o in opts.split(","):
+        if o.strip().startswith("token"):
+            raise RuntimeError("serene: SERENE_SWITCH_JOB_OPTS may not set token= (the embedded "
+                               "switch's token is the group's own)")
+    return "," + opts
+
+
 def _read_port(path):
     """The port written to path: >0; 0 if not (completely) written yet."""
     try:
@@ -72,8 +88,8 @@ class EmbeddedSwitch:
         self._dir = tempfile.mkdtemp(prefix="serene-pg.")
         port_file = os.path.join(self._dir, "port")
         env = dict(os.environ, SERENE_JOB_TOKEN=token)
-        argv = [binary, "--listen", "127.0.0.1:0", "--port-file", port_file,
-                "--job", f"{int(job)}:{int(world_size)},token=env:SERENE_JOB_TOKEN"]
+        spec = f"{int(job)}:{int(world_size)},token=env:SERENE_JOB_TOKEN" + job_opts()
+        argv = [binary, "--listen", "127.0.0.1:0", "--port-file", port_file, "--job", spec]
         self.proc = None
         try:
             # Its stdout goes to our stderr: the rank's stdout is the program's.

@@ -14,6 +14,17 @@ parameters plus the updates it has pulled. So every worker must start from
 the same parameters (seed the initialisation identically, or copy them) and
 use the same parameter list, offset and number of steps.
 
+The context is serene_torch's: the one a process group of backend "serene"
+created (init_process_group("serene") under torchrun: its rendezvous, its
+switch), or serene_torch.init() under serene-run. Under torchrun with the
+embedded switch, the job's policy and store come from
+SERENE_SWITCH_JOB_OPTS (e.g. "policy=ssp:2") and the store's fraction bits
+from SERENE_STORE_FRAC_BITS, set for every rank:
+
+    SERENE_SWITCH_JOB_OPTS=policy=ssp:2 SERENE_STORE_FRAC_BITS=20 \
+        torchrun --standalone --nproc_per_node 2 --redirects 1 --tee 1 train.py
+    # train.py: dist.init_process_group("serene"); ssp = serene_torch.SSP(...)
+
 Each step is one clock of the barrier: the switch holds a worker that is more
 than s clocks ahead of the slowest (s from the policy: BSP 0, SSP(s), ASP
 unbounded), and after a clock every push of clocks <= c - s is in the pull.
@@ -23,14 +34,38 @@ Values are stored in fixed point with store_frac_bits fraction bits
 steps of 1e-6 with accumulators that saturate each push beyond +-2048).
 """
 import torch
+import torch.distributed as dist
 
 from . import _ops
+
+
+def _check_context(group):
+    """RuntimeError unless serene_torch's context is up and, when a process
+    group is given (or the default one exists), that group is the job's."""
+    if group is None and dist.is_available() and dist.is_initialized():
+        if dist.get_backend() != "serene":
+            group = None  # a gloo group beside serene_torch.init(): fine
+        else:
+            group = dist.group.WORLD
+    if group is not None:
+        if dist.get_backend(group) != "serene":
+            raise RuntimeError(f"SSP: group has backend {dist.get_backend(group)!r}; the store is "
+                               "reached through backend 'serene' (or serene_torch.init())")
+    if not _ops.is_initialized():
+        raise RuntimeError("SSP: serene_torch is not initialized: call "
+                           "dist.init_process_group('serene') (torchrun) or serene_torch.init() "
+                           "(serene-run) first")
+    if group is not None and dist.get_world_size(group) != _ops.world_size():
+        raise RuntimeError(f"SSP: group has {dist.get_world_size(group)} ranks, the Serene job "
+                           f"{_ops.world_size()}")
 
 
 class SSP:
     """Push gradient, clock, pull delta, apply: one SSP step per call."""
 
-    def __init__(self, params, lr, offset=0):
+    def __init__(self, params, lr, offset=0, group=None):
+        """group: the "serene" process group whose context to use (default:
+        the default group when it is "serene"; else serene_torch.init()'s)."""
         self.params = [p for p in params]
         if not self.params:
             raise ValueError("SSP: empty parameter list")
@@ -40,6 +75,7 @@ class SSP:
                                  "the store takes float32 CPU parameters")
         if offset < 0:
             raise ValueError(f"SSP: offset must be >= 0, got {offset}")
+        _check_context(group)
         self.lr = float(lr)
         self.offset = int(offset)
         self.numel = sum(p.numel() for p in self.params)
