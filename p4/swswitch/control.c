@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "control.h"
+#include "job_spec.h"
 
 #define MAX_WORDS 8
 
@@ -124,10 +125,78 @@ static void cmd_status(reply *r, const sr_pipe *p, uint16_t job)
         " pushes=%" PRIu64 " push_dups=%" PRIu64 " pulls=%" PRIu64 " bound=%" PRIu32
         " nonce=%" PRIu32 " ring=%" PRIu32 " store=%" PRIu32 " clock_ahead=%" PRIu64
         " range_errors=%" PRIu64 " leaves=%" PRIu64 " in_use_refused=%" PRIu64 " live=%" PRIu32
-        " lapsed=%" PRIu64 " denied=%" PRIu64,
+        " lapsed=%" PRIu64 " denied=%" PRIu64 " bytes=%" PRIu64,
         c.clocks, c.holds, c.proceeds, c.releases, c.pushes, c.push_dups, c.pulls, info.n_bound,
         info.nonce, st.ring, info.store_words, c.clock_ahead, c.range_errors, c.leaves,
-        c.in_use_refused, info.n_live, c.lapsed, c.denied);
+        c.in_use_refused, info.n_live, c.lapsed, c.denied, info.bytes);
+}
+
+/* job add SPEC: the spec of --job (job_spec.h), token=env: refused. The
+ * job's memory is allocated here, between two bursts of packets; every
+ * array is calloc'ed, so its pages are mapped (and zeroed by the kernel)
+ * only when first touched, and the cost does not grow with the store. */
+static void cmd_job_add(reply *r, sr_pipe *p, const char *spec)
+{
+    char why[SW_JOB_SPEC_WHY_MAX];
+    sr_pipe_job_params jp;
+    sr_pipe_job_info info;
+    uint16_t id;
+    int rc;
+
+    if (sw_job_spec_parse(spec, NULL, &id, &jp, why, sizeof why)) {
+        put(r, "error %s", why);
+        return;
+    }
+    rc = sr_pipe_job_add(p, id, &jp);
+    if (rc == -EEXIST) {
+        put(r, "error job %u exists already (job remove %u first)", id, id);
+        return;
+    }
+    if (rc || sr_pipe_job_info_get(p, id, &info)) {
+        put(r, "error job %u not added: %s", id, strerror(rc ? -rc : ENOENT));
+        return;
+    }
+    put(r, "ok job=%u added workers=%" PRIu32 " elems=%" PRIu32 " slots=%" PRIu32
+           " store=%" PRIu32 " ring=%" PRIu32 " mode=%s s=%" PRIu32 " token=%s bytes=%" PRIu64,
+        id, info.n_workers, info.elems_per_pkt, info.pool_slots, info.store_words, info.ring,
+        mode_lc(info.mode), info.s, jp.token ? "set" : "none", info.bytes);
+}
+
+/* job remove JOB [force]: refused while a worker is live (bound, not
+ * left, lease not lapsed) unless forced; a dead run's lapsed bindings do
+ * not hold the job. Frees all of the job's memory. */
+static void cmd_job_remove(reply *r, sr_pipe *p, char **w, unsigned n)
+{
+    sr_pipe_job_info info;
+    uint16_t job;
+    int force = n == 4 && !strcasecmp(w[3], "force");
+
+    if (n < 3 || n > 4 || (n == 4 && !force)) {
+        put(r, "error usage: job remove JOB [force]");
+        return;
+    }
+    if (parse_job(r, p, w[2], &job))
+        return;
+    sr_pipe_job_info_get(p, job, &info);
+    if (info.n_live && !force) {
+        put(r, "error job %u has %" PRIu32 " live worker%s (bound, not left, lease not lapsed): "
+               "wait for its run to end or its lease to lapse, or 'job remove %u force'",
+            job, info.n_live, info.n_live == 1 ? "" : "s", job);
+        return;
+    }
+    sr_pipe_job_remove(p, job);
+    put(r, "ok job=%u removed freed=%" PRIu64 " live=%" PRIu32, job, info.bytes, info.n_live);
+}
+
+static void cmd_job(reply *r, sr_pipe *p, char **w, unsigned n)
+{
+    if (n == 3 && !strcasecmp(w[1], "add"))
+        cmd_job_add(r, p, w[2]);
+    else if (n >= 2 && !strcasecmp(w[1], "remove"))
+        cmd_job_remove(r, p, w, n);
+    else
+        put(r, "error usage: job add ID:N[:ELEMS[:SLOTS]][,OPTION=VALUE...] | job remove JOB "
+               "[force]");
 }
 
 /* |a - b| in serial-number arithmetic: 0..2^31. */
@@ -278,9 +347,11 @@ size_t sr_ctl_exec(sr_pipe *p, const char *line, char *out, size_t cap)
         }
     } else if (!strcasecmp(w[0], "policy"))
         cmd_policy(&r, p, w, n);
+    else if (!strcasecmp(w[0], "job"))
+        cmd_job(&r, p, w, n);
     else if (!strcasecmp(w[0], "help"))
         put(&r, "ok commands: jobs | status JOB | reset JOB | policy JOB bsp|asp|ssp [S] "
-                "[from CLOCK] | help");
+                "[from CLOCK] | job add SPEC | job remove JOB [force] | help");
     else
         put(&r, "error unknown command '%.32s' (try 'help')", w[0]);
 done:

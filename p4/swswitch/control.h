@@ -12,7 +12,8 @@
  *   status JOB
  *     -> ok job=J workers=N low=L high=H mode=M s=S rules=R clocks=C holds=H
  *        proceeds=P advances=A pushes=U push_dups=D pulls=Q bound=B nonce=X
- *        ring=R store=W clock_ahead=K range_errors=E
+ *        ring=R store=W clock_ahead=K range_errors=E leaves=L
+ *        in_use_refused=U live=V lapsed=A denied=D bytes=B
  *        (one line; mode and s: the policy for clock high + 1, s as applied;
  *        rules: FROM-TO:MODE:S,... oldest first, TO "inf" on the last;
  *        clocks .. range_errors: the job's counters since it was added;
@@ -31,6 +32,17 @@
  *     -> ok job=J reset
  *        (unbind the job's workers, e.g. a dead run's, so a new run can
  *        join; its policy rules stay)
+ *   job add ID:N[:ELEMS[:SLOTS]][,store=WORDS][,ring=R][,policy=MODE][,token=T]
+ *     -> ok job=J added workers=N elems=E slots=S store=W ring=R mode=M s=S
+ *        token=set|none bytes=B
+ *        (the spec of --job, job_spec.h, but token=env: is refused; B: the
+ *        memory allocated for the job, as status shows it)
+ *   job remove JOB [force]
+ *     -> ok job=J removed freed=B live=K
+ *        (refused while a worker is live: bound, not left, lease not
+ *        lapsed: "error job J has K live workers ..."; force removes it
+ *        anyway. Frees all of the job's state; its packets then get
+ *        UNKNOWN_JOB)
  *   help
  *     -> ok commands: ...
  *

@@ -185,6 +185,22 @@ unsigned sr_pipe_job_list(const sr_pipe *p, uint16_t *ids, unsigned cap)
     return p->n_jobs;
 }
 
+/* What job_add allocated for j, in bytes (the sizes of its callocs). */
+static uint64_t job_bytes(const sr_pipe_job *j)
+{
+    uint64_t cells = 2u * (uint64_t)j->slots;
+    uint64_t per_cell = sizeof *j->seen + sizeof *j->cnt + sizeof *j->m_seq + sizeof *j->m_off +
+                        sizeof *j->m_total + sizeof *j->m_count + sizeof *j->m_exp +
+                        sizeof *j->nexp + (uint64_t)j->elems * sizeof *j->values;
+    uint64_t store = j->store_words ? (uint64_t)j->store_words * sizeof *j->store +
+                                          (uint64_t)j->rows * j->n * sizeof *j->push_last +
+                                          (uint64_t)j->rows * sizeof *j->row_epoch
+                                    : 0;
+
+    return sizeof *j + cells * per_cell + (uint64_t)j->slots * sizeof *j->slot_epoch + store +
+           ((uint64_t)j->bar.mask + 1) * sizeof *j->bar.ring;
+}
+
 int sr_pipe_job_info_get(const sr_pipe *p, uint16_t job_id, sr_pipe_job_info *info)
 {
     const sr_pipe_job *j;
@@ -203,6 +219,7 @@ int sr_pipe_job_info_get(const sr_pipe *p, uint16_t job_id, sr_pipe_job_info *in
     info->nonce = j->nonce;
     info->n_bound = (uint32_t)__builtin_popcountll(j->bound);
     info->n_live = (uint32_t)__builtin_popcountll(sr_membership_live(p, j));
+    info->bytes = job_bytes(j);
     return 0;
 }
 

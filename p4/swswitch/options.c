@@ -17,6 +17,7 @@
 
 #include "chaos.h"
 #include "ctl_sock.h"
+#include "job_spec.h"
 #include "options.h"
 #include "sw_io.h"
 
@@ -64,7 +65,7 @@ static void usage(FILE *f)
             SR_WIRE_MAX_WORKERS, SR_WIRE_MAX_ELEMS, SR_WIRE_DEF_ELEMS, SR_WIRE_MAX_SLOTS,
             SR_WIRE_DEF_SLOTS, SR_PIPE_STORE_MAX, SR_PIPE_STORE_DEFAULT, SR_BARRIER_RING_MAX,
             SR_BARRIER_RING_DEFAULT, SR_WIRE_UDP_PORT);
-    /* Two pieces: one string literal is kept under C's 4095 bytes. */
+    /* Three pieces: each string literal is kept under C's 4095 bytes. */
     fprintf(f,
             "  --control PATH         serve a Unix stream socket at PATH (a stale one is\n"
             "                         replaced; removed at exit), mode 0600: only root and\n"
@@ -83,9 +84,19 @@ static void usage(FILE *f)
             "                                               low, before or after it (serial\n"
             "                                               arithmetic); answers the clock it\n"
             "                                               applies from\n"
+            "                           job add SPEC        add a job while the switch runs,\n"
+            "                                               SPEC as for --job (but not\n"
+            "                                               token=env:); answers its bytes\n"
+            "                           job remove JOB [force]\n"
+            "                                               remove a job and free its memory;\n"
+            "                                               refused while a worker of it is\n"
+            "                                               live (bound, not left, lease not\n"
+            "                                               lapsed) unless forced\n"
             "                           help                list the commands\n"
             "                         At most %u connections at once: a newcomer closes the\n"
-            "                         oldest (\"error busy\")\n"
+            "                         oldest (\"error busy\")\n",
+            SR_CTLS_MAX_CONNS);
+    fprintf(f,
             "  --ctl-group GROUP      with --control: mode 0660 and group GROUP (a name or a\n"
             "                         gid), whose members may connect too\n"
             "  --loss P               drop each received datagram and each sent copy with\n"
@@ -105,7 +116,7 @@ static void usage(FILE *f)
             "\n"
             "SIGINT or SIGTERM stops the switch; it prints one line of counters per job to\n"
             "stderr and exits 0. Exit status 1: setup failure; 2: bad command line.\n",
-            SR_CTLS_MAX_CONNS, (unsigned)(SR_CHAOS_HOLD_NS / 1000000u),
+            (unsigned)(SR_CHAOS_HOLD_NS / 1000000u),
             SR_PIPE_LEASE_DEFAULT_MS / 1000u);
 }
 
@@ -177,141 +188,20 @@ static void parse_listen(sw_opts *o, const char *s)
     o->listen = s;
 }
 
-/* token=HEX (1 to 16 hex digits, not 0) or token=env:NAME, the hex
- * digits then read from the variable NAME: a token on the command line is
- * visible to every local user (ps), the environment only to the owner. */
-static void parse_token(sr_pipe_job_params *jp, const char *val, const char *s)
+static const char *env_lookup(const char *name)
 {
-    const char *hex = val;
-    size_t n;
-
-    if (!strncmp(val, "env:", 4)) {
-        hex = getenv(val + 4);
-        if (!hex)
-            usage_error("--job: token variable '%s' in '%s' is not set", val + 4, s);
-    }
-    /* Hex digits only: no 0x, sign or blank (strtoull alone takes them). */
-    n = strlen(hex);
-    if (n < 1 || n > 16 || strspn(hex, "0123456789abcdefABCDEF") != n ||
-        !(jp->token = strtoull(hex, NULL, 16)))
-        usage_error("--job: token in '%s' is not 1 to 16 hex digits (not all zero)%s", s,
-                    hex == val ? "" : ", in its variable");
+    return getenv(name);
 }
 
-/* One "key=value" option of a --job spec (opt, of len bytes, inside s). */
-static void parse_job_option(sw_job_opt *j, const char *s, const char *opt, size_t len,
-                             unsigned *seen)
-{
-    static const char *const keys[] = {"store", "ring", "policy", "token"};
-    sr_pipe_job_params *jp = &j->params;
-    char buf[96], *val;
-    unsigned k;
-    uint64_t v;
-
-    if (len == 0)
-        usage_error("--job: empty option in '%s'", s);
-    if (len >= sizeof buf || !memchr(opt, '=', len))
-        usage_error("--job: '%.*s' in '%s' is not store=WORDS, ring=R, policy=MODE or token=T",
-                    (int)len, opt, s);
-    memcpy(buf, opt, len);
-    buf[len] = '\0';
-    val = strchr(buf, '=');
-    *val++ = '\0';
-    for (k = 0; k < 4 && strcmp(buf, keys[k]); k++)
-        ;
-    if (k == 4)
-        usage_error("--job: unknown option '%s' in '%s' (store=, ring=, policy= or token=)", buf,
-                    s);
-    if (*seen & 1u << k)
-        usage_error("--job: '%s' given twice in '%s'", buf, s);
-    *seen |= 1u << k;
-    if (k == 0) {
-        if (parse_u64(val, SR_PIPE_STORE_MAX, 0, &v))
-            usage_error("--job: store '%s' in '%s' is not a number of words in 0..%u", val, s,
-                        SR_PIPE_STORE_MAX);
-        jp->store_words = (uint32_t)v;
-    } else if (k == 1) {
-        if (parse_u64(val, SR_BARRIER_RING_MAX, 0, &v) || v < 2 || (v & (v - 1)))
-            usage_error("--job: ring '%s' in '%s' is not a power of 2 in 2..%u", val, s,
-                        SR_BARRIER_RING_MAX);
-        jp->ring = (uint32_t)v;
-    } else if (k == 3) {
-        parse_token(jp, val, s);
-    } else {
-        char *colon = strchr(val, ':');
-
-        if (colon)
-            *colon++ = '\0';
-        if (!strcmp(val, "bsp"))
-            jp->mode = SR_SYNC_BSP;
-        else if (!strcmp(val, "asp"))
-            jp->mode = SR_SYNC_ASP;
-        else if (!strcmp(val, "ssp") && colon)
-            jp->mode = SR_SYNC_SSP;
-        else
-            usage_error("--job: policy '%.*s' in '%s' is not bsp, asp or ssp:S", (int)len - 7,
-                        opt + 7, s);
-        jp->s = 0;
-        if (jp->mode == SR_SYNC_SSP) {
-            if (parse_u64(colon, SR_BARRIER_RING_MAX - 2, 0, &v))
-                usage_error("--job: s '%s' of policy ssp in '%s' is not a number in 0..%u",
-                            colon, s, SR_BARRIER_RING_MAX - 2);
-            jp->s = (uint32_t)v;
-        } else if (colon) {
-            usage_error("--job: policy %s in '%s' takes no :S (only ssp does)", val, s);
-        }
-    }
-}
-
-/* ID:N[:ELEMS[:SLOTS]][,store=WORDS][,ring=R][,policy=bsp|asp|ssp:S], each
- * field within its limits (wire.h, pipeline.h, barrier.h). */
+/* One --job spec (job_spec.h); token=env:NAME reads our environment. */
 static void parse_job(sw_opts *o, const char *s)
 {
-    static const char *const names[] = {"ID", "N", "ELEMS", "SLOTS"};
-    const uint64_t lo[] = {0, 1, 1, 1};
-    const uint64_t hi[] = {65535, SR_WIRE_MAX_WORKERS, SR_WIRE_MAX_ELEMS, SR_WIRE_MAX_SLOTS};
-    uint64_t v[4] = {0, 0, SR_WIRE_DEF_ELEMS, SR_WIRE_DEF_SLOTS};
     sw_job_opt *j = &o->jobs[o->n_jobs];
-    const char *end = s + strcspn(s, ","), *p = s, *why;
-    unsigned k = 0, seen = 0;
+    char why[SW_JOB_SPEC_WHY_MAX];
 
-    for (;;) {
-        const char *colon = memchr(p, ':', (size_t)(end - p));
-        size_t len = colon ? (size_t)(colon - p) : (size_t)(end - p);
-        char field[24];
-
-        if (k == 4)
-            usage_error("--job: '%s' has more than ID:N:ELEMS:SLOTS", s);
-        if (len >= sizeof field || (memcpy(field, p, len), field[len] = '\0',
-                                    parse_u64(field, UINT64_MAX, 0, &v[k])) ||
-            v[k] < lo[k] || v[k] > hi[k])
-            usage_error("--job: %s '%.*s' in '%s' is not in %" PRIu64 "..%" PRIu64, names[k],
-                        (int)len, p, s, lo[k], hi[k]);
-        k++;
-        if (!colon)
-            break;
-        p = colon + 1;
-    }
-    if (k < 2)
-        usage_error("--job: '%s' is not ID:N[:ELEMS[:SLOTS]][,OPTION=VALUE...]", s);
-    sr_pipe_job_params_init(&j->params);
-    j->id = (uint16_t)v[0];
-    j->params.n_workers = (uint32_t)v[1];
-    j->params.elems_per_pkt = (uint32_t)v[2];
-    j->params.pool_slots = (uint32_t)v[3];
+    if (sw_job_spec_parse(s, env_lookup, &j->id, &j->params, why, sizeof why))
+        usage_error("--job: %s", why);
     j->arg = s;
-    for (p = end; *p == ',';) {
-        const char *q = p + 1, *next = q + strcspn(q, ",");
-
-        parse_job_option(j, s, q, (size_t)(next - q), &seen);
-        p = next;
-    }
-    if (j->params.mode == SR_SYNC_SSP && j->params.s > j->params.ring - 2)
-        usage_error("--job: policy ssp:%" PRIu32 " in '%s' needs ring >= %" PRIu32
-                    " (s + 2; ring is %" PRIu32 ")",
-                    j->params.s, s, j->params.s + 2, j->params.ring);
-    if (sr_pipe_job_params_check(&j->params, &why))
-        usage_error("--job: '%s': %s", s, why);
     o->n_jobs++;
 }
 

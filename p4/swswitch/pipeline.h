@@ -171,6 +171,9 @@ typedef struct sr_pipe_job_info {
     uint32_t nonce;    /* incarnation; 0 until a JOIN brings another */
     uint32_t n_bound;  /* workers bound in this incarnation */
     uint32_t n_live;   /* of those, not left and not lapsed (they keep the job in use) */
+    uint64_t bytes;    /* memory allocated for the job's state (slots, store, push
+                          table, tags, barrier ring, the job itself); pages of it
+                          are mapped only once touched. sr_pipe_job_remove frees it */
 } sr_pipe_job_info;
 
 /* A job's barrier as of now (this incarnation). */

@@ -629,11 +629,11 @@ static void test_control_commands(void **state)
     ssp_job(f, 1, 1, 4, 16, 8, SR_SYNC_SSP, 3);
     ctl(f, "jobs\n", "ok 1 7");
     ctl(f, "  JOBS \r\n", "ok 1 7");
-    ctl(f, "status 7",
+    ctl_starts(f, "status 7",
         "ok job=7 workers=2 low=4294967295 high=4294967295 mode=bsp s=0 rules=0-inf:bsp:0 "
         "clocks=0 holds=0 proceeds=0 advances=0 pushes=0 push_dups=0 pulls=0 bound=2 nonce=0 "
         "ring=64 store=8 clock_ahead=0 range_errors=0 leaves=0 in_use_refused=0 "
-        "live=2 lapsed=0 denied=0");
+        "live=2 lapsed=0 denied=0 bytes=");
     ctl(f, "policy 7 ssp 3", "ok job=7 effective=0");
     clk(f, 7, 2, 0, 0, PROCEED(LOW0, 0, SR_SYNC_SSP, 3, 0));
     clk(f, 7, 2, 1, 0, PROCEED(0, 0, SR_SYNC_SSP, 3, 1));
@@ -643,11 +643,11 @@ static void test_control_commands(void **state)
     pull(f, 7, 1, 1, 0, 1, (const uint32_t[1]){1});
     ctl(f, "policy 7 bsp from 100", "ok job=7 effective=100");
     ctl(f, "policy 7 asp 5 from 1", "ok job=7 effective=2"); /* > high; supersedes 100 */
-    ctl(f, "status 7",
+    ctl_starts(f, "status 7",
         "ok job=7 workers=2 low=0 high=1 mode=asp s=62 rules=0-2:ssp:3,2-inf:asp:62 "
         "clocks=3 holds=0 proceeds=3 advances=1 pushes=1 push_dups=1 pulls=1 bound=2 nonce=0 "
         "ring=64 store=8 clock_ahead=0 range_errors=0 leaves=0 in_use_refused=0 "
-        "live=2 lapsed=0 denied=0");
+        "live=2 lapsed=0 denied=0 bytes=");
     ctl(f, "policy 1 ssp 6", "ok job=1 effective=0"); /* ring 8: s <= 6 */
     ctl(f, "policy 1 SSP 7", "error s 7 is above 6, the most job 1's ring of 8 allows");
     ctl(f, "policy 1 ssp", "error ssp needs S (policy JOB ssp S [from CLOCK])");
@@ -696,6 +696,42 @@ static void test_control_commands(void **state)
     assert_int_equal(sync_of(f, 1).n_rules, SR_BARRIER_MAX_RULES);
 }
 
+/* job add and job remove: the --job syntax, the live-worker rule, the
+ * memory reported and freed. */
+static void test_control_jobs(void **state)
+{
+    fx *f = *state;
+
+    ctl_starts(f, "job add 3:2:4:2,store=8,ring=8,policy=ssp:2,token=ab",
+               "ok job=3 added workers=2 elems=4 slots=2 store=8 ring=8 mode=ssp s=2 "
+               "token=set bytes=");
+    ctl(f, "jobs", "ok 3");
+    ctl_starts(f, "status 3", "ok job=3 workers=2 low=4294967295 high=4294967295 mode=ssp s=2");
+    ctl(f, "job add 3:1", "error job 3 exists already (job remove 3 first)");
+    ctl(f, "job add 4:1,token=env:HOME",
+        "error token=env: in '4:1,token=env:HOME' is for the command line; give the hex digits");
+    ctl(f, "job add 4:65", "error N '65' in '4:65' is not in 1..64");
+    ctl(f, "job add 4:1,ring=8,policy=ssp:7",
+        "error policy ssp:7 in '4:1,ring=8,policy=ssp:7' needs ring >= 9 (s + 2; ring is 8)");
+    ctl(f, "job add 4:1,color=red",
+        "error unknown option 'color' in '4:1,color=red' (store=, ring=, policy= or token=)");
+    ctl_starts(f, "job add", "error usage: job add ID:N");
+    ctl_starts(f, "job", "error usage: job add ID:N");
+    ctl(f, "job remove", "error usage: job remove JOB [force]");
+    ctl(f, "job remove 3 now", "error usage: job remove JOB [force]");
+    ctl(f, "job remove 9", "error unknown job 9");
+    ssp_job(f, 7, 2, 4, 8, 64, SR_SYNC_BSP, 0); /* both workers joined: live */
+    ctl(f, "job remove 7",
+        "error job 7 has 2 live workers (bound, not left, lease not lapsed): wait for its run "
+        "to end or its lease to lapse, or 'job remove 7 force'");
+    ctl_starts(f, "job remove 7 FORCE", "ok job=7 removed freed=");
+    ctl(f, "status 7", "error unknown job 7");
+    ctl_starts(f, "job remove 3", "ok job=3 removed freed=");
+    ctl(f, "jobs", "ok");
+    ctl_starts(f, "job add 3:1", "ok job=3 added workers=1 elems=");
+    ctl_starts(f, "help", "ok commands: jobs | status JOB | reset JOB | policy JOB");
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -717,6 +753,7 @@ int main(void)
         T(test_unbound_dropped),
         T(test_jobs_isolated),
         T(test_control_commands),
+        T(test_control_jobs),
     };
 #undef T
 

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * job_spec.c - the job spec of --job and `job add` (job_spec.h): the
+ * fields, the options and their limits, with one message per mistake.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "job_spec.h"
+
+typedef struct spec {
+    const char *s; /* the whole spec, for messages */
+    const char *(*env)(const char *name);
+    sr_pipe_job_params *jp;
+    char *why;
+    size_t cap;
+} spec;
+
+__attribute__((format(printf, 2, 3))) static int bad(const spec *sp, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(sp->why, sp->cap, fmt, ap);
+    va_end(ap);
+    return -EINVAL;
+}
+
+/* Strict unsigned decimal: digits only, no sign or blank, at most max. */
+static int parse_dec(const char *s, uint64_t max, uint64_t *out)
+{
+    unsigned long long v;
+    char *end;
+
+    if (!isdigit((unsigned char)*s))
+        return -1;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno || *end || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* token=HEX or token=env:NAME (where the caller gave an env). */
+static int parse_token(const spec *sp, const char *val)
+{
+    const char *hex = val;
+    size_t n;
+
+    if (!strncmp(val, "env:", 4)) {
+        if (!sp->env)
+            return bad(sp, "token=env: in '%s' is for the command line; give the hex digits",
+                       sp->s);
+        hex = sp->env(val + 4);
+        if (!hex)
+            return bad(sp, "token variable '%s' in '%s' is not set", val + 4, sp->s);
+    }
+    /* Hex digits only: no 0x, sign or blank (strtoull alone takes them). */
+    n = strlen(hex);
+    if (n < 1 || n > 16 || strspn(hex, "0123456789abcdefABCDEF") != n ||
+        !(sp->jp->token = strtoull(hex, NULL, 16)))
+        return bad(sp, "token in '%s' is not 1 to 16 hex digits (not all zero)%s", sp->s,
+                   hex == val ? "" : ", in its variable");
+    return 0;
+}
+
+/* policy=bsp|asp|ssp:S; val is writable. */
+static int parse_policy(const spec *sp, char *val)
+{
+    sr_pipe_job_params *jp = sp->jp;
+    char *colon = strchr(val, ':');
+    uint64_t v;
+
+    if (colon)
+        *colon++ = '\0';
+    if (!strcmp(val, "bsp"))
+        jp->mode = SR_SYNC_BSP;
+    else if (!strcmp(val, "asp"))
+        jp->mode = SR_SYNC_ASP;
+    else if (!strcmp(val, "ssp") && colon)
+        jp->mode = SR_SYNC_SSP;
+    else
+        return bad(sp, "policy '%s%s%s' in '%s' is not bsp, asp or ssp:S", val, colon ? ":" : "",
+                   colon ? colon : "", sp->s);
+    jp->s = 0;
+    if (jp->mode == SR_SYNC_SSP) {
+        if (parse_dec(colon, SR_BARRIER_RING_MAX - 2, &v))
+            return bad(sp, "s '%s' of policy ssp in '%s' is not a number in 0..%u", colon, sp->s,
+                       SR_BARRIER_RING_MAX - 2);
+        jp->s = (uint32_t)v;
+    } else if (colon) {
+        return bad(sp, "policy %s in '%s' takes no :S (only ssp does)", val, sp->s);
+    }
+    return 0;
+}
+
+/* One "key=value" option (opt, of len bytes, inside the spec). */
+static int parse_option(const spec *sp, const char *opt, size_t len, unsigned *seen)
+{
+    static const char *const keys[] = {"store", "ring", "policy", "token"};
+    sr_pipe_job_params *jp = sp->jp;
+    char buf[96], *val;
+    unsigned k;
+    uint64_t v;
+
+    if (len == 0)
+        return bad(sp, "empty option in '%s'", sp->s);
+    if (len >= sizeof buf || !memchr(opt, '=', len))
+        return bad(sp, "'%.*s' in '%s' is not store=WORDS, ring=R, policy=MODE or token=T",
+                   (int)len, opt, sp->s);
+    memcpy(buf, opt, len);
+    buf[len] = '\0';
+    val = strchr(buf, '=');
+    *val++ = '\0';
+    for (k = 0; k < 4 && strcmp(buf, keys[k]); k++)
+        ;
+    if (k == 4)
+        return bad(sp, "unknown option '%s' in '%s' (store=, ring=, policy= or token=)", buf,
+                   sp->s);
+    if (*seen & 1u << k)
+        return bad(sp, "'%s' given twice in '%s'", buf, sp->s);
+    *seen |= 1u << k;
+    if (k == 0) {
+        if (parse_dec(val, SR_PIPE_STORE_MAX, &v))
+            return bad(sp, "store '%s' in '%s' is not a number of words in 0..%u", val, sp->s,
+                       SR_PIPE_STORE_MAX);
+        jp->store_words = (uint32_t)v;
+    } else if (k == 1) {
+        if (parse_dec(val, SR_BARRIER_RING_MAX, &v) || v < 2 || (v & (v - 1)))
+            return bad(sp, "ring '%s' in '%s' is not a power of 2 in 2..%u", val, sp->s,
+                       SR_BARRIER_RING_MAX);
+        jp->ring = (uint32_t)v;
+    } else if (k == 3) {
+        return parse_token(sp, val);
+    } else {
+        return parse_policy(sp, val);
+    }
+    return 0;
+}
+
+/* ID:N[:ELEMS[:SLOTS]], the part before the first comma (end). */
+static int parse_fields(const spec *sp, const char *end, uint64_t v[4])
+{
+    static const char *const names[] = {"ID", "N", "ELEMS", "SLOTS"};
+    const uint64_t lo[] = {0, 1, 1, 1};
+    const uint64_t hi[] = {65535, SR_WIRE_MAX_WORKERS, SR_WIRE_MAX_ELEMS, SR_WIRE_MAX_SLOTS};
+    const char *p = sp->s;
+    unsigned k = 0;
+
+    for (;;) {
+        const char *colon = memchr(p, ':', (size_t)(end - p));
+        size_t len = colon ? (size_t)(colon - p) : (size_t)(end - p);
+        char field[24];
+
+        if (k == 4)
+            return bad(sp, "'%s' has more than ID:N:ELEMS:SLOTS", sp->s);
+        if (len >= sizeof field || (memcpy(field, p, len), field[len] = '\0',
+                                    parse_dec(field, UINT64_MAX, &v[k])) ||
+            v[k] < lo[k] || v[k] > hi[k])
+            return bad(sp, "%s '%.*s' in '%s' is not in %" PRIu64 "..%" PRIu64, names[k],
+                       (int)len, p, sp->s, lo[k], hi[k]);
+        k++;
+        if (!colon)
+            break;
+        p = colon + 1;
+    }
+    if (k < 2)
+        return bad(sp, "'%s' is not ID:N[:ELEMS[:SLOTS]][,OPTION=VALUE...]", sp->s);
+    return 0;
+}
+
+int sw_job_spec_parse(const char *s, const char *(*env)(const char *name), uint16_t *id,
+                      sr_pipe_job_params *jp, char *why, size_t cap)
+{
+    const spec sp = {s, env, jp, why, cap};
+    uint64_t v[4] = {0, 0, SR_WIRE_DEF_ELEMS, SR_WIRE_DEF_SLOTS};
+    const char *end = s + strcspn(s, ","), *p, *msg;
+    unsigned seen = 0;
+
+    if (cap)
+        why[0] = '\0';
+    if (parse_fields(&sp, end, v))
+        return -EINVAL;
+    sr_pipe_job_params_init(jp);
+    *id = (uint16_t)v[0];
+    jp->n_workers = (uint32_t)v[1];
+    jp->elems_per_pkt = (uint32_t)v[2];
+    jp->pool_slots = (uint32_t)v[3];
+    for (p = end; *p == ',';) {
+        const char *q = p + 1, *next = q + strcspn(q, ",");
+
+        if (parse_option(&sp, q, (size_t)(next - q), &seen))
+            return -EINVAL;
+        p = next;
+    }
+    if (jp->mode == SR_SYNC_SSP && jp->s > jp->ring - 2)
+        return bad(&sp,
+                   "policy ssp:%" PRIu32 " in '%s' needs ring >= %" PRIu32
+                   " (s + 2; ring is %" PRIu32 ")",
+                   jp->s, s, jp->s + 2, jp->ring);
+    if (sr_pipe_job_params_check(jp, &msg))
+        return bad(&sp, "'%s': %s", s, msg);
+    return 0;
+}
