@@ -5,6 +5,8 @@
  *   serene-ctl compile --target sw|bmv2|tofino --job-file JOB.conf POLICY
  *   serene-ctl check [--ring R] POLICY
  *   serene-ctl status --control PATH --job J [--json]
+ *   serene-ctl job add --control PATH SPEC
+ *   serene-ctl job remove --control PATH --job J [--force]
  *   serene-ctl run --control PATH --job J POLICY [--interval MS]
  *                  [--duration S] [--log FILE] [--metrics FILE]
  *
@@ -48,6 +50,8 @@ static int usage(void)
             "usage: " PROG " compile --target sw|bmv2|tofino --job-file JOB.conf POLICY\n"
             "       " PROG " check [--ring R] POLICY\n"
             "       " PROG " status --control PATH --job J [--json]\n"
+            "       " PROG " job add --control PATH ID:N[:ELEMS[:SLOTS]][,OPTION=VALUE...]\n"
+            "       " PROG " job remove --control PATH --job J [--force]\n"
             "       " PROG " run --control PATH --job J POLICY [--interval MS] [--duration S]\n"
             "                  [--log FILE] [--metrics FILE]\n");
     return 2;
@@ -283,6 +287,56 @@ static int cmd_status(int argc, char **argv)
                serene_ctl_mode_name(st.mode), st.s, st.clocks, st.holds, st.proceeds,
                st.advances, st.n_rules);
     }
+    return fflush(stdout) ? 1 : 0;
+}
+
+/* job add SPEC | job remove --job J [--force], on a running switch: the
+ * switch's reply on stdout. Returns 0, 1 (unreachable, or the switch
+ * refused) or 2 (usage, a bad spec, an unknown job). */
+static int cmd_job(int argc, char **argv)
+{
+    const char *ctl = NULL, *spec = NULL;
+    unsigned long job = 0;
+    int have_job = 0, force = 0, add, rc;
+    char line[320], reply[1024];
+
+    if (argc < 3 || (strcmp(argv[2], "add") && strcmp(argv[2], "remove")))
+        return usage();
+    add = !strcmp(argv[2], "add");
+    for (int i = 3; i < argc; i++) {
+        int k = switch_opts(argc, argv, &ctl, &job, &have_job, i);
+        if (k < 0)
+            return 2;
+        if (k > 0)
+            i++;
+        else if (!add && !strcmp(argv[i], "--force"))
+            force = 1;
+        else if (add && !spec && argv[i][0] != '-')
+            spec = argv[i];
+        else
+            return usage();
+    }
+    if (!ctl || (add ? !spec || have_job : !have_job))
+        return usage();
+    if (add && (size_t)snprintf(line, sizeof line, "job add %s", spec) >= 256) {
+        msg("job spec '%.40s...' is longer than the switch takes (247 bytes)", spec);
+        return 2;
+    }
+    if (!add)
+        snprintf(line, sizeof line, "job remove %lu%s", job, force ? " force" : "");
+    rc = serene_ctl_sw_command(ctl, line, reply, sizeof reply, CMD_TIMEOUT_MS);
+    if (rc == -EPROTO) {
+        msg("%s: %s", ctl, reply);
+        return !strncmp(reply, "error unknown job", 17) || !strncmp(reply, "error usage", 11) ||
+                       (add && strncmp(reply, "error job", 9))
+                   ? 2
+                   : 1;
+    }
+    if (rc) {
+        msg("cannot reach the switch's control socket %s: %s", ctl, strerror(-rc));
+        return 1;
+    }
+    puts(reply);
     return fflush(stdout) ? 1 : 0;
 }
 
@@ -527,10 +581,12 @@ int main(int argc, char **argv)
         return cmd_status(argc, argv);
     if (!strcmp(argv[1], "run"))
         return cmd_run(argc, argv);
+    if (!strcmp(argv[1], "job"))
+        return cmd_job(argc, argv);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         usage();
         return 0;
     }
-    msg("unknown command '%s' (compile, check, status or run)", argv[1]);
+    msg("unknown command '%s' (compile, check, status, job or run)", argv[1]);
     return 2;
 }
