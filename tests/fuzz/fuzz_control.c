@@ -4,8 +4,9 @@
  * (p4/swswitch/control.c, sr_ctl_exec), the closest thing to a policy
  * parser the switch has.
  *
- * Each input runs on a fresh pair of jobs, FZ_CTL_JOB (2 workers, bound,
- * SSP) and job 65535 (1 worker, BSP), and is split at '\n' into lines. A
+ * Each input runs on a fresh pipeline with a pair of jobs, FZ_CTL_JOB (2
+ * workers, bound, SSP) and job 65535 (1 worker, BSP), and whatever jobs
+ * it adds itself ("job add"), and is split at '\n' into lines. A
  * line is a command for sr_ctl_exec, copied to a heap buffer of exactly its
  * length plus the NUL so that ASan catches a read past it; or, when it
  * starts with '!', a harness directive that moves the barrier so policy and
@@ -16,8 +17,9 @@
  * Every reply must (abort() otherwise): be NUL-terminated within its
  * buffer at the length returned; start with "ok" or "error"; hold only
  * printable characters (it is one line of a line protocol); never be cut
- * at SR_CTL_REPLY_MAX. Commands other than policy are re-run with short
- * buffers (and cap 0), whose replies must be prefixes of the full one.
+ * at SR_CTL_REPLY_MAX. Commands other than policy and job add/remove
+ * (which change state) are re-run with short buffers (and cap 0), whose
+ * replies must be prefixes of the full one.
  * A successful policy's effective clock is past the high it was set
  * against, and a status reports the low and high the pipeline has.
  *
@@ -91,8 +93,12 @@ static void job_add(uint16_t id, uint32_t n, uint32_t ring, enum sr_sync_mode mo
 
 static void fixture_reset(void)
 {
-    if (!g_pipe) {
-        CHECK(sr_pipe_create(&g_pipe) == 0);
+    /* A new pipeline each input: jobs an input added ("job add") go with
+     * it, so memory does not grow from input to input. */
+    if (g_pipe)
+        sr_pipe_destroy(&g_pipe);
+    CHECK(sr_pipe_create(&g_pipe) == 0);
+    if (!g_out) {
         g_out = malloc(sizeof *g_out);
         CHECK(g_out != NULL);
     }
@@ -155,9 +161,12 @@ static void check_claims(const char *line, const char *reply, const sr_pipe_sync
 
     if (sscanf(reply, "ok job=%u effective=%" SCNu32, &job, &e) == 2) {
         CHECK(strcasestr(line, "policy") != NULL);
-        CHECK(job == FZ_CTL_JOB || job == FZ_CTL_JOB_MAX);
-        const sr_pipe_sync_state *b = &before[job == FZ_CTL_JOB ? 0 : 1];
-        CHECK((int32_t)(e - (b->high + 1u)) >= 0); /* E > high at the time */
+        if (job == FZ_CTL_JOB || job == FZ_CTL_JOB_MAX) {
+            const sr_pipe_sync_state *b = &before[job == FZ_CTL_JOB ? 0 : 1];
+            CHECK((int32_t)(e - (b->high + 1u)) >= 0); /* E > high at the time */
+        } else { /* a job the input added */
+            CHECK(sr_pipe_sync_get(g_pipe, (uint16_t)job, &now) == 0);
+        }
     } else if (sscanf(reply, "ok job=%u workers=%*u low=%" SCNu32 " high=%" SCNu32, &job, &low,
                       &high) == 3) {
         CHECK(sr_pipe_sync_get(g_pipe, (uint16_t)job, &now) == 0);
@@ -165,12 +174,23 @@ static void check_claims(const char *line, const char *reply, const sr_pipe_sync
     }
 }
 
+/* Is the command's first word w (case aside)? */
+static int first_word(const char *line, const char *w)
+{
+    size_t n = strlen(w);
+
+    line += strspn(line, " \t");
+    return !strncasecmp(line, w, n) && strchr(" \t\r", line[n]) != NULL;
+}
+
 static void exec_line(const char *line)
 {
     char *reply = malloc(SR_CTL_REPLY_MAX);
     sr_pipe_sync_state before[2];
     size_t n;
-    int is_policy = strcasestr(line, "policy") != NULL;
+    /* policy and job add/remove change state: a re-run could answer
+     * differently ("exists already"). */
+    int changes = strcasestr(line, "policy") != NULL || first_word(line, "job");
 
     CHECK(reply != NULL);
     memset(reply, 0x7f, SR_CTL_REPLY_MAX);
@@ -179,18 +199,11 @@ static void exec_line(const char *line)
     n = sr_ctl_exec(g_pipe, line, reply, SR_CTL_REPLY_MAX);
     check_reply(reply, SR_CTL_REPLY_MAX, n);
     check_claims(line, reply, before);
-    /* policy changes state, so a re-run could answer differently. */
-    if (!is_policy)
+    if (!changes)
         check_short(line, reply, n);
     free(reply);
 }
 
-/* Does the command's first word read "jobs"? */
-static int is_jobs(const char *line)
-{
-    line += strspn(line, " \t");
-    return !strncasecmp(line, "jobs", 4) && strchr(" \t\r", line[4]) != NULL;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -208,7 +221,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         line[len] = '\0';
         if (len > 0 && line[0] == '!')
             directive(line);
-        else if (!is_jobs(line) || !jobs_done++)
+        else if (!first_word(line, "jobs") || !jobs_done++)
             exec_line(line);
         free(line);
         data += len;
