@@ -41,15 +41,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/udp_gso.h"
 #include "harness.h"
 #include "proto/wire.h"
-
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO 104
-#endif
 
 #define MAX_N 16
 #define MAX_WINDOW 1024  /* rounds in flight at most (a job's pool is at most 32768 slots) */

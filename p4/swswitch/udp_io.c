@@ -37,14 +37,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/udp_gso.h"
 #include "sw_io.h"
-
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103 /* linux/udp.h, Linux 4.18 */
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO 104 /* linux/udp.h, Linux 5.0 */
-#endif
 
 #define RX_BATCH 32 /* datagrams per recvmmsg */
 

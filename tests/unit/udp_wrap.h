@@ -13,12 +13,7 @@
 #include <netinet/udp.h>
 #include <sys/socket.h>
 
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO 104
-#endif
+#include "common/udp_gso.h"
 
 static int refuse_opts;    /* setsockopt(SOL_UDP, UDP_SEGMENT or UDP_GRO) fails */
 static int refuse_gso;     /* sendmmsg fails on a GSO message (EIO) */

@@ -33,14 +33,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/udp_gso.h"
 #include "transport/transport.h"
-
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103 /* linux/udp.h, Linux 4.18 */
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO 104 /* linux/udp.h, Linux 5.0 */
-#endif
 
 #define UDP_SOCKBUF (8 << 20)
 #define GSO_SEGS_MAX 64u     /* datagrams per GSO send: UDP_MAX_SEGMENTS of older kernels */
