@@ -116,7 +116,6 @@ static void send_round(sr_ar *ar, sr_engine *e, const serene_op *op, uint32_t s,
     sl->count = h.count;
     sl->offset = h.offset;
     sl->next_chunk = data ? chunk + ar->w_eff : chunk;
-    sl->unit = data ? chunk + ar->w_eff : chunk;
     sr_slot_send(e, s, h.count, now);
 }
 
@@ -280,7 +279,8 @@ static void on_ar_answer(void *self, sr_engine *e, serene_op *op, const sr_hdr *
     }
     if (h->op == SR_OP_AR_NAK) { /* lost, or its result was: resend it whole */
         sl->resent = 1;
-        if (sr_arw_loss(&ar->win, sl->unit, e->rel.srtt_ns))
+        /* The round's unit is its next_chunk: chunk + W, or s for a hint. */
+        if (sr_arw_loss(&ar->win, sl->next_chunk, e->rel.srtt_ns))
             SR_STAT_ADD(e, window_cuts, 1);
         sr_slot_resend(e, h->slot);
         return;

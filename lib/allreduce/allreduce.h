@@ -26,7 +26,6 @@ typedef struct sr_ar_slot {
     uint16_t count;      /* elements of the round in flight (0: exponent-hint round) */
     uint32_t offset;     /* element offset of the round in flight */
     uint32_t next_chunk; /* chunk this slot sends after the answer */
-    uint32_t unit;       /* the call's unit (allreduce.c) of the round in flight or waiting */
     uint32_t ndone;      /* rounds of this slot answered in the current call */
     int8_t wait_exp;     /* exponent of its next round, ready and waiting for the window */
     uint32_t done_seq, done_offset; /* ... call, offset, */
