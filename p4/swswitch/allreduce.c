@@ -38,7 +38,9 @@ int sr_allreduce_alloc(sr_pipe_job *j)
     j->m_exp = calloc(cells, sizeof *j->m_exp);
     j->nexp = calloc(cells, sizeof *j->nexp);
     j->values = calloc(cells * j->elems, sizeof *j->values);
-    if (!j->seen || !j->cnt || !j->m_seq || !j->m_off || !j->m_total || !j->m_count ||
+    j->up_wait = calloc(cells, sizeof *j->up_wait);
+    j->up_ms = calloc(cells, sizeof *j->up_ms);
+    if (!j->up_wait || !j->up_ms || !j->seen || !j->cnt || !j->m_seq || !j->m_off || !j->m_total || !j->m_count ||
         !j->m_exp || !j->nexp || !j->values)
         return -ENOMEM;
     return 0;
@@ -55,6 +57,8 @@ void sr_allreduce_free(sr_pipe_job *j)
     free(j->m_exp);
     free(j->nexp);
     free(j->values);
+    free(j->up_wait);
+    free(j->up_ms);
 }
 
 void sr_allreduce_clear(sr_pipe_job *j)
@@ -69,6 +73,7 @@ void sr_allreduce_clear(sr_pipe_job *j)
     memset(j->m_count, 0, cells * sizeof *j->m_count);
     memset(j->m_exp, 0, cells * sizeof *j->m_exp);
     memset(j->nexp, 0, cells * sizeof *j->nexp);
+    memset(j->up_wait, 0, cells * sizeof *j->up_wait);
     memset(j->values, 0, cells * j->elems * sizeof *j->values);
 }
 
@@ -281,6 +286,116 @@ static int send_result(sr_pipe *p, sr_pipe_job *j, size_t cell, const sr_peer *s
     return 1;
 }
 
+/* ---- a leaf of a tree (the cells' side; upstream.c relays the rest) ------- */
+
+/* The cell's partial sum to the parent, as member up_member of job up_job
+ * (op AR_DATA), or its header alone (op AR_PROBE, count 0): the local
+ * round's metadata, next_exp max-reduced over the local workers, and the
+ * sums (mod 2^32: the parent's sum of the leaves' sums is the sum of every
+ * worker's values, whatever the order). Before the parent has acknowledged
+ * the leaf's JOIN in this incarnation, that JOIN goes instead: the workers'
+ * next resend or probe brings the partial. */
+static void up_send(sr_pipe *p, sr_pipe_job *j, size_t cell, uint8_t op, sr_pipe_out *out)
+{
+    sr_pipe_action *a;
+
+    j->up_ms[cell] = p->now_ms;
+    if (!sr_up_bound(j)) {
+        sr_up_join_self(p, j, out);
+        return;
+    }
+    a = sr_svc_action_new(out);
+    if (!a)
+        return;
+    result_fill(p, a, j, cell, j->params.up_member);
+    a->hdr.op = op;
+    a->hdr.job = j->params.up_job;
+    if (op == SR_OP_AR_PROBE) {
+        a->hdr.count = 0;
+        a->payload_len = 0;
+        a->words = NULL;
+    }
+    sr_svc_unicast(a, &j->params.up_peer, j->params.up_member);
+    sr_svc_count_tx(p, j, a);
+}
+
+static void up_partial(sr_pipe *p, sr_pipe_job *j, size_t cell, sr_pipe_out *out)
+{
+    j->up_wait[cell] = 1;
+    up_send(p, j, cell, SR_OP_AR_DATA, out);
+}
+
+/* A worker's resend or probe of a round whose partial is up: the round
+ * holds its contribution, so AR_HELD. And the leaf asks its parent as a
+ * worker's engine would, header only (AR_PROBE), at most once per
+ * SR_UP_RESEND_MS per cell (the local workers ask about the same cell at
+ * about the same time): the parent answers AR_HELD while its round waits
+ * for other leaves (nothing more is sent: waiting is not loss), AR_NAK when
+ * the partial or the result was lost, and then the partial goes again in
+ * full (sr_allreduce_up_answer), which the parent counts or answers with
+ * its shadow copy. So the workers' own timers drive the recovery on the
+ * leaf-parent link: the leaf has no timer of its own. */
+static void up_pending(sr_pipe *p, sr_pipe_job *j, size_t cell, const sr_peer *src,
+                       const sr_hdr *h, sr_pipe_out *out)
+{
+    if (p->now_ms - j->up_ms[cell] >= SR_UP_RESEND_MS) {
+        up_send(p, j, cell, SR_OP_AR_PROBE, out);
+        j->c.up_resends++;
+    }
+    reply_hdr(p, j, src, h, SR_OP_AR_HELD, out);
+}
+
+void sr_allreduce_up_answer(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const uint8_t *payload,
+                            sr_pipe_out *out)
+{
+    size_t cell;
+    int match;
+
+    if (h->worker != j->params.up_member || h->slot >= j->slots) {
+        j->c.up_dropped++;
+        return;
+    }
+    sr_epoch_touch_slot(j, h->slot);
+    cell = 2u * (size_t)h->slot + h->shadow;
+    /* Only an answer about the round the cell awaits counts: a late or
+     * duplicate one, or one about another round, changes nothing. AR_NAK
+     * and ERROR echo the leaf's header with count 0 (ERROR: aux = the op). */
+    match = j->up_wait[cell] && h->seq == j->m_seq[cell] && h->offset == j->m_off[cell] &&
+            h->exp == j->m_exp[cell];
+    if (h->op == SR_OP_AR_RESULT)
+        match = match && meta_eq(j, cell, h);
+    else if (h->op == SR_OP_AR_NAK)
+        match = match && h->aux == j->m_total[cell];
+    else
+        match = match && h->op == SR_OP_ERROR && h->status == SR_ST_MISMATCH &&
+                (h->aux == SR_OP_AR_DATA || h->aux == SR_OP_AR_PROBE);
+    if (!match) {
+        j->c.up_dropped++;
+        return;
+    }
+    if (h->op == SR_OP_AR_NAK) {
+        /* Lost on the way up, or the result lost on the way down. */
+        up_send(p, j, cell, SR_OP_AR_DATA, out);
+        return;
+    }
+    j->up_wait[cell] = 0;
+    if (h->op == SR_OP_ERROR) {
+        /* The leaves disagree: the round is poisoned here too, and the
+         * workers' resends and probes learn it. */
+        j->m_count[cell] = SR_WIRE_COUNT_POISON;
+        j->c.mismatches++;
+        return;
+    }
+    /* The parent's sums replace the partial: the cell is the shadow copy
+     * of the whole tree's result, and next_exp is the max over the tree. */
+    be32_in(j->values + cell * j->elems, payload, h->count, BE32_SET);
+    j->nexp[cell] = h->next_exp;
+    if (send_result(p, j, cell, NULL, 0, 1, out)) {
+        j->c.results++;
+        j->c.up_results++;
+    }
+}
+
 /* Whether a contribution of w (bit) to the cell cannot count: a copy that
  * already counted, a stale one, or one to a poisoned round or one that
  * poisons it. Answers and counts what it refuses; returns 1 then, 0 when
@@ -297,7 +412,11 @@ static int refused(sr_pipe *p, sr_pipe_job *j, size_t cell, uint64_t bit, const 
         return 1;
     }
     if (j->seen[cell] & bit) {
-        if (j->cnt[cell] == 0) {
+        if (j->up_wait[cell]) {
+            /* A leaf's round awaiting its parent's result: this leaf has
+             * no result to give, so the resend goes on up (upstream.c). */
+            up_pending(p, j, cell, src, h, out);
+        } else if (j->cnt[cell] == 0) {
             /* Complete: the worker lost its result; resend the shadow copy. */
             if (send_result(p, j, cell, src, h->worker, 0, out))
                 j->c.shadow_replies++;
@@ -357,7 +476,7 @@ static int contribute(sr_pipe_job *j, size_t cell, uint64_t bit, const sr_hdr *h
         if (h->next_exp > j->nexp[cell])
             j->nexp[cell] = h->next_exp;
     }
-    j->cnt[cell] = (uint8_t)(j->cnt[cell] + 1u == j->n ? 0u : j->cnt[cell] + 1u);
+    j->cnt[cell] = (uint8_t)(j->cnt[cell] + 1u == j->n_local ? 0u : j->cnt[cell] + 1u);
     return j->cnt[cell] == 0;
 }
 
@@ -440,6 +559,13 @@ void sr_allreduce_data(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_
     cell = 2u * (size_t)h->slot + h->shadow;
     if (refused(p, j, cell, bit, src, h, out) || !contribute(j, cell, bit, h, payload))
         return;
+    /* A leaf's round complete: its sum goes up as one contribution, and
+     * the parent's result comes down (sr_allreduce_up_answer). */
+    if (j->params.up) {
+        up_partial(p, j, cell, out);
+        j->c.up_partials++;
+        return;
+    }
     /* Round complete: the sums go to every worker. All n are bound: each
      * contributed, which needs a binding, and only a reset (which also
      * clears this cell) removes bindings. */
@@ -491,6 +617,8 @@ void sr_allreduce_probe(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr
         sr_svc_reply_error(p, j, src, h, SR_ST_MISMATCH, out);
     } else if ((j->seen[cell] & bit) && j->cnt[cell] != 0) {
         reply_hdr(p, j, src, h, SR_OP_AR_HELD, out);
+    } else if ((j->seen[cell] & bit) && j->up_wait[cell]) {
+        up_pending(p, j, cell, src, h, out);
     } else {
         reply_hdr(p, j, src, h, SR_OP_AR_NAK, out);
     }

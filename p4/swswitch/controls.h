@@ -99,6 +99,43 @@ void sr_allreduce_data(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_
 void sr_allreduce_probe(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
                         sr_pipe_out *out);
 
+/* A leaf's answer from its parent about the partial of a cell (AR_RESULT,
+ * AR_NAK or ERROR; upstream.c routes it here, h->job is the parent's job):
+ * the result replaces the partial and goes to every local worker; a NAK
+ * sends the partial again; a mismatch poisons the cell. Anything else is
+ * counted and dropped. */
+void sr_allreduce_up_answer(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const uint8_t *payload,
+                            sr_pipe_out *out);
+
+/* ---- upstream.c: a leaf of a tree ------------------------------------------ */
+
+/* A worker's resend or probe re-sends a leaf's partial at most this often
+ * per cell (sr_pipe_tick's milliseconds). */
+#define SR_UP_RESEND_MS 2u
+
+/* Has the parent acknowledged the leaf's JOIN in this incarnation? */
+int sr_up_bound(const sr_pipe_job *j);
+
+/* The leaf's own JOIN to its parent's job, as member up_member. */
+void sr_up_join_self(sr_pipe *p, sr_pipe_job *j, sr_pipe_out *out);
+
+/* A worker's JOIN that the leaf accepted (bound locally): relayed to the
+ * root, whose JOIN_ACK comes back down, instead of the local JOIN_ACK;
+ * with it the leaf's own JOIN while the parent has not acknowledged it. */
+void sr_up_join(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const uint8_t *payload,
+                sr_pipe_out *out);
+
+/* A request to leaf job j that goes up: PUSH, PULL and CLOCK relayed (from
+ * a bound worker at its address; else dropped), LEAVE handled here and
+ * relayed. Returns 1 when handled, 0 for the ops the leaf serves itself. */
+int sr_up_request(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
+                  const uint8_t *payload, sr_pipe_out *out);
+
+/* An answer op (not a request) from src: if it comes from a leaf's parent,
+ * relay it down or hand it to the leaf's cells, and return 1; else 0. */
+int sr_up_answer(sr_pipe *p, const sr_peer *src, const sr_hdr *h, const uint8_t *payload,
+                 sr_pipe_out *out);
+
 /* ---- store.c -------------------------------------------------------------- */
 
 /* Allocate j's store and push table from j->params (already checked).

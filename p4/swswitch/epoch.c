@@ -63,6 +63,7 @@ void sr_epoch_touch_slot(sr_pipe_job *j, uint32_t slot)
         j->m_count[k] = 0;
         j->m_exp[k] = 0;
         j->nexp[k] = 0;
+        j->up_wait[k] = 0;
     }
     memset(j->values + c * j->elems, 0, 2u * j->elems * sizeof *j->values);
     j->slot_epoch[slot] = j->epoch;

@@ -46,8 +46,11 @@ void sr_pipe_process(sr_pipe *p, const sr_peer *src, const uint8_t *msg, size_t 
         return;
     }
     if (!is_request(h.op)) {
-        /* An answer arriving here is a loop or a confused peer, and
-         * answering it could start a ping-pong. */
+        /* From a leaf's parent, an answer goes down (upstream.c). Any
+         * other is a loop or a confused peer, and answering it could
+         * start a ping-pong. */
+        if (p->n_leaves && sr_up_answer(p, src, &h, payload, out))
+            return;
         p->c.answers_dropped++;
         return;
     }
@@ -59,6 +62,11 @@ void sr_pipe_process(sr_pipe *p, const sr_peer *src, const uint8_t *msg, size_t 
         return;
     }
     j->c.rx++;
+    /* A leaf relays what the root serves: LEAVE, PUSH, PULL, CLOCK. */
+    if (j->params.up && sr_up_request(p, j, src, &h, payload, out)) {
+        sr_membership_seen(p, j, &h, src);
+        return;
+    }
     /* Incarnation tags: what the request names reads as cleared if the
      * job started a new incarnation since it was last touched. */
     if (h.op == SR_OP_AR_DATA || h.op == SR_OP_AR_PROBE)

@@ -3,6 +3,7 @@
  * job_spec.c - the job spec of --job and `job add` (job_spec.h): the
  * fields, the options and their limits, with one message per mistake.
  */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -100,10 +101,46 @@ static int parse_policy(const spec *sp, char *val)
     return 0;
 }
 
+/* The tree's options (k: 4 local=A-B, 5 up=ADDR:PORT, 6 upjob=J, 7
+ * member=K); val is writable. */
+static int parse_tree(const spec *sp, unsigned k, char *val)
+{
+    sr_pipe_job_params *jp = sp->jp;
+    char *sep = strchr(val, k == 4 ? '-' : ':');
+    uint64_t a, b;
+    struct in_addr in;
+
+    if (k == 4) {
+        if (!sep || (*sep++ = '\0', parse_dec(val, SR_WIRE_MAX_WORKERS - 1, &a)) ||
+            parse_dec(sep, SR_WIRE_MAX_WORKERS - 1, &b) || b < a)
+            return bad(sp, "local '%s' in '%s' is not A-B, worker ids with A <= B <= 63", val,
+                       sp->s);
+        jp->local_first = (uint32_t)a;
+        jp->local_n = (uint32_t)(b - a + 1);
+    } else if (k == 5) {
+        if (!sep || (*sep++ = '\0', inet_pton(AF_INET, val, &in) != 1) ||
+            parse_dec(sep, 65535, &b) || b == 0)
+            return bad(sp, "up '%s' in '%s' is not ADDR:PORT (IPv4, port 1..65535)", val, sp->s);
+        jp->up = 1;
+        jp->up_peer.ip = ntohl(in.s_addr);
+        jp->up_peer.port = (uint16_t)b;
+    } else if (k == 6) {
+        if (parse_dec(val, 65535, &a))
+            return bad(sp, "upjob '%s' in '%s' is not a job id in 0..65535", val, sp->s);
+        jp->up_job = (uint16_t)a;
+    } else {
+        if (parse_dec(val, SR_WIRE_MAX_WORKERS - 1, &a))
+            return bad(sp, "member '%s' in '%s' is not a member id in 0..63", val, sp->s);
+        jp->up_member = (uint16_t)a;
+    }
+    return 0;
+}
+
 /* One "key=value" option (opt, of len bytes, inside the spec). */
 static int parse_option(const spec *sp, const char *opt, size_t len, unsigned *seen)
 {
-    static const char *const keys[] = {"store", "ring", "policy", "token"};
+    static const char *const keys[] = {"store", "ring", "policy", "token",
+                                       "local", "up",   "upjob",  "member"};
     sr_pipe_job_params *jp = sp->jp;
     char buf[96], *val;
     unsigned k;
@@ -112,17 +149,21 @@ static int parse_option(const spec *sp, const char *opt, size_t len, unsigned *s
     if (len == 0)
         return bad(sp, "empty option in '%s'", sp->s);
     if (len >= sizeof buf || !memchr(opt, '=', len))
-        return bad(sp, "'%.*s' in '%s' is not store=WORDS, ring=R, policy=MODE or token=T",
+        return bad(sp,
+                   "'%.*s' in '%s' is not store=WORDS, ring=R, policy=MODE, token=T, "
+                   "local=A-B, up=ADDR:PORT, upjob=J or member=K",
                    (int)len, opt, sp->s);
     memcpy(buf, opt, len);
     buf[len] = '\0';
     val = strchr(buf, '=');
     *val++ = '\0';
-    for (k = 0; k < 4 && strcmp(buf, keys[k]); k++)
+    for (k = 0; k < 8 && strcmp(buf, keys[k]); k++)
         ;
-    if (k == 4)
-        return bad(sp, "unknown option '%s' in '%s' (store=, ring=, policy= or token=)", buf,
-                   sp->s);
+    if (k == 8)
+        return bad(sp,
+                   "unknown option '%s' in '%s' (store=, ring=, policy=, token=, local=, up=, "
+                   "upjob= or member=)",
+                   buf, sp->s);
     if (*seen & 1u << k)
         return bad(sp, "'%s' given twice in '%s'", buf, sp->s);
     *seen |= 1u << k;
@@ -138,6 +179,8 @@ static int parse_option(const spec *sp, const char *opt, size_t len, unsigned *s
         jp->ring = (uint32_t)v;
     } else if (k == 3) {
         return parse_token(sp, val);
+    } else if (k >= 4) {
+        return parse_tree(sp, k, val);
     } else {
         return parse_policy(sp, val);
     }
@@ -199,6 +242,12 @@ int sw_job_spec_parse(const char *s, const char *(*env)(const char *name), uint1
             return -EINVAL;
         p = next;
     }
+    if (!jp->up && (seen & (3u << 6)))
+        return bad(&sp, "upjob= and member= in '%s' need up=ADDR:PORT", s);
+    if (jp->up && (seen & (3u << 6)) != (3u << 6))
+        return bad(&sp, "a leaf ('%s') needs upjob=J and member=K with up=", s);
+    if (jp->up && jp->up_job == *id)
+        return bad(&sp, "upjob in '%s' must differ from the job's id (the root holds both)", s);
     if (jp->mode == SR_SYNC_SSP && jp->s > jp->ring - 2)
         return bad(&sp,
                    "policy ssp:%" PRIu32 " in '%s' needs ring >= %" PRIu32

@@ -112,6 +112,10 @@ int sr_pipe_job_params_check(const sr_pipe_job_params *jp, const char **why)
         msg = "policy must be bsp, ssp or asp";
     else if (jp->mode == SR_SYNC_SSP && jp->s > jp->ring - 2)
         msg = "ssp's s must be at most ring - 2";
+    else if (jp->local_n > jp->n_workers || jp->local_first > jp->n_workers - jp->local_n)
+        msg = "local workers must be a range within the job's workers";
+    else if (jp->up && jp->up_member >= SR_WIRE_MAX_WORKERS)
+        msg = "a leaf's member id must be in 0..63";
     else if (((uint64_t)jp->store_words + jp->elems_per_pkt - 1) / jp->elems_per_pkt *
                  jp->n_workers >
              SR_PIPE_PUSH_TABLE_MAX)
@@ -132,6 +136,8 @@ int sr_pipe_job_add(sr_pipe *p, uint16_t job_id, const sr_pipe_job_params *jp)
         return -EINVAL;
     if (p->jobs[job_id])
         return -EEXIST;
+    if (jp->up && p->n_leaves == SR_PIPE_MAX_LEAVES)
+        return -ENOSPC;
 
     j = calloc(1, sizeof *j);
     if (!j)
@@ -141,6 +147,7 @@ int sr_pipe_job_add(sr_pipe *p, uint16_t job_id, const sr_pipe_job_params *jp)
     j->elems = jp->elems_per_pkt;
     j->slots = jp->pool_slots;
     j->params = *jp;
+    j->n_local = jp->local_n ? jp->local_n : jp->n_workers;
     if (sr_allreduce_alloc(j) < 0 || sr_store_alloc(j) < 0 || sr_epoch_alloc(j) < 0 ||
         sr_barrier_job_alloc(j) < 0) {
         job_free(j);
@@ -148,6 +155,8 @@ int sr_pipe_job_add(sr_pipe *p, uint16_t job_id, const sr_pipe_job_params *jp)
     }
     p->jobs[job_id] = j;
     p->n_jobs++;
+    if (jp->up)
+        p->leaves[p->n_leaves++] = job_id;
     return 0;
 }
 
@@ -155,6 +164,9 @@ int sr_pipe_job_remove(sr_pipe *p, uint16_t job_id)
 {
     if (!p || !p->jobs[job_id])
         return -ENOENT;
+    for (unsigned i = 0; i < p->n_leaves; i++)
+        if (p->leaves[i] == job_id)
+            p->leaves[i] = p->leaves[--p->n_leaves];
     job_free(p->jobs[job_id]);
     p->jobs[job_id] = NULL;
     p->n_jobs--;
@@ -191,7 +203,8 @@ static uint64_t job_bytes(const sr_pipe_job *j)
     uint64_t cells = 2u * (uint64_t)j->slots;
     uint64_t per_cell = sizeof *j->seen + sizeof *j->cnt + sizeof *j->m_seq + sizeof *j->m_off +
                         sizeof *j->m_total + sizeof *j->m_count + sizeof *j->m_exp +
-                        sizeof *j->nexp + (uint64_t)j->elems * sizeof *j->values;
+                        sizeof *j->nexp + sizeof *j->up_wait + sizeof *j->up_ms +
+                        (uint64_t)j->elems * sizeof *j->values;
     uint64_t store = j->store_words ? (uint64_t)j->store_words * sizeof *j->store +
                                           (uint64_t)j->rows * j->n * sizeof *j->push_last +
                                           (uint64_t)j->rows * sizeof *j->row_epoch

@@ -144,8 +144,9 @@ void sr_membership_join(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr
         sr_svc_reply_error(p, j, src, h, SR_ST_DENIED, out);
         return;
     }
-    /* Checked before the nonce so that a bad worker id cannot reset a job. */
-    if (w >= j->n) {
+    /* Checked before the nonce so that a bad worker id cannot reset a job.
+     * A leaf of a tree serves only its range of the tree's ids. */
+    if (w >= j->n || w - j->params.local_first >= j->n_local) {
         sr_svc_reply_error(p, j, src, h, SR_ST_NOT_MEMBER, out);
         return;
     }
@@ -191,8 +192,12 @@ void sr_membership_join(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr
     } else if (p->proof && rq.cookie && rq.cookie == cookie(p, j, w, src)) {
         j->proven |= bit; /* it got the JOIN_ACK at its address */
     }
-    /* New binding, or the same JOIN retransmitted (its ACK was lost). */
-    join_ack(p, j, src, h, out);
+    /* New binding, or the same JOIN retransmitted (its ACK was lost). A
+     * leaf's JOIN_ACK comes from the root, which binds the worker too. */
+    if (j->params.up)
+        sr_up_join(p, j, h, payload, out);
+    else
+        join_ack(p, j, src, h, out);
 }
 
 /* Does j wait for worker bit in a call? An open allreduce round without

@@ -114,7 +114,13 @@ typedef struct sr_pipe_out {
     X(proceeds)        /* PROCEED answers */                                                     \
     X(releases)        /* RELEASE multicasts: one per CLOCK that advanced low */                 \
     X(range_errors)    /* PUSHes and PULLs refused with RANGE (beyond the store or a row) */     \
-    X(clock_ahead)     /* CLOCKs beyond the barrier ring, refused with CLOCK_AHEAD */
+    X(clock_ahead)     /* CLOCKs beyond the barrier ring, refused with CLOCK_AHEAD */         \
+    X(up_partials)     /* a leaf's complete rounds sent upstream as one contribution */         \
+    X(up_resends)      /* partials (or the leaf's JOIN) sent upstream again for a worker */     \
+    X(up_results)      /* results from upstream passed down to the workers */                   \
+    X(up_relayed)      /* requests relayed upstream: JOIN, LEAVE, PUSH, PULL, CLOCK */          \
+    X(down_relayed)    /* answers from upstream relayed to a worker */                          \
+    X(up_dropped)      /* answers from upstream that match nothing: late, duplicate, refused */
 
 typedef struct sr_pipe_job_counters {
 #define SR_PIPE_X_FIELD(name) uint64_t name;
@@ -156,6 +162,19 @@ typedef struct sr_pipe_job_params {
                                default 0 */
     uint64_t token;         /* admission token a JOIN must carry (sr_join_req);
                                0: any JOIN is admitted. Default 0 */
+    /* Aggregation tree (upstream.c, p4/swswitch/README.md "Trees"). A leaf
+     * serves the worker ids local_first .. local_first + local_n - 1 of the
+     * tree's n_workers (its JOIN_ACK and the workers' headroom count them
+     * all); local_n 0 (the default): every id, as a job without a tree. */
+    uint32_t local_first, local_n;
+    /* up 1: a leaf. Its complete rounds go as one contribution, of member
+     * up_member, to job up_job at up_peer (a parent whose members are the
+     * leaves), and the parent's result comes down; JOIN, LEAVE, PUSH, PULL
+     * and CLOCK are relayed to job `job` at up_peer (the store and barrier
+     * live at the root). Default 0. */
+    uint8_t up;
+    sr_peer up_peer;
+    uint16_t up_job, up_member;
 } sr_pipe_job_params;
 
 /* Setup of a job, as given to sr_pipe_job_add, plus its current nonce. */
@@ -248,8 +267,8 @@ int sr_pipe_job_params_check(const sr_pipe_job_params *jp, const char **why);
  * sr_pipe_job_params_check does). Its nonce starts at 0 and no worker is
  * bound. Allocates the job's slot pool (2 * pool_slots * elems_per_pkt
  * accumulators), its store (store_words), its push table and its barrier
- * ring. Returns 0, -EINVAL (jp NULL or a limit), -EEXIST (job id taken) or
- * -ENOMEM. */
+ * ring. Returns 0, -EINVAL (jp NULL or a limit), -EEXIST (job id taken),
+ * -ENOSPC (a leaf beyond SR_PIPE_MAX_LEAVES, services.h) or -ENOMEM. */
 int sr_pipe_job_add(sr_pipe *p, uint16_t job_id, const sr_pipe_job_params *jp);
 
 /* Remove a job and free its state; its counters are gone too. Later

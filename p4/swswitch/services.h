@@ -21,6 +21,7 @@
 #include "pipeline.h"
 
 #define SR_PIPE_NJOBS 65536u /* the job id is 16 bits: a direct-indexed table */
+#define SR_PIPE_MAX_LEAVES 64u /* leaf jobs (with an upstream) per switch */
 
 /* One job: its setup, then its state grouped by the control that owns it,
  * then its counters. Every array is allocated when the job is added
@@ -71,6 +72,17 @@ typedef struct sr_pipe_job {
     /* Barrier (barrier.c): the clock ring, low, high and the policy rules. */
     sr_barrier bar;
 
+    /* Tree (upstream.c; a leaf's cells in allreduce.c). n_local: the
+     * contributions a round waits for (params.local_n, or n). Per cell,
+     * up_wait 1: the local round is complete and its partial sum went up,
+     * the parent's result is awaited; up_ms: when it last went up. up_bound:
+     * the parent acknowledged the leaf's JOIN in incarnation up_nonce. */
+    uint32_t n_local;
+    uint8_t *up_wait;
+    uint64_t *up_ms;
+    uint8_t up_bound;
+    uint32_t up_nonce;
+
     sr_pipe_job_counters c;
 } sr_pipe_job;
 
@@ -82,6 +94,8 @@ struct sr_pipe {
     int proof;         /* sr_pipe_set_proof: bindings must prove their address */
     uint64_t key[2];   /* its SipHash key for the cookies */
     int lazy_payload;  /* sr_pipe_set_lazy_payload: AR_RESULT sums left in the slot */
+    uint16_t leaves[SR_PIPE_MAX_LEAVES]; /* ids of the jobs with an upstream (upstream.c) */
+    unsigned n_leaves;
     sr_pipe_counters c;
 };
 
