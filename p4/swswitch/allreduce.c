@@ -345,6 +345,38 @@ static void up_pending(sr_pipe *p, sr_pipe_job *j, size_t cell, const sr_peer *s
     reply_hdr(p, j, src, h, SR_OP_AR_HELD, out);
 }
 
+/* A leaf's round poisoned by its own workers: the parent must learn it,
+ * or the other leaves' workers would wait for this leaf until their
+ * deadline. The leaf sends its round's header with exp SR_WIRE_EXP_NONE
+ * and count 0: no worker ever sends that exponent (quant.h clamps to
+ * SR_WIRE_EXP_MIN), so it matches no real round, and the parent's round is
+ * poisoned when this marker and a real partial meet there, whichever comes
+ * first; the other leaves' probes then learn MISMATCH. Sent again (at most
+ * once per SR_UP_RESEND_MS) whenever a local worker meets the poisoned
+ * round, as the workers' resends and probes drive every upstream send. */
+static void up_poison(sr_pipe *p, sr_pipe_job *j, size_t cell, sr_pipe_out *out)
+{
+    sr_pipe_action *a;
+
+    if (p->now_ms - j->up_ms[cell] < SR_UP_RESEND_MS && j->up_ms[cell] != 0)
+        return;
+    j->up_ms[cell] = p->now_ms;
+    if (!sr_up_bound(j) || !(a = sr_svc_action_new(out)))
+        return;
+    a->hdr.op = SR_OP_AR_DATA;
+    a->hdr.job = j->params.up_job;
+    a->hdr.seq = j->m_seq[cell];
+    a->hdr.slot = (uint16_t)(cell >> 1);
+    a->hdr.shadow = (uint8_t)(cell & 1u);
+    a->hdr.exp = SR_WIRE_EXP_NONE;
+    a->hdr.next_exp = SR_WIRE_EXP_NONE;
+    a->hdr.offset = j->m_off[cell];
+    a->hdr.aux = j->m_total[cell];
+    sr_svc_unicast(a, &j->params.up_peer, j->params.up_member);
+    sr_svc_count_tx(p, j, a);
+    j->c.up_resends++;
+}
+
 void sr_allreduce_up_answer(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const uint8_t *payload,
                             sr_pipe_out *out)
 {
@@ -409,6 +441,8 @@ static int refused(sr_pipe *p, sr_pipe_job *j, size_t cell, uint64_t bit, const 
     if (j->m_count[cell] == SR_WIRE_COUNT_POISON) {
         j->c.mismatches++;
         sr_svc_reply_error(p, j, src, h, SR_ST_MISMATCH, out);
+        if (j->params.up)
+            up_poison(p, j, cell, out);
         return 1;
     }
     if (j->seen[cell] & bit) {
@@ -448,6 +482,10 @@ static int refused(sr_pipe *p, sr_pipe_job *j, size_t cell, uint64_t bit, const 
         j->m_count[cell] = SR_WIRE_COUNT_POISON;
         j->c.mismatches++;
         sr_svc_reply_error(p, j, src, h, SR_ST_MISMATCH, out);
+        if (j->params.up) {
+            j->up_ms[cell] = 0;
+            up_poison(p, j, cell, out);
+        }
         return 1;
     }
     return 0;
@@ -615,6 +653,8 @@ void sr_allreduce_probe(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr
     if (j->m_count[cell] == SR_WIRE_COUNT_POISON) {
         j->c.mismatches++;
         sr_svc_reply_error(p, j, src, h, SR_ST_MISMATCH, out);
+        if (j->params.up)
+            up_poison(p, j, cell, out);
     } else if ((j->seen[cell] & bit) && j->cnt[cell] != 0) {
         reply_hdr(p, j, src, h, SR_OP_AR_HELD, out);
     } else if ((j->seen[cell] & bit) && j->up_wait[cell]) {

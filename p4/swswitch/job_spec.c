@@ -106,21 +106,23 @@ static int parse_policy(const spec *sp, char *val)
 static int parse_tree(const spec *sp, unsigned k, char *val)
 {
     sr_pipe_job_params *jp = sp->jp;
-    char *sep = strchr(val, k == 4 ? '-' : ':');
+    char *sep = strchr(val, k == 4 ? '-' : ':'), orig[96];
     uint64_t a, b;
     struct in_addr in;
+
+    snprintf(orig, sizeof orig, "%s", val); /* for messages: val is cut at sep */
 
     if (k == 4) {
         if (!sep || (*sep++ = '\0', parse_dec(val, SR_WIRE_MAX_WORKERS - 1, &a)) ||
             parse_dec(sep, SR_WIRE_MAX_WORKERS - 1, &b) || b < a)
-            return bad(sp, "local '%s' in '%s' is not A-B, worker ids with A <= B <= 63", val,
+            return bad(sp, "local '%s' in '%s' is not A-B, worker ids with A <= B <= 63", orig,
                        sp->s);
         jp->local_first = (uint32_t)a;
         jp->local_n = (uint32_t)(b - a + 1);
     } else if (k == 5) {
         if (!sep || (*sep++ = '\0', inet_pton(AF_INET, val, &in) != 1) ||
             parse_dec(sep, 65535, &b) || b == 0)
-            return bad(sp, "up '%s' in '%s' is not ADDR:PORT (IPv4, port 1..65535)", val, sp->s);
+            return bad(sp, "up '%s' in '%s' is not ADDR:PORT (IPv4, port 1..65535)", orig, sp->s);
         jp->up = 1;
         jp->up_peer.ip = ntohl(in.s_addr);
         jp->up_peer.port = (uint16_t)b;
