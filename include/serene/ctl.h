@@ -98,6 +98,16 @@ typedef struct serene_ctl_worker {
     uint16_t sw_port;   /* switch egress port for its multicast copy */
 } serene_ctl_worker;
 
+/* A leaf of a tree: the ranks it serves, where it reaches the root and
+ * (optional, for the ranks' SERENE_SWITCH) where its workers reach it. */
+typedef struct serene_ctl_leaf {
+    uint32_t first, count;    /* ranks first .. first + count - 1 */
+    uint32_t up_addr;         /* IPv4 of the root as this leaf reaches it, host order */
+    uint16_t up_port;
+    uint16_t port;            /* where the workers reach the leaf; 0: not given */
+    uint32_t addr;
+} serene_ctl_leaf;
+
 typedef struct serene_ctl_job {
     uint16_t id;              /* job id, no default */
     uint32_t n_workers;       /* 1..64, no default */
@@ -107,6 +117,14 @@ typedef struct serene_ctl_job {
     uint32_t first_clock;     /* default 0 */
     serene_ctl_worker workers[SERENE_CTL_MAX_WORKERS];
     uint64_t token;           /* admission token a JOIN must carry; default 0 (none) */
+    /* An aggregation tree of serene-switches (lib/ctl/README.md, "Trees"):
+     * n_leaves 0 (the default) is a job on one switch. */
+    uint32_t elems;           /* values per packet; default 256 (serene-switch's) */
+    uint32_t slots;           /* slot pool per job; default 128 (serene-switch's) */
+    uint16_t up_job;          /* the root's job whose members are the leaves;
+                                 default id ^ 0x8000 */
+    uint32_t n_leaves;        /* 0, or 1..64 leaves covering ranks 0..n_workers-1 */
+    serene_ctl_leaf leaves[SERENE_CTL_MAX_WORKERS];
 } serene_ctl_job;
 
 /* Parse a job file (key = value lines; see lib/ctl/README.md) from
@@ -131,6 +149,15 @@ SERENE_CTL_API int serene_ctl_target_parse(const char *name, serene_ctl_target *
  * ring: message in err) or -EIO (write failed). */
 SERENE_CTL_API int serene_ctl_emit(FILE *f, serene_ctl_target t, const serene_ctl_policy *p,
                                    const serene_ctl_job *job, char *err, size_t errcap);
+
+/* Write each serene-switch's configuration of a tree job (job->n_leaves >
+ * 0) to f: a comment line, then one line per switch, its name ("root",
+ * "leaf.K") and its --job arguments, then "rank.R SERENE_SWITCH=A:P" for
+ * the ranks of leaves whose address is given. The policy's rules go to the
+ * root, which holds the barrier (serene_ctl_emit, target sw). Returns 0,
+ * -EINVAL (not a tree: message in err) or -EIO. */
+SERENE_CTL_API int serene_ctl_emit_tree(FILE *f, const serene_ctl_job *job, char *err,
+                                        size_t errcap);
 
 /* ---- the software switch: control socket and status --------------------- */
 

@@ -13,6 +13,17 @@
  *   worker.RANK = A.B.C.D:PORT      each rank 0..N-1 exactly once (required)
  *   worker.RANK.port = P     switch port of the rank (default RANK + 1)
  *
+ * An aggregation tree of serene-switches (lib/ctl/README.md, "Trees"):
+ *   leaf.K = A-B             leaf K (0, 1, ...) serves ranks A..B; the leaves'
+ *                            ranges cover the ranks once each
+ *   root = A.B.C.D:PORT      where the leaves reach the root
+ *   leaf.K.up = A.B.C.D:PORT where leaf K reaches it (default: root)
+ *   leaf.K.addr = A.B.C.D:PORT   where leaf K's workers reach it (optional)
+ *   upjob = J                the root's job of the leaves (default ID ^ 32768)
+ *   elems = E, slots = S     packet values and pool (default 256 and 128)
+ * A tree needs no worker.RANK lines (the software switch binds workers by
+ * JOIN).
+ *
  * Errors are "NAME:LINE: message" (NAME:0 for what is missing at the end).
  */
 #include <errno.h>
@@ -91,6 +102,11 @@ typedef struct job_parser {
     size_t errcap;
     int lineno;
     int l_job, l_workers, l_store, l_group, l_ring, l_first, l_token;
+    int l_elems, l_slots, l_upjob, l_root;
+    int l_leaf[SERENE_CTL_MAX_WORKERS], l_leaf_up[SERENE_CTL_MAX_WORKERS];
+    int l_leaf_addr[SERENE_CTL_MAX_WORKERS];
+    uint32_t root_addr;
+    uint16_t root_port;
     int l_addr[SERENE_CTL_MAX_WORKERS], l_port[SERENE_CTL_MAX_WORKERS];
     int l_rank_max;
     uint32_t rank_max;
@@ -169,10 +185,17 @@ static int parse_scalar_key(job_parser *jp, const char *key, const char *val)
         seen = &jp->l_ring, max = CTL_RING_MAX;
     else if (!strcmp(key, "first_clock"))
         seen = &jp->l_first, max = UINT32_MAX;
+    else if (!strcmp(key, "elems"))
+        seen = &jp->l_elems, max = 2048;
+    else if (!strcmp(key, "slots"))
+        seen = &jp->l_slots, max = 32768;
+    else if (!strcmp(key, "upjob"))
+        seen = &jp->l_upjob, max = 65535;
     else {
         ctl_errf(jp->err, jp->errcap,
                  "%s:%d: unknown key '%.40s' (job, workers, store, mcast_group, ring, "
-                 "first_clock, token, worker.RANK, worker.RANK.port)",
+                 "first_clock, token, worker.RANK, worker.RANK.port, elems, slots, upjob, root, "
+                 "leaf.K, leaf.K.up, leaf.K.addr)",
                  name, lineno, key);
         return -EINVAL;
     }
@@ -183,10 +206,14 @@ static int parse_scalar_key(job_parser *jp, const char *key, const char *val)
     }
     *seen = lineno;
     if (parse_num(val, max, &v) || (seen == &jp->l_workers && v == 0) ||
-        (seen == &jp->l_group && v == 0) ||
+        (seen == &jp->l_group && v == 0) || (seen == &jp->l_elems && v == 0) ||
+        (seen == &jp->l_slots && v == 0) ||
         (seen == &jp->l_ring && (v < 2 || (v & (v - 1))))) {
         const char *what = seen == &jp->l_ring ? "a power of 2 in 2.." : "a number in ";
-        uint64_t lo = seen == &jp->l_workers || seen == &jp->l_group ? 1 : 0;
+        uint64_t lo = seen == &jp->l_workers || seen == &jp->l_group || seen == &jp->l_elems ||
+                              seen == &jp->l_slots
+                          ? 1
+                          : 0;
         if (seen == &jp->l_ring)
             ctl_errf(jp->err, jp->errcap, "%s:%d: %s '%.40s' is not %s%" PRIu64, name, lineno,
                      key, val, what, max);
@@ -205,8 +232,84 @@ static int parse_scalar_key(job_parser *jp, const char *key, const char *val)
         job->mcast_group = (uint16_t)v;
     else if (seen == &jp->l_ring)
         job->ring = (uint32_t)v;
+    else if (seen == &jp->l_elems)
+        job->elems = (uint32_t)v;
+    else if (seen == &jp->l_slots)
+        job->slots = (uint32_t)v;
+    else if (seen == &jp->l_upjob)
+        job->up_job = (uint16_t)v;
     else
         job->first_clock = (uint32_t)v;
+    return 0;
+}
+
+/* root = A.B.C.D:PORT, leaf.K = A-B, leaf.K.up = A.B.C.D:PORT or
+ * leaf.K.addr = A.B.C.D:PORT; key and val trimmed. */
+static int parse_tree_key(job_parser *jp, char *key, const char *val)
+{
+    const char *name = jp->name, *dash;
+    int lineno = jp->lineno, *l;
+    char *dot = key[0] == 'l' ? strchr(key + 5, '.') : NULL;
+    uint64_t k, a, b;
+    char num[8];
+
+    if (key[0] == 'r') {
+        if (jp->l_root) {
+            ctl_errf(jp->err, jp->errcap, "%s:%d: 'root' given twice (first at line %d)", name,
+                     lineno, jp->l_root);
+            return -EINVAL;
+        }
+        jp->l_root = lineno;
+        if (parse_endpoint(val, &jp->root_addr, &jp->root_port)) {
+            ctl_errf(jp->err, jp->errcap,
+                     "%s:%d: root '%.40s' is not A.B.C.D:PORT (port 1..65535)", name, lineno, val);
+            return -EINVAL;
+        }
+        return 0;
+    }
+    if (dot && strcmp(dot, ".up") && strcmp(dot, ".addr")) {
+        ctl_errf(jp->err, jp->errcap, "%s:%d: unknown key '%.40s' (leaf.K, leaf.K.up or leaf.K.addr)",
+                 name, lineno, key);
+        return -EINVAL;
+    }
+    if (dot)
+        *dot = '\0';
+    if (parse_num(key + 5, SERENE_CTL_MAX_WORKERS - 1, &k)) {
+        ctl_errf(jp->err, jp->errcap, "%s:%d: unknown leaf '%.40s' (leaves are 0..%d)", name,
+                 lineno, key + 5, SERENE_CTL_MAX_WORKERS - 1);
+        return -EINVAL;
+    }
+    serene_ctl_leaf *lf = &jp->job->leaves[k];
+    l = !dot ? &jp->l_leaf[k] : dot[1] == 'u' ? &jp->l_leaf_up[k] : &jp->l_leaf_addr[k];
+    if (*l) {
+        ctl_errf(jp->err, jp->errcap, "%s:%d: leaf %" PRIu64 "%s given twice (first at line %d)",
+                 name, lineno, k, !dot ? "" : dot[1] == 'u' ? "'s up" : "'s addr", *l);
+        return -EINVAL;
+    }
+    *l = lineno;
+    if (dot) {
+        int bad = dot[1] == 'u' ? parse_endpoint(val, &lf->up_addr, &lf->up_port)
+                                : parse_endpoint(val, &lf->addr, &lf->port);
+        if (bad) {
+            ctl_errf(jp->err, jp->errcap,
+                     "%s:%d: %s '%.40s' of leaf %" PRIu64 " is not A.B.C.D:PORT (port 1..65535)",
+                     name, lineno, dot + 1, val, k);
+            return -EINVAL;
+        }
+        return 0;
+    }
+    dash = strchr(val, '-');
+    if (!dash || (size_t)(dash - val) >= sizeof num ||
+        (memcpy(num, val, (size_t)(dash - val)), num[dash - val] = '\0',
+         parse_num(num, SERENE_CTL_MAX_WORKERS - 1, &a)) ||
+        parse_num(dash + 1, SERENE_CTL_MAX_WORKERS - 1, &b) || b < a) {
+        ctl_errf(jp->err, jp->errcap, "%s:%d: ranks '%.40s' of leaf %" PRIu64
+                                      " are not A-B (A <= B, ranks 0..%d)",
+                 name, lineno, val, k, SERENE_CTL_MAX_WORKERS - 1);
+        return -EINVAL;
+    }
+    lf->first = (uint32_t)a;
+    lf->count = (uint32_t)(b - a + 1);
     return 0;
 }
 
@@ -258,7 +361,77 @@ static int parse_line(job_parser *jp, const char *p, size_t n)
         return parse_worker_key(jp, key, val);
     if (!strcmp(key, "token"))
         return parse_token_key(jp, val);
+    if (!strcmp(key, "root") || !strncmp(key, "leaf.", 5))
+        return parse_tree_key(jp, key, val);
     return parse_scalar_key(jp, key, val);
+}
+
+/* After the last line, for a tree: leaves 0..n-1 each with its ranks,
+ * covering every rank once, each with a way up; upjob apart from job. */
+static int check_tree(job_parser *jp)
+{
+    const char *name = jp->name;
+    serene_ctl_job *job = jp->job;
+    uint64_t covered = 0;
+    uint32_t n = 0;
+
+    while (n < SERENE_CTL_MAX_WORKERS && jp->l_leaf[n])
+        n++;
+    for (uint32_t k = n; k < SERENE_CTL_MAX_WORKERS; k++) {
+        int l = jp->l_leaf[k] ? jp->l_leaf[k] : jp->l_leaf_up[k] ? jp->l_leaf_up[k]
+                                                                   : jp->l_leaf_addr[k];
+        if (l) {
+            ctl_errf(jp->err, jp->errcap,
+                     "%s:%d: leaf %" PRIu32 " without leaf %" PRIu32 " = A-B (leaves are "
+                     "numbered from 0 without gaps)",
+                     name, l, k, n);
+            return -EINVAL;
+        }
+    }
+    if (n == 0) {
+        ctl_errf(jp->err, jp->errcap, "%s:%d: root without any leaf.K = A-B line", name,
+                 jp->l_root);
+        return -EINVAL;
+    }
+    for (uint32_t k = 0; k < n; k++) {
+        serene_ctl_leaf *lf = &job->leaves[k];
+        uint64_t bits = (lf->count >= 64 ? UINT64_MAX : (UINT64_C(1) << lf->count) - 1)
+                        << lf->first;
+
+        if (lf->first + lf->count > job->n_workers || (covered & bits)) {
+            ctl_errf(jp->err, jp->errcap,
+                     "%s:%d: leaf %" PRIu32 "'s ranks %" PRIu32 "-%" PRIu32 " %s", name,
+                     jp->l_leaf[k], k, lf->first, lf->first + lf->count - 1,
+                     covered & bits ? "overlap another leaf's" : "are beyond the job's workers");
+            return -EINVAL;
+        }
+        covered |= bits;
+        if (!jp->l_leaf_up[k]) {
+            if (!jp->l_root) {
+                ctl_errf(jp->err, jp->errcap,
+                         "%s:%d: leaf %" PRIu32 " has no way up (root = A.B.C.D:PORT, or "
+                         "leaf.%" PRIu32 ".up)",
+                         name, jp->l_leaf[k], k, k);
+                return -EINVAL;
+            }
+            lf->up_addr = jp->root_addr;
+            lf->up_port = jp->root_port;
+        }
+    }
+    if (covered != (job->n_workers >= 64 ? UINT64_MAX : (UINT64_C(1) << job->n_workers) - 1)) {
+        ctl_errf(jp->err, jp->errcap, "%s:0: rank %d is under no leaf", name,
+                 __builtin_ctzll(~covered));
+        return -EINVAL;
+    }
+    if (!jp->l_upjob)
+        job->up_job = job->id ^ 0x8000u;
+    if (job->up_job == job->id) {
+        ctl_errf(jp->err, jp->errcap, "%s:%d: upjob %u is the job's own id", name, jp->l_upjob,
+                 (unsigned)job->up_job);
+        return -EINVAL;
+    }
+    job->n_leaves = n;
+    return 0;
 }
 
 /* After the last line: required keys, every rank's address, defaults. */
@@ -266,6 +439,11 @@ static int check_job(job_parser *jp)
 {
     const char *name = jp->name;
     serene_ctl_job *job = jp->job;
+    int tree = jp->l_root || jp->l_leaf[0] || jp->l_upjob;
+    int rc;
+
+    for (uint32_t k = 0; !tree && k < SERENE_CTL_MAX_WORKERS; k++)
+        tree = jp->l_leaf[k] || jp->l_leaf_up[k] || jp->l_leaf_addr[k];
 
     if (!jp->l_job || !jp->l_workers) {
         ctl_errf(jp->err, jp->errcap, "%s:0: no '%s = ...' line", name,
@@ -279,7 +457,13 @@ static int check_job(job_parser *jp)
                  name, jp->l_rank_max, jp->rank_max, job->n_workers, job->n_workers - 1);
         return -EINVAL;
     }
+    if (tree && (rc = check_tree(jp)))
+        return rc;
     for (uint32_t r = 0; r < job->n_workers; r++) {
+        if (!jp->l_addr[r] && tree) {
+            job->workers[r].sw_port = (uint16_t)(r + 1);
+            continue;
+        }
         if (!jp->l_addr[r]) {
             ctl_errf(jp->err, jp->errcap,
                      "%s:0: worker %" PRIu32 " has no address (worker.%" PRIu32
@@ -290,7 +474,7 @@ static int check_job(job_parser *jp)
         if (!jp->l_port[r])
             job->workers[r].sw_port = (uint16_t)(r + 1);
         for (uint32_t q = 0; q < r; q++)
-            if (job->workers[q].addr == job->workers[r].addr &&
+            if (jp->l_addr[q] && job->workers[q].addr == job->workers[r].addr &&
                 job->workers[q].udp_port == job->workers[r].udp_port) {
                 ctl_errf(jp->err, jp->errcap,
                          "%s:%d: workers %" PRIu32 " and %" PRIu32
@@ -314,6 +498,8 @@ int serene_ctl_job_parse(const char *text, size_t len, const char *name, serene_
     job_parser jp = {.name = name ? name : "job", .job = job, .err = err, .errcap = errcap};
     memset(job, 0, sizeof *job);
     job->ring = 64;
+    job->elems = 256;
+    job->slots = 128;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t n = (size_t)((nl ? nl : end) - p);

@@ -48,6 +48,7 @@ static int usage(void)
 {
     fprintf(stderr,
             "usage: " PROG " compile --target sw|bmv2|tofino --job-file JOB.conf POLICY\n"
+            "       " PROG " tree --job-file JOB.conf\n"
             "       " PROG " check [--ring R] POLICY\n"
             "       " PROG " status --control PATH --job J [--json]\n"
             "       " PROG " job add --control PATH ID:N[:ELEMS[:SLOTS]][,OPTION=VALUE...]\n"
@@ -174,6 +175,30 @@ static int cmd_compile(int argc, char **argv)
     serene_ctl_policy_free(&pol);
     if (rc) {
         msg("%s: %s", target, err);
+        return rc == -EINVAL ? 2 : 1;
+    }
+    return 0;
+}
+
+/* serene-ctl tree --job-file JOB.conf: each switch's configuration. */
+static int cmd_tree(int argc, char **argv)
+{
+    serene_ctl_job job;
+    char err[SERENE_CTL_ERR_MAX];
+    size_t len = 0;
+    char *text;
+    int rc;
+
+    if (argc != 4 || strcmp(argv[2], "--job-file"))
+        return usage();
+    if (!(text = slurp(argv[3], &len)))
+        return 2;
+    rc = serene_ctl_job_parse(text, len, argv[3], &job, err, sizeof err);
+    free(text);
+    if (!rc)
+        rc = serene_ctl_emit_tree(stdout, &job, err, sizeof err);
+    if (rc) {
+        msg("%s", err);
         return rc == -EINVAL ? 2 : 1;
     }
     return 0;
@@ -577,6 +602,8 @@ int main(int argc, char **argv)
         return cmd_compile(argc, argv);
     if (!strcmp(argv[1], "check"))
         return cmd_check(argc, argv);
+    if (!strcmp(argv[1], "tree"))
+        return cmd_tree(argc, argv);
     if (!strcmp(argv[1], "status"))
         return cmd_status(argc, argv);
     if (!strcmp(argv[1], "run"))
@@ -587,6 +614,6 @@ int main(int argc, char **argv)
         usage();
         return 0;
     }
-    msg("unknown command '%s' (compile, check, status, job or run)", argv[1]);
+    msg("unknown command '%s' (compile, tree, check, status, job or run)", argv[1]);
     return 2;
 }

@@ -5,6 +5,7 @@
 # serene-ctl, compared byte for byte:
 #   GOLDEN_DIR/CASE.policy + CASE.job -> CASE.rules (serene-ctl check),
 #       CASE.sw, CASE.bmv2, CASE.bfrt (serene-ctl compile --target ...);
+#   GOLDEN_DIR/tree*.job -> tree*.tree (serene-ctl tree: each switch's setup);
 #   GOLDEN_DIR/errors/NAME.args -> NAME.err: serene-ctl run with those
 #       arguments inside errors/, its stderr then "exit STATUS".
 # --update rewrites the expected files instead (review the diff!).
@@ -35,6 +36,10 @@ for p in *.policy; do
         "$CTL" compile --target "${t%%:*}" --job-file "$c.job" "$p" >"$tmp/$c.${t#*:}" 2>&1
         check "$c ${t%%:*}" "$c.${t#*:}" "$tmp/$c.${t#*:}"
     done
+done
+for j in tree*.job; do
+    "$CTL" tree --job-file "$j" >"$tmp/${j%.job}.tree" 2>&1
+    check "${j%.job} tree" "${j%.job}.tree" "$tmp/${j%.job}.tree"
 done
 cd "$DIR/errors" || exit 1
 for a in *.args; do

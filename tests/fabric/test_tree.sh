@@ -15,15 +15,16 @@
 #   1. allreduce exact (ar_worker: 1, 255, 257 and 262144 values, SUM, twice),
 #      and the bytes on each leaf-root link, counted by the leaf's interface:
 #      between 0.95 and 1.10 times the tensors' bytes each way (2 workers
-#      under the leaf, one partial up and one result down per packet).
+#      under the leaf, one partial up and one result down per packet); then
+#      AVG, divided by the tree's 4 workers.
 #   2. with 2% loss and 1% duplication on every link, both ways (bench/
 #      fabric_nfq in every namespace, as bench/fabric_net.sh's fab_impair):
 #      allreduce exact, with retransmissions;
 #   3. the same loss: the SSP store at the root through the leaves
 #      (ssp_worker store: pushes applied once, delta and absolute pulls
 #      exact across wraps, clocks), with retransmissions.
-# Each phase uses its own job pair, so a LEAVE lost in one cannot hold the
-# next. Needs root (else exit 77) and fabric_nfq (else exit 77 for phases
+# The switches' --job arguments come from serene-ctl tree. Each phase uses
+# its own job pair, so a LEAVE lost in one cannot hold the next. Needs root (else exit 77) and fabric_nfq (else exit 77 for phases
 # 2-3 only: phase 1 still runs). Every wait is bounded; everything made is
 # removed, processes stopped by PID (bench/fabric_net.sh's fab_down).
 set -uo pipefail
@@ -35,7 +36,8 @@ SW=$BUILD/p4/swswitch/serene-switch
 AR=$BUILD/tests/integ/ar_worker
 SSP=$BUILD/tests/integ/ssp_worker
 NFQ=$BUILD/bench/fabric_nfq
-for b in "$SW" "$AR" "$SSP"; do [ -x "$b" ] || { echo "FAIL: no $b"; exit 1; }; done
+CTL=$BUILD/lib/ctl/serene-ctl
+for b in "$SW" "$AR" "$SSP" "$CTL"; do [ -x "$b" ] || { echo "FAIL: no $b"; exit 1; }; done
 
 # shellcheck source=../../bench/fabric_net.sh
 . "$ROOT/bench/fabric_net.sh"
@@ -70,20 +72,23 @@ for r in 0 1 2 3; do
         fail "cannot make link l$((r / 2))-w$r"
 done
 
-# Jobs: phase P uses J = P at the root (4 workers, store) and J + 100 (the
-# leaves), and J at each leaf.
-root_jobs=() leaf_jobs=()
-for p in 1 2 3; do
-    root_jobs+=(--job "$p:4:256:64,store=8192" --job "$((p + 100)):2:256:64,store=0")
+# Jobs: phase P uses job P (4 workers) and P + 100 at the root (the
+# leaves); serene-ctl writes every switch's --job arguments from a job file
+# that describes the tree (lib/ctl/README.md, "Trees").
+root_jobs=() leaf0_jobs=() leaf1_jobs=()
+for p in 1 2 3 4; do
+    printf '%s\n' "job = $p" "workers = 4" "store = 8192" "elems = 256" "slots = 64" \
+        "upjob = $((p + 100))" "leaf.0 = 0-1" "leaf.0.up = 10.78.1.1:$PORT" \
+        "leaf.1 = 2-3" "leaf.1.up = 10.78.2.1:$PORT" >"$tmp/job$p.conf"
+    "$CTL" tree --job-file "$tmp/job$p.conf" >"$tmp/tree$p.txt" || fail "serene-ctl tree refused job $p"
+    read -r -a a <<<"$(sed -n 's/^root //p' "$tmp/tree$p.txt")" && root_jobs+=("${a[@]}")
+    read -r -a a <<<"$(sed -n 's/^leaf\.0 //p' "$tmp/tree$p.txt")" && leaf0_jobs+=("${a[@]}")
+    read -r -a a <<<"$(sed -n 's/^leaf\.1 //p' "$tmp/tree$p.txt")" && leaf1_jobs+=("${a[@]}")
 done
+cat "$tmp/tree1.txt"
 fab_spawn "$tmp/root.log" "$NS_ROOT" "$SW" --listen "0.0.0.0:$PORT" --port-file "$tmp/root.port" "${root_jobs[@]}"
-for l in 0 1; do
-    leaf_jobs=()
-    for p in 1 2 3; do
-        leaf_jobs+=(--job "$p:4:256:64,store=0,local=$((2 * l))-$((2 * l + 1)),up=10.78.$((l + 1)).1:$PORT,upjob=$((p + 100)),member=$l")
-    done
-    fab_spawn "$tmp/l$l.log" "$(ns_leaf $l)" "$SW" --listen "0.0.0.0:$PORT" --port-file "$tmp/l$l.port" "${leaf_jobs[@]}"
-done
+fab_spawn "$tmp/l0.log" "$(ns_leaf 0)" "$SW" --listen "0.0.0.0:$PORT" --port-file "$tmp/l0.port" "${leaf0_jobs[@]}"
+fab_spawn "$tmp/l1.log" "$(ns_leaf 1)" "$SW" --listen "0.0.0.0:$PORT" --port-file "$tmp/l1.port" "${leaf1_jobs[@]}"
 for _ in $(seq 100); do
     [ -s "$tmp/root.port" ] && [ -s "$tmp/l0.port" ] && [ -s "$tmp/l1.port" ] && break
     sleep 0.1
@@ -134,6 +139,8 @@ for l in 0 1; do
     awk -v u="$up" -v d="$down" 'BEGIN { exit !(u >= 0.95 && u <= 1.10 && d >= 0.95 && d <= 1.10) }' ||
         fail "leaf $l's link to the root carried $up / $down x the tensors (want 0.95..1.10 each way)"
 done
+ranks 4 avg "$AR" --elems 256 --sizes 1000,70000 --reps 1 --avg --seed 14
+[ "$rc" = 0 ] || fail "allreduce AVG through the tree (divided by the tree's 4 workers)"
 echo "worker 0 - leaf link: $((wtx1 - wtx0)) bytes up ($(awk -v b=$((wtx1 - wtx0)) -v t=$tensor 'BEGIN { printf "%.3f", b / t }') x), $((wrx1 - wrx0)) down"
 
 # ---- 2, 3. loss and duplication on every link ----------------------------------
