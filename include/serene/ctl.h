@@ -150,14 +150,18 @@ SERENE_CTL_API int serene_ctl_target_parse(const char *name, serene_ctl_target *
 SERENE_CTL_API int serene_ctl_emit(FILE *f, serene_ctl_target t, const serene_ctl_policy *p,
                                    const serene_ctl_job *job, char *err, size_t errcap);
 
-/* Write each serene-switch's configuration of a tree job (job->n_leaves >
- * 0) to f: a comment line, then one line per switch, its name ("root",
- * "leaf.K") and its --job arguments, then "rank.R SERENE_SWITCH=A:P" for
- * the ranks of leaves whose address is given. The policy's rules go to the
- * root, which holds the barrier (serene_ctl_emit, target sw). Returns 0,
- * -EINVAL (not a tree: message in err) or -EIO. */
-SERENE_CTL_API int serene_ctl_emit_tree(FILE *f, const serene_ctl_job *job, char *err,
-                                        size_t errcap);
+/* Write each switch's configuration of a tree job (job->n_leaves > 0) to
+ * f. Target sw: a comment line, then one line per serene-switch, its name
+ * ("root", "leaf.K") and its --job arguments, then "rank.R
+ * SERENE_SWITCH=A:P" for the ranks of leaves whose address is given; the
+ * policy's rules go to the root, which holds the barrier (serene_ctl_emit,
+ * target sw), and p may be NULL. Target bmv2: one simple_switch_CLI command
+ * file per switch, each after a line "# switch NAME", the policy's rules in
+ * the root's (p required; every worker.RANK and leaf.K.addr needed; ports
+ * in lib/ctl/README.md, "Trees"). Returns 0, -EINVAL (not a tree, another
+ * target, or an address missing: message in err) or -EIO. */
+SERENE_CTL_API int serene_ctl_emit_tree(FILE *f, serene_ctl_target t, const serene_ctl_policy *p,
+                                        const serene_ctl_job *job, char *err, size_t errcap);
 
 /* ---- the software switch: control socket and status --------------------- */
 

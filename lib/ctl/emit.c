@@ -194,13 +194,166 @@ static void job_spec(FILE *f, unsigned id, uint32_t n, const serene_ctl_job *j, 
         fprintf(f, ",token=%" PRIx64, j->token);
 }
 
-int serene_ctl_emit_tree(FILE *f, const serene_ctl_job *j, char *err, size_t errcap)
+/* The P4 program's relay ports (p4/include/constants.p4) and Serene port. */
+#define P4_RELAY_PORT0 49000u
+#define P4_SERENE_PORT 48200u
+
+/* The leaf serving rank r. */
+static uint32_t leaf_of(const serene_ctl_job *j, uint32_t r)
+{
+    uint32_t k = 0;
+
+    while (k + 1 < j->n_leaves && !(r >= j->leaves[k].first && r < j->leaves[k].first +
+                                                                      j->leaves[k].count))
+        k++;
+    return k;
+}
+
+/* The root's simple_switch_CLI commands: port K + 1 leads to leaf K. Job
+ * id's group holds one node per rank (toward its leaf: RELEASE copies),
+ * upjob's group (upjob + 1) one per leaf (AR_RESULT copies); the ranks are
+ * bound at their leaf's relay ports, the leaves at their Serene port, and
+ * the leaves' bindings are written (they never JOIN upjob). */
+static void tree_bmv2_root(FILE *f, const serene_ctl_policy *p, const serene_ctl_job *j)
+{
+    uint32_t n = j->n_workers, nl = j->n_leaves, g2 = (uint32_t)j->up_job + 1u;
+    char a[16];
+
+    fprintf(f, "# switch root\nmc_mgrp_create %u\n", (unsigned)j->mcast_group);
+    for (uint32_t r = 0; r < n; r++)
+        fprintf(f, "mc_node_create %" PRIu32 " %" PRIu32 "\n", r, leaf_of(j, r) + 1);
+    for (uint32_t r = 0; r < n; r++)
+        fprintf(f, "mc_node_associate %u %" PRIu32 "\n", (unsigned)j->mcast_group, r);
+    fprintf(f, "mc_mgrp_create %" PRIu32 "\n", g2 & 0xffff);
+    for (uint32_t k = 0; k < nl; k++)
+        fprintf(f, "mc_node_create %" PRIu32 " %" PRIu32 "\n", k, k + 1);
+    for (uint32_t k = 0; k < nl; k++)
+        fprintf(f, "mc_node_associate %" PRIu32 " %" PRIu32 "\n", g2 & 0xffff, n + k);
+    for (uint32_t k = 0; k < nl; k++)
+        fprintf(f, "mirroring_add %" PRIu32 " %" PRIu32 "\n", k + 1, k + 1);
+    fprintf(f, "table_add job_table set_job %u => %" PRIu32 " %" PRIu64 " %" PRIu32 " %" PRIu32
+               " %u %" PRIu64 "\n",
+            (unsigned)j->id, n, full_mask(n), j->ring - 1, j->store_words,
+            (unsigned)j->mcast_group, j->token);
+    fprintf(f, "table_add job_table set_job %u => %" PRIu32 " %" PRIu64 " 1 0 %" PRIu32
+               " %" PRIu64 "\n",
+            (unsigned)j->up_job, nl, full_mask(nl), g2 & 0xffff, j->token);
+    for (uint32_t r = 0; r < n; r++) {
+        ipv4(j->leaves[leaf_of(j, r)].addr, a, sizeof a);
+        fprintf(f, "table_add worker_table set_worker %s %" PRIu32 " => %u %" PRIu32 "\n", a,
+                P4_RELAY_PORT0 + r, (unsigned)j->id, r);
+        fprintf(f, "table_add rank_table set_rank_addr %u %" PRIu32 " => %s %" PRIu32 "\n",
+                (unsigned)j->id, r, a, P4_RELAY_PORT0 + r);
+    }
+    for (uint32_t k = 0; k < nl; k++) {
+        ipv4(j->leaves[k].addr, a, sizeof a);
+        fprintf(f, "table_add worker_table set_worker %s %u => %u %" PRIu32 "\n", a,
+                P4_SERENE_PORT, (unsigned)j->up_job, k);
+        fprintf(f, "table_add rank_table set_rank_addr %u %" PRIu32 " => %s %u\n",
+                (unsigned)j->up_job, k, a, P4_SERENE_PORT);
+    }
+    for (unsigned i = 0; i < p->n_rules; i++) {
+        const serene_ctl_rule *r = &p->rules[i];
+        fprintf(f, "table_add policy_table set_policy %u %" PRIu32 "->%" PRIu32 " => %d %" PRIu32
+                   " %u\n",
+                (unsigned)j->id, r->from + j->first_clock, rule_last(p, i, j->first_clock),
+                (int)r->mode, r->s, i + 1);
+    }
+    fprintf(f, "register_write low_reg %u %" PRIu32 "\n", (unsigned)j->id, j->first_clock - 1);
+    fprintf(f, "register_write high_reg %u %" PRIu32 "\n", (unsigned)j->id, j->first_clock - 1);
+    fprintf(f, "register_write bound_reg %u %" PRIu64 "\n", (unsigned)j->up_job, full_mask(nl));
+}
+
+/* Leaf K's commands: port i + 1 leads to its i-th rank, port count + 1 to
+ * the root. */
+static void tree_bmv2_leaf(FILE *f, const serene_ctl_job *j, uint32_t k)
+{
+    const serene_ctl_leaf *lf = &j->leaves[k];
+    char a[16], self[16], up[16];
+
+    ipv4(lf->addr, self, sizeof self);
+    ipv4(lf->up_addr, up, sizeof up);
+    fprintf(f, "# switch leaf.%" PRIu32 "\nmc_mgrp_create %u\n", k, (unsigned)j->mcast_group);
+    for (uint32_t i = 0; i < lf->count; i++)
+        fprintf(f, "mc_node_create %" PRIu32 " %" PRIu32 "\n", lf->first + i, i + 1);
+    for (uint32_t i = 0; i < lf->count; i++)
+        fprintf(f, "mc_node_associate %u %" PRIu32 "\n", (unsigned)j->mcast_group, i);
+    fprintf(f, "table_add job_table set_job %u => %" PRIu32 " %" PRIu64 " %" PRIu32 " 0 %u %" PRIu64
+               "\n",
+            (unsigned)j->id, j->n_workers, full_mask(j->n_workers), j->ring - 1,
+            (unsigned)j->mcast_group, j->token);
+    fprintf(f, "table_add upstream_table set_upstream %u => %" PRIu32 " %s %u %u %" PRIu32
+               " %s %" PRIu32 "\n",
+            (unsigned)j->id, lf->count + 1, up, (unsigned)lf->up_port, (unsigned)j->up_job, k,
+            self, lf->count);
+    fprintf(f, "table_add parent_table set_from_parent %s %u %u %" PRIu32 " => %u\n", up,
+            (unsigned)lf->up_port, (unsigned)j->up_job, k, (unsigned)j->id);
+    for (uint32_t i = 0; i < lf->count; i++) {
+        const serene_ctl_worker *w = &j->workers[lf->first + i];
+
+        ipv4(w->addr, a, sizeof a);
+        fprintf(f, "table_add worker_table set_worker %s %u => %u %" PRIu32 "\n", a,
+                (unsigned)w->udp_port, (unsigned)j->id, lf->first + i);
+        fprintf(f, "table_add rank_table set_rank_addr %u %" PRIu32 " => %s %u\n",
+                (unsigned)j->id, lf->first + i, a, (unsigned)w->udp_port);
+        fprintf(f, "table_add relay_table relay_down %s %" PRIu32 " => %s %u %" PRIu32 "\n", self,
+                P4_RELAY_PORT0 + lf->first + i, a, (unsigned)w->udp_port, i + 1);
+    }
+}
+
+/* What a BMv2 tree needs beyond a serene-switch tree: every address. */
+static int tree_bmv2_check(const serene_ctl_policy *p, const serene_ctl_job *j, char *err,
+                           size_t errcap)
+{
+    if (!p) {
+        ctl_errf(err, errcap, "bmv2: a tree's root needs the policy");
+        return -EINVAL;
+    }
+    for (uint32_t r = 0; r < j->n_workers; r++)
+        if (!j->workers[r].addr) {
+            ctl_errf(err, errcap, "bmv2: worker %" PRIu32 " has no address (worker.%" PRIu32
+                                  " = A.B.C.D:PORT)",
+                     r, r);
+            return -EINVAL;
+        }
+    for (uint32_t k = 0; k < j->n_leaves; k++)
+        if (!j->leaves[k].port || j->leaves[k].port != P4_SERENE_PORT) {
+            ctl_errf(err, errcap, "bmv2: leaf %" PRIu32 " needs leaf.%" PRIu32
+                                  ".addr = A.B.C.D:%u (its address, the program's port)",
+                     k, k, P4_SERENE_PORT);
+            return -EINVAL;
+        }
+    for (unsigned i = 0; i < p->n_rules; i++)
+        if (p->rules[i].s > j->ring - 2) {
+            ctl_errf(err, errcap, "rule %u: s %" PRIu32 " is above %" PRIu32 ", the most job %u's "
+                                  "ring of %" PRIu32 " allows",
+                     i + 1, p->rules[i].s, j->ring - 2, (unsigned)j->id, j->ring);
+            return -EINVAL;
+        }
+    return 0;
+}
+
+int serene_ctl_emit_tree(FILE *f, serene_ctl_target t, const serene_ctl_policy *p,
+                         const serene_ctl_job *j, char *err, size_t errcap)
 {
     char a[16];
+    int rc;
 
     if (!f || !j || j->n_leaves == 0 || j->n_leaves > SERENE_CTL_MAX_WORKERS) {
         ctl_errf(err, errcap, "job %u is not a tree (no leaf.K = A-B lines)",
                  j ? (unsigned)j->id : 0u);
+        return -EINVAL;
+    }
+    if (t == SERENE_CTL_TARGET_BMV2) {
+        if ((rc = tree_bmv2_check(p, j, err, errcap)))
+            return rc;
+        tree_bmv2_root(f, p, j);
+        for (uint32_t k = 0; k < j->n_leaves; k++)
+            tree_bmv2_leaf(f, j, k);
+        goto done;
+    }
+    if (t != SERENE_CTL_TARGET_SW) {
+        ctl_errf(err, errcap, "a tree is set up for serene-switch (sw) or BMv2 (bmv2) only");
         return -EINVAL;
     }
     fprintf(f,
@@ -227,6 +380,7 @@ int serene_ctl_emit_tree(FILE *f, const serene_ctl_job *j, char *err, size_t err
         for (uint32_t r = lf->first; lf->port && r < lf->first + lf->count; r++)
             fprintf(f, "rank.%" PRIu32 " SERENE_SWITCH=%s:%u\n", r, a, (unsigned)lf->port);
     }
+done:
     if (fflush(f) || ferror(f)) {
         ctl_errf(err, errcap, "write failed");
         return -EIO;
@@ -253,8 +407,8 @@ int serene_ctl_emit(FILE *f, serene_ctl_target t, const serene_ctl_policy *p,
     }
     if (job->n_leaves && t != SERENE_CTL_TARGET_SW) {
         ctl_errf(err, errcap,
-                 "job %u is a tree: serene-ctl emits its switches' setup for serene-switch only "
-                 "(serene-ctl tree; p4/README.md, \"Trees\")",
+                 "job %u is a tree: its switches' setup comes from serene-ctl tree --target sw|bmv2 "
+                 "(lib/ctl/README.md, \"Trees\")",
                  (unsigned)job->id);
         return -EINVAL;
     }

@@ -48,7 +48,7 @@ static int usage(void)
 {
     fprintf(stderr,
             "usage: " PROG " compile --target sw|bmv2|tofino --job-file JOB.conf POLICY\n"
-            "       " PROG " tree --job-file JOB.conf\n"
+            "       " PROG " tree [--target sw|bmv2] --job-file JOB.conf [POLICY]\n"
             "       " PROG " check [--ring R] POLICY\n"
             "       " PROG " status --control PATH --job J [--json]\n"
             "       " PROG " job add --control PATH ID:N[:ELEMS[:SLOTS]][,OPTION=VALUE...]\n"
@@ -180,23 +180,47 @@ static int cmd_compile(int argc, char **argv)
     return 0;
 }
 
-/* serene-ctl tree --job-file JOB.conf: each switch's configuration. */
+/* serene-ctl tree [--target sw|bmv2] --job-file JOB.conf [POLICY]: each
+ * switch's configuration (the policy: bmv2's root). */
 static int cmd_tree(int argc, char **argv)
 {
+    const char *target = "sw", *job_file = NULL, *policy = NULL;
+    serene_ctl_target t;
     serene_ctl_job job;
+    serene_ctl_policy *pol = NULL;
     char err[SERENE_CTL_ERR_MAX];
     size_t len = 0;
     char *text;
     int rc;
 
-    if (argc != 4 || strcmp(argv[2], "--job-file"))
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--target") && i + 1 < argc)
+            target = argv[++i];
+        else if (!strcmp(argv[i], "--job-file") && i + 1 < argc)
+            job_file = argv[++i];
+        else if (argv[i][0] != '-' && !policy)
+            policy = argv[i];
+        else
+            return usage();
+    }
+    if (!job_file)
         return usage();
-    if (!(text = slurp(argv[3], &len)))
+    if (serene_ctl_target_parse(target, &t)) {
+        msg("unknown target '%s' (sw, bmv2 or tofino)", target);
         return 2;
-    rc = serene_ctl_job_parse(text, len, argv[3], &job, err, sizeof err);
+    }
+    if (!(text = slurp(job_file, &len)))
+        return 2;
+    rc = serene_ctl_job_parse(text, len, job_file, &job, err, sizeof err);
     free(text);
-    if (!rc)
-        rc = serene_ctl_emit_tree(stdout, &job, err, sizeof err);
+    if (rc) {
+        msg("%s", err);
+        return 2;
+    }
+    if (policy && (rc = load_policy(policy, job.ring, &pol)))
+        return rc;
+    rc = serene_ctl_emit_tree(stdout, t, pol, &job, err, sizeof err);
+    serene_ctl_policy_free(&pol);
     if (rc) {
         msg("%s", err);
         return rc == -EINVAL ? 2 : 1;

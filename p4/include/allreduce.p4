@@ -24,6 +24,18 @@
  * (sr_allreduce_probe). Both answers are the request with its op changed,
  * count 0, its lanes invalid and flags and status 0 (egress sets the
  * lengths): never larger than the request.
+ *
+ * A leaf of a tree (upstream.p4; allreduce.c's leaf functions): a round
+ * completes after n_local contributions and its sums leave as one AR_DATA
+ * of member up_member to the parent's job (up_wait set); the parent's
+ * AR_RESULT comes in (from_parent), replaces the cell's sums (the shadow
+ * copy of the whole tree's result) and its next_exp, and is multicast to
+ * the leaf's workers. A worker's resend or probe of a cell awaiting its
+ * result becomes an AR_PROBE to the parent (at most once per
+ * SR_P4_UP_RESEND_US per cell); the parent's AR_NAK brings the partial up
+ * again, read from the cell; its ERROR MISMATCH poisons the cell. A round
+ * poisoned here sends the parent the marker (exp SR_WIRE_EXP_NONE, count
+ * 0) that matches no real round.
  */
 #ifndef SERENE_P4_ALLREDUCE_P4_
 #define SERENE_P4_ALLREDUCE_P4_
@@ -36,6 +48,15 @@
 #include "types.p4"
 
 #define SR_VAL_REG(i) register<bit<32>>(SR_P4_CELLS) val_reg_##i;
+// The parent's result lane into the cell: the leaf's shadow copy.
+#define SR_UP_LANE(i)                                                       \
+    if (hdr.vals[i].isValid()) {                                            \
+        val_reg_##i.write(cell, hdr.vals[i].v);                             \
+    }
+// A leaf's AR_PROBE or AR_RESULT to the parent may not go more often
+// (ingress_global_timestamp is in microseconds): serene-switch's
+// SR_UP_RESEND_MS.
+#define SR_P4_UP_RESEND_US 2000
 // Add the packet's lane to the cell's (or start the sum), and carry the sum.
 #define SR_AR_LANE(i)                                                       \
     if (hdr.vals[i].isValid()) {                                            \
@@ -70,6 +91,8 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
     @name(".mexp_reg") register<bit<8>>(SR_P4_CELLS) mexp_reg;
     @name(".nexp_reg") register<bit<8>>(SR_P4_CELLS) nexp_reg;
     SR_LANES(SR_VAL_REG)
+    @name(".upwait_reg") register<bit<8>>(SR_P4_CELLS) upwait_reg; // 1: partial up, result awaited
+    @name(".upts_reg") register<bit<48>>(SR_P4_CELLS) upts_reg;    // when it last went up
 
     // The AR_RESULT header of a cell; payload set by the caller.
     action result_hdr(bit<32> m_seq, bit<32> m_off, bit<16> m_count, bit<8> m_exp,
@@ -95,6 +118,27 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         meta.route = SR_P4_OUT_UNICAST;
     }
 
+    // The packet becomes the leaf's message about the cell to its parent
+    // (route SR_P4_OUT_UP: egress keeps these addresses).
+    action to_parent(bit<8> op, bit<32> m_seq, bit<32> m_off, bit<8> m_exp, bit<8> nexp,
+                     bit<32> m_total) {
+        hdr.serene.op = op;
+        hdr.serene.job = meta.up_job;
+        hdr.serene.worker = meta.up_member;
+        hdr.serene.seq = m_seq;
+        hdr.serene.offset = m_off;
+        hdr.serene.exp = m_exp;
+        hdr.serene.next_exp = nexp;
+        hdr.serene.flags = 0;
+        hdr.serene.status = 0;
+        hdr.serene.aux = m_total;
+        hdr.ipv4.src_addr = meta.self_ip;
+        hdr.ipv4.dst_addr = meta.up_ip;
+        hdr.udp.src_port = SR_WIRE_UDP_PORT;
+        hdr.udp.dst_port = meta.up_udp;
+        meta.route = SR_P4_OUT_UP;
+    }
+
     apply {
         index_t cell = ((meta.blk * SR_P4_SLOTS + (index_t)hdr.serene.slot) << 1) |
                        (index_t)hdr.serene.shadow;
@@ -114,7 +158,61 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         bit<32> dseq;
         bool first;
         bool probe = hdr.serene.op == SR_OP_AR_PROBE;
+        bit<8> upwait;
+        bit<48> upts;
+        bool up_due;
+        bool match;
 
+        if (meta.from_parent) {
+            // sr_allreduce_up_answer: the parent about this leaf's cell.
+            if ((bit<32>)hdr.serene.slot >= SR_P4_SLOTS) {
+                meta.route = SR_P4_OUT_DROP;
+                return;
+            }
+            upwait_reg.read(upwait, cell);
+            mseq_reg.read(m_seq, cell);
+            moff_reg.read(m_off, cell);
+            mtotal_reg.read(m_total, cell);
+            mcount_reg.read(m_count, cell);
+            mexp_reg.read(m_exp, cell);
+            nexp_reg.read(nexp, cell);
+            match = upwait == 1 && hdr.serene.seq == m_seq && hdr.serene.offset == m_off &&
+                    hdr.serene.exp == m_exp;
+            if (hdr.serene.op == SR_OP_AR_RESULT) {
+                match = match && hdr.serene.count == m_count && hdr.serene.aux == m_total;
+            } else if (hdr.serene.op == SR_OP_AR_NAK) {
+                match = match && hdr.serene.aux == m_total;
+            } else {
+                match = match && hdr.serene.op == SR_OP_ERROR &&
+                        hdr.serene.status == SR_ST_MISMATCH &&
+                        (hdr.serene.aux == (bit<32>)SR_OP_AR_DATA ||
+                         hdr.serene.aux == (bit<32>)SR_OP_AR_PROBE);
+            }
+            if (!match) {
+                meta.route = SR_P4_OUT_DROP; // late, duplicate, AR_HELD: nothing to do
+                return;
+            }
+            if (hdr.serene.op == SR_OP_AR_NAK) {
+                // Lost on the way up or down: the partial again, from the cell.
+                to_parent(SR_OP_AR_DATA, m_seq, m_off, m_exp, nexp, m_total);
+                hdr.serene.count = m_count;
+                SR_LANES(SR_RESULT_LANE)
+                upts_reg.write(cell, sm.ingress_global_timestamp);
+                return;
+            }
+            upwait_reg.write(cell, 0);
+            if (hdr.serene.op == SR_OP_ERROR) {
+                mcount_reg.write(cell, SR_WIRE_COUNT_POISON); // the leaves disagree
+                meta.route = SR_P4_OUT_DROP;
+                return;
+            }
+            // The tree's sums: the cell's shadow copy, and to every local worker.
+            SR_LANES(SR_UP_LANE)
+            nexp_reg.write(cell, hdr.serene.next_exp);
+            hdr.serene.flags = 0;
+            meta.route = SR_P4_OUT_MULTICAST;
+            return;
+        }
         if (!meta.worker_ok) {
             meta.route = SR_P4_OUT_DROP; // isolation: no answer at all
             return;
@@ -137,6 +235,9 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         mcount_reg.read(m_count, cell);
         mexp_reg.read(m_exp, cell);
         nexp_reg.read(nexp, cell);
+        upwait_reg.read(upwait, cell);
+        upts_reg.read(upts, cell);
+        up_due = sm.ingress_global_timestamp - upts >= SR_P4_UP_RESEND_US;
         meta_eq = hdr.serene.seq == m_seq && hdr.serene.offset == m_off &&
                   hdr.serene.count == m_count && hdr.serene.exp == m_exp &&
                   hdr.serene.aux == m_total;
@@ -146,6 +247,20 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
 
         if (m_count == SR_WIRE_COUNT_POISON) {
             meta.err = SR_ST_MISMATCH; // poisoned: everyone learns it
+            return;
+        }
+        if ((seen & meta.wbit) != 0 && upwait == 1) {
+            // up_pending: a leaf's round awaiting its parent's result. The
+            // software switch also answers the worker AR_HELD; one packet
+            // here, so the worker's timer simply backs off.
+            if (!up_due) {
+                meta.route = SR_P4_OUT_DROP;
+                return;
+            }
+            upts_reg.write(cell, sm.ingress_global_timestamp);
+            to_parent(SR_OP_AR_PROBE, m_seq, m_off, m_exp, nexp, m_total);
+            hdr.serene.count = 0;
+            SR_LANES(SR_AR_NO_LANE)
             return;
         }
         if (probe) {
@@ -176,6 +291,16 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         }
         if (cnt != 0 && !meta_eq) {
             mcount_reg.write(cell, SR_WIRE_COUNT_POISON); // the round cannot complete
+            if (meta.leaf) {
+                // up_poison: the parent learns it (the worker, from its
+                // next resend or probe).
+                upts_reg.write(cell, sm.ingress_global_timestamp);
+                to_parent(SR_OP_AR_DATA, m_seq, m_off, SR_WIRE_EXP_NONE, SR_WIRE_EXP_NONE,
+                          m_total);
+                hdr.serene.count = 0;
+                SR_LANES(SR_AR_NO_LANE)
+                return;
+            }
             meta.err = SR_ST_MISMATCH;
             return;
         }
@@ -195,7 +320,7 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         }
         nexp_reg.write(cell, nexp);
         SR_LANES(SR_AR_LANE)
-        if ((bit<32>)cnt + 1 == meta.n_workers) {
+        if ((bit<32>)cnt + 1 == meta.n_local) {
             cnt = 0;
         } else {
             cnt = cnt + 1;
@@ -203,6 +328,15 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         cnt_reg.write(cell, cnt);
         if (cnt != 0) {
             meta.route = SR_P4_OUT_DROP; // waiting for the others
+            return;
+        }
+        if (meta.leaf) {
+            // up_partial: the sums, already in the packet, as one
+            // contribution to the parent.
+            upwait_reg.write(cell, 1);
+            upts_reg.write(cell, sm.ingress_global_timestamp);
+            to_parent(SR_OP_AR_DATA, hdr.serene.seq, hdr.serene.offset, hdr.serene.exp, nexp,
+                      hdr.serene.aux);
             return;
         }
         // Round complete: the sums, already in the packet, to every worker.

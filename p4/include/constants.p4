@@ -52,6 +52,13 @@
 // high_reg, as serene-ctl's command file writes them).
 #define SR_P4_JOB_IDS 65536
 
+// A leaf relays a worker's JOIN, LEAVE, PUSH, PULL and CLOCK to the root
+// from its own address and UDP port SR_P4_RELAY_PORT0 + rank (upstream.p4):
+// the root binds rank R at that port (worker_table) and answers there, and
+// the leaf's relay_table sends the answer on to the worker. Above the
+// switch's port, out of the usual ephemeral range's start.
+#define SR_P4_RELAY_PORT0 49000
+
 // v1model plumbing.
 #define SR_P4_CPU_CLONE_FL 1 // field list preserved in the clone of a CLOCK answer
 #define SR_P4_DROP_PORT 511  // v1model's drop port

@@ -5,6 +5,10 @@
  * to the sender, to the job's multicast group, or dropped). The dispatch of
  * the software switch's sr_pipe_process (p4/swswitch/ingress.c).
  *
+ * A leaf of a tree (upstream.p4) sends its partials, and relays the
+ * requests the root serves, to its parent (route SR_P4_OUT_UP), and takes
+ * its parent's answers about its cells; every other answer is dropped.
+ *
  * Frames that are not Serene's go to forward_table, an ordinary IPv4
  * forwarding table (empty: dropped). Serene packets from a source in no
  * worker_table entry are dropped and counted, never answered.
@@ -22,6 +26,7 @@
 #include "membership.p4"
 #include "store.p4"
 #include "types.p4"
+#include "upstream.p4"
 
 #define SR_INVALIDATE_VAL(i) hdr.vals[i].setInvalid();
 
@@ -33,6 +38,9 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
     Allreduce() allreduce;
     Store() store;
     Barrier() barrier;
+    UpstreamJob() upstream_job;
+    ParentAnswer() parent_answer;
+    RelayDown() relay_back;
 
     action drop(bit<32> reason) {
         mark_to_drop(sm);
@@ -98,18 +106,27 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
     apply {
         bool reset_clocks = false;
         bit<8> op = hdr.serene.op;
+        bool request;
 
         meta.err = 0;
         meta.route = SR_P4_OUT_DROP;
         meta.worker_ok = false;
         meta.ans_op = 0;
+        meta.leaf = false;
+        meta.relay = false;
+        meta.from_parent = false;
         if (sm.parser_error != error.NoError || sm.checksum_error == 1) {
             drop(SR_P4_DROP_PARSE);
             return;
         }
         if (!meta.serene) {
             if (hdr.ipv4.isValid()) {
-                forward_table.apply();
+                // A root's answer to a request this leaf relayed, else
+                // ordinary forwarding.
+                relay_back.apply(hdr, meta, sm);
+                if (meta.route != SR_P4_OUT_FORWARD) {
+                    forward_table.apply();
+                }
             } else {
                 drop_foreign();
             }
@@ -122,28 +139,52 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
             drop(SR_P4_DROP_LENGTH);
             return;
         }
-        // Only requests: an answer arriving here is a loop or a confused peer.
-        if (op != SR_OP_JOIN && op != SR_OP_LEAVE && op != SR_OP_AR_DATA &&
-            op != SR_OP_AR_PROBE && op != SR_OP_PUSH && op != SR_OP_PULL && op != SR_OP_CLOCK) {
-            drop(SR_P4_DROP_ANSWER);
-            return;
-        }
-        if (!worker_table.apply().hit) {
+        request = op == SR_OP_JOIN || op == SR_OP_LEAVE || op == SR_OP_AR_DATA ||
+                  op == SR_OP_AR_PROBE || op == SR_OP_PUSH || op == SR_OP_PULL ||
+                  op == SR_OP_CLOCK;
+        if (!request) {
+            // Answers: only a leaf's parent's, about the leaf's cells
+            // (upstream.p4); any other is a loop or a confused peer.
+            if (op == SR_OP_AR_RESULT || op == SR_OP_AR_NAK || op == SR_OP_AR_HELD ||
+                op == SR_OP_ERROR) {
+                parent_answer.apply(hdr, meta);
+            }
+            if (!meta.from_parent) {
+                drop(SR_P4_DROP_ANSWER);
+                return;
+            }
+        } else if (!worker_table.apply().hit) {
             drop(SR_P4_DROP_UNREG);
             return;
         }
         if (!job_table.apply().hit) {
+            if (!request) {
+                drop(SR_P4_DROP_ANSWER); // the leaf job's entry is missing
+                return;
+            }
             meta.err = SR_ST_UNKNOWN_JOB;
         } else {
             meta.blk = (index_t)(hdr.serene.job & (SR_P4_MAX_JOBS - 1));
-            membership.apply(hdr, meta, sm, reset_clocks);
+            upstream_job.apply(hdr, meta);
+            if (request) {
+                membership.apply(hdr, meta, sm, reset_clocks);
+            }
             if (meta.err == 0) {
-                if (op == SR_OP_AR_DATA || op == SR_OP_AR_PROBE) {
-                    allreduce.apply(hdr, meta, sm);
+                if (!request || op == SR_OP_AR_DATA || op == SR_OP_AR_PROBE) {
+                    allreduce.apply(hdr, meta, sm); // from_parent: the parent's answer
+                } else if (meta.leaf && (op == SR_OP_PUSH || op == SR_OP_PULL ||
+                                         op == SR_OP_CLOCK)) {
+                    // The store and the barrier live at the root.
+                    meta.relay = meta.worker_ok;
                 } else if (op == SR_OP_PUSH || op == SR_OP_PULL) {
                     store.apply(hdr, meta, sm);
                 }
-                barrier.apply(hdr, meta, sm, reset_clocks); // CLOCK, and a new incarnation
+                if (request && !(meta.leaf && op == SR_OP_CLOCK)) {
+                    barrier.apply(hdr, meta, sm, reset_clocks); // CLOCK, and a new incarnation
+                }
+                if (meta.relay) {
+                    relay_up(hdr, meta);
+                }
             }
         }
 
@@ -166,6 +207,8 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
             sm.egress_spec = sm.ingress_port;
         } else if (meta.route == SR_P4_OUT_MULTICAST) {
             sm.mcast_grp = meta.mgrp;
+        } else if (meta.route == SR_P4_OUT_UP) {
+            sm.egress_spec = meta.up_port;
         } else {
             mark_to_drop(sm);
         }

@@ -17,6 +17,10 @@
  * bindings, low and high are reset here; the slot, store and ring
  * registers cannot be cleared by one packet, so they must already be zero
  * (a freshly started switch, or the reset commands of p4/README.md).
+ *
+ * A leaf of a tree (upstream.p4) binds its workers here too, but the JOIN
+ * it accepted, and a LEAVE that matched, go on to the root (meta.relay)
+ * instead of being answered here.
  */
 #ifndef SERENE_P4_MEMBERSHIP_P4_
 #define SERENE_P4_MEMBERSHIP_P4_
@@ -104,9 +108,15 @@ control Membership(inout headers_t hdr, inout meta_t meta, inout standard_metada
                     bound = bound | meta.wbit;
                     bound_reg.write(jid, bound);
                     token_reg.write(tidx, hdr.serene.seq);
-                    join_ack(nonce);
+                    if (meta.leaf) {
+                        meta.relay = true; // a leaf's JOIN_ACK comes from the root
+                    } else {
+                        join_ack(nonce);
+                    }
                 } else if (token != hdr.serene.seq || (left & meta.wbit) != 0) {
                     meta.err = SR_ST_STALE;
+                } else if (meta.leaf) {
+                    meta.relay = true;
                 } else {
                     join_ack(nonce); // the same JOIN again: its ACK was lost
                 }
@@ -116,6 +126,7 @@ control Membership(inout headers_t hdr, inout meta_t meta, inout standard_metada
             // changes nothing.
             if (rank_ok && (bound & meta.wbit) != 0 && token == hdr.serene.seq) {
                 left_reg.write(jid, left | meta.wbit);
+                meta.relay = meta.leaf; // and the root unbinds it too
             }
         } else {
             meta.worker_ok = rank_ok && (bound & ~left & meta.wbit) != 0;

@@ -26,10 +26,11 @@ const bit<32> SR_P4_DROP_FOREIGN = 7;    // not Serene: no forwarding entry
 const bit<32> SR_P4_DROP_REASONS = 8;
 
 // Kinds of copies leaving the switch (meta.route).
-const bit<2> SR_P4_OUT_DROP = 0;
-const bit<2> SR_P4_OUT_UNICAST = 1;   // back to the sender
-const bit<2> SR_P4_OUT_MULTICAST = 2; // to every rank of the job
-const bit<2> SR_P4_OUT_FORWARD = 3;   // not Serene's: forwarded as is
+const bit<3> SR_P4_OUT_DROP = 0;
+const bit<3> SR_P4_OUT_UNICAST = 1;   // back to the sender
+const bit<3> SR_P4_OUT_MULTICAST = 2; // to every rank of the job
+const bit<3> SR_P4_OUT_FORWARD = 3;   // not Serene's: forwarded as is
+const bit<3> SR_P4_OUT_UP = 4;        // a leaf's packet to its parent (upstream.p4)
 
 struct meta_t {
     // Parser. serene is also kept in the clone of a CLOCK answer: simple_switch
@@ -56,7 +57,21 @@ struct meta_t {
     bitmap_t wbit;         // 1 << worker
 
     bit<8> err;            // SR_ST_* to answer with ERROR; 0: none
-    bit<2> route;          // SR_P4_OUT_*: where the packet goes
+    bit<3> route;          // SR_P4_OUT_*: where the packet goes
+
+    // upstream_table (upstream.p4): the job is a leaf of a tree. n_local is
+    // the contributions a round waits for (n_workers when not a leaf).
+    bool leaf;
+    bit<32> n_local;
+    bit<9> up_port;        // egress port toward the parent
+    bit<32> up_ip;         // the parent's address and UDP port
+    bit<16> up_udp;
+    job_id_t up_job;       // the parent's job of the leaves
+    worker_id_t up_member; // this leaf's member id in it
+    bit<32> self_ip;       // this switch's address: the source of its partials
+    bool relay;            // a request the leaf relays to the parent unchanged
+    // parent_table: an answer from a leaf's parent, about that leaf's job.
+    bool from_parent;
 
     // policy_table: the policy at the CLOCK's clock.
     bit<8> pol_mode;

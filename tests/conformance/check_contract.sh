@@ -5,13 +5,19 @@
 # register the command file names is declared in p4/ under that global
 # name, and every table_add passes as many action parameters as the action
 # declares (range tables add a priority after them).
-#   check_contract.sh SERENE_CTL JOB POLICY P4DIR
+# With `tree`, JOB is a tree: the command files of all its switches
+# (serene-ctl tree --target bmv2), "# switch NAME" lines between them.
+#   check_contract.sh SERENE_CTL JOB POLICY P4DIR [tree]
 set -eu
-[ $# -eq 4 ] || { echo "usage: $0 SERENE_CTL JOB POLICY P4DIR" >&2; exit 2; }
+[ $# -eq 4 ] || [ $# -eq 5 ] || { echo "usage: $0 SERENE_CTL JOB POLICY P4DIR [tree]" >&2; exit 2; }
 ctl=$1 job=$2 policy=$3 p4=$4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$ctl" compile --target bmv2 --job-file "$job" "$policy" >"$tmp/cmds"
+if [ "${5:-}" = tree ]; then
+    "$ctl" tree --target bmv2 --job-file "$job" "$policy" | grep -v '^# switch ' >"$tmp/cmds"
+else
+    "$ctl" compile --target bmv2 --job-file "$job" "$policy" >"$tmp/cmds"
+fi
 # All P4 sources as one line per declaration-ish chunk.
 cat "$p4"/serene.p4 "$p4"/include/*.p4 | tr '\n' ' ' >"$tmp/src"
 status=0

@@ -5,7 +5,8 @@
 # serene-ctl, compared byte for byte:
 #   GOLDEN_DIR/CASE.policy + CASE.job -> CASE.rules (serene-ctl check),
 #       CASE.sw, CASE.bmv2, CASE.bfrt (serene-ctl compile --target ...);
-#   GOLDEN_DIR/tree*.job -> tree*.tree (serene-ctl tree: each switch's setup);
+#   GOLDEN_DIR/tree*.job -> tree*.tree, and with schedule.policy
+#       tree*.tree.bmv2 (serene-ctl tree --target sw, bmv2: each switch's setup);
 #   GOLDEN_DIR/errors/NAME.args -> NAME.err: serene-ctl run with those
 #       arguments inside errors/, its stderr then "exit STATUS".
 # --update rewrites the expected files instead (review the diff!).
@@ -40,6 +41,8 @@ done
 for j in tree*.job; do
     "$CTL" tree --job-file "$j" >"$tmp/${j%.job}.tree" 2>&1
     check "${j%.job} tree" "${j%.job}.tree" "$tmp/${j%.job}.tree"
+    "$CTL" tree --target bmv2 --job-file "$j" schedule.policy >"$tmp/${j%.job}.tree.bmv2" 2>&1
+    check "${j%.job} tree bmv2" "${j%.job}.tree.bmv2" "$tmp/${j%.job}.tree.bmv2"
 done
 cd "$DIR/errors" || exit 1
 for a in *.args; do
