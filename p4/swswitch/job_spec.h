@@ -4,7 +4,11 @@
  * control socket's `job add`:
  *
  *   ID:N[:ELEMS[:SLOTS]][,store=WORDS][,ring=R][,policy=bsp|asp|ssp:S][,token=T]
+ *       [,local=A-B,up=ADDR:PORT,upjob=J,member=K]
  *
+ * The last four make a leaf of an aggregation tree (pipeline.h,
+ * sr_pipe_job_params; p4/README.md, "Trees"): up= needs upjob= and member=,
+ * upjob differs from ID, local= is a range of the N ids.
  * each field within the pipeline's limits (wire.h, pipeline.h,
  * barrier.h). token=T is 1 to 16 hex digits (not all zero), or env:NAME
  * to read them from the variable NAME where the caller allows it (the

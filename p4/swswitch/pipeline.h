@@ -162,7 +162,7 @@ typedef struct sr_pipe_job_params {
                                default 0 */
     uint64_t token;         /* admission token a JOIN must carry (sr_join_req);
                                0: any JOIN is admitted. Default 0 */
-    /* Aggregation tree (upstream.c, p4/swswitch/README.md "Trees"). A leaf
+    /* Aggregation tree (upstream.c; p4/README.md, "Trees"). A leaf
      * serves the worker ids local_first .. local_first + local_n - 1 of the
      * tree's n_workers (its JOIN_ACK and the workers' headroom count them
      * all); local_n 0 (the default): every id, as a job without a tree. */

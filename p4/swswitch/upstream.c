@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * upstream.c - a leaf of an aggregation tree: the Upstream control of
- * p4/include/upstream.p4, rule for rule (README.md beside this file,
+ * p4/include/upstream.p4, rule for rule (p4/README.md,
  * "Trees").
  *
  * A leaf job (params.up) is an ordinary job of the tree's N workers that

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # test_tree.sh BUILD - an aggregation tree of software switches in network
-# namespaces (p4/swswitch/README.md, "Trees"): a root and 2 leaves with 2
+# namespaces (p4/README.md, "Trees"): a root and 2 leaves with 2
 # workers each, every switch and worker in its own namespace, each link a
 # veth pair:
 #
