@@ -210,6 +210,7 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
             SR_LANES(SR_UP_LANE)
             nexp_reg.write(cell, hdr.serene.next_exp);
             hdr.serene.flags = 0;
+            hdr.eth.dst_addr = SR_P4_SWITCH_MAC; // egress: each copy from it
             meta.route = SR_P4_OUT_MULTICAST;
             return;
         }

@@ -59,6 +59,12 @@
 // switch's port, out of the usual ephemeral range's start.
 #define SR_P4_RELAY_PORT0 49000
 
+// The switches' Ethernet address in a tree: a leaf's frames to its parent,
+// and the relayed answers to its workers, come from it (the workers reach a
+// switch through a static neighbour entry with this address, as on
+// bench/fabric_net.sh's rack; BMv2 answers no ARP).
+#define SR_P4_SWITCH_MAC 0x0253450000fe
+
 // v1model plumbing.
 #define SR_P4_CPU_CLONE_FL 1 // field list preserved in the clone of a CLOCK answer
 #define SR_P4_DROP_PORT 511  // v1model's drop port

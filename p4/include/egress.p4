@@ -10,7 +10,7 @@
  *   addresses; a CLOCK answer (PROCEED or HOLD) is built here from the
  *   ans_* metadata, which the clone preserves;
  * - a leaf's packet to its parent (route SR_P4_OUT_UP, upstream.p4) keeps
- *   the addresses ingress wrote: broadcast Ethernet destination, as above;
+ *   the addresses ingress wrote, Ethernet SR_P4_SWITCH_MAC both ways;
  * - every Serene copy leaves with IPv4 id 0, DF, TTL 64, lengths for its
  *   count, and UDP checksum 0 (allowed over IPv4), as sr_frame_pack builds
  *   frames but for that checksum.
@@ -62,8 +62,8 @@ control SereneEgress(inout headers_t hdr, inout meta_t meta, inout standard_meta
         }
         if (meta.route == SR_P4_OUT_UP) {
             // A leaf's packet to its parent: ingress set its addresses.
-            hdr.eth.src_addr = hdr.eth.dst_addr;
-            hdr.eth.dst_addr = 0xffffffffffff;
+            hdr.eth.src_addr = SR_P4_SWITCH_MAC;
+            hdr.eth.dst_addr = SR_P4_SWITCH_MAC;
         } else if (sm.instance_type == SR_PKT_INSTANCE_TYPE_REPLICATION) {
             hdr.serene.worker = sm.egress_rid;
             hdr.eth.src_addr = hdr.eth.dst_addr;

@@ -117,6 +117,8 @@ control RelayDown(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         hdr.udp.src_port = SR_WIRE_UDP_PORT;
         hdr.udp.dst_port = worker_port;
         hdr.udp.checksum = 0; // the addresses changed; 0 is allowed over IPv4
+        hdr.eth.src_addr = SR_P4_SWITCH_MAC;
+        hdr.eth.dst_addr = 0xffffffffffff; // the job file names no MAC
         sm.egress_spec = port;
         meta.route = SR_P4_OUT_FORWARD;
     }
