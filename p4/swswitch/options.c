@@ -369,6 +369,11 @@ void sw_parse_args(sw_opts *o, int argc, char **argv)
         usage_error("--ctl-group needs --control PATH");
     if (o->n_dpdk_ports && !o->dpdk_eal)
         usage_error("--dpdk-port needs --dpdk EAL_ARGS");
+    /* The DPDK ports send only to peers whose Ethernet address they learnt
+     * from their frames, and a parent never speaks first. */
+    for (unsigned i = 0; o->dpdk_eal && i < o->n_jobs; i++)
+        if (o->jobs[i].params.up)
+            usage_error("--job %s: a leaf (up=) needs the UDP I/O, not --dpdk", o->jobs[i].arg);
 }
 
 void sw_opts_free(sw_opts *o)
