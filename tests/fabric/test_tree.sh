@@ -22,7 +22,10 @@
 #      allreduce exact, with retransmissions;
 #   3. the same loss: the SSP store at the root through the leaves
 #      (ssp_worker store: pushes applied once, delta and absolute pulls
-#      exact across wraps, clocks), with retransmissions.
+#      exact across wraps, clocks), with retransmissions;
+#   4. the same loss: the barrier at the root under SSP(1), installed on
+#      the root's control socket from serene-ctl compile, rank 3 slow: no
+#      clock returned before the barrier allowed it (ssp_check).
 # The switches' --job arguments come from serene-ctl tree. Each phase uses
 # its own job pair, so a LEAVE lost in one cannot hold the next. Needs root (else exit 77) and fabric_nfq (else exit 77 for phases
 # 2-3 only: phase 1 still runs). Every wait is bounded; everything made is
@@ -35,9 +38,10 @@ command -v ip >/dev/null || { echo "SKIP: no ip (Debian: iproute2)"; exit 77; }
 SW=$BUILD/p4/swswitch/serene-switch
 AR=$BUILD/tests/integ/ar_worker
 SSP=$BUILD/tests/integ/ssp_worker
+SSPCHECK=$BUILD/tests/integ/ssp_check
 NFQ=$BUILD/bench/fabric_nfq
 CTL=$BUILD/lib/ctl/serene-ctl
-for b in "$SW" "$AR" "$SSP" "$CTL"; do [ -x "$b" ] || { echo "FAIL: no $b"; exit 1; }; done
+for b in "$SW" "$AR" "$SSP" "$SSPCHECK" "$CTL"; do [ -x "$b" ] || { echo "FAIL: no $b"; exit 1; }; done
 
 # shellcheck source=../../bench/fabric_net.sh
 . "$ROOT/bench/fabric_net.sh"
@@ -76,7 +80,7 @@ done
 # leaves); serene-ctl writes every switch's --job arguments from a job file
 # that describes the tree (lib/ctl/README.md, "Trees").
 root_jobs=() leaf0_jobs=() leaf1_jobs=()
-for p in 1 2 3 4; do
+for p in 1 2 3 4 5; do
     printf '%s\n' "job = $p" "workers = 4" "store = 8192" "elems = 256" "slots = 64" \
         "upjob = $((p + 100))" "leaf.0 = 0-1" "leaf.0.up = 10.78.1.1:$PORT" \
         "leaf.1 = 2-3" "leaf.1.up = 10.78.2.1:$PORT" >"$tmp/job$p.conf"
@@ -86,7 +90,8 @@ for p in 1 2 3 4; do
     read -r -a a <<<"$(sed -n 's/^leaf\.1 //p' "$tmp/tree$p.txt")" && leaf1_jobs+=("${a[@]}")
 done
 cat "$tmp/tree1.txt"
-fab_spawn "$tmp/root.log" "$NS_ROOT" "$SW" --listen "0.0.0.0:$PORT" --port-file "$tmp/root.port" "${root_jobs[@]}"
+fab_spawn "$tmp/root.log" "$NS_ROOT" "$SW" --listen "0.0.0.0:$PORT" --port-file "$tmp/root.port" \
+    --control "$tmp/root.sock" "${root_jobs[@]}"
 fab_spawn "$tmp/l0.log" "$(ns_leaf 0)" "$SW" --listen "0.0.0.0:$PORT" --port-file "$tmp/l0.port" "${leaf0_jobs[@]}"
 fab_spawn "$tmp/l1.log" "$(ns_leaf 1)" "$SW" --listen "0.0.0.0:$PORT" --port-file "$tmp/l1.port" "${leaf1_jobs[@]}"
 for _ in $(seq 100); do
@@ -168,6 +173,22 @@ ranks 2 loss "$AR" --elems 256 --sizes 1,255,257,65536 --reps 2 --seed 12 --expe
 [ "$rc" = 0 ] || fail "allreduce through the tree with loss on every link"
 ranks 3 ssp "$SSP" store --iters 8 --offset 100 --count 600 --capacity 8192 --expect-retrans --seed 13
 [ "$rc" = 0 ] || fail "the SSP store through the tree with loss on every link"
+
+# The barrier at the root, under the same loss: the policy goes to the
+# root's control socket (serene-ctl compile --target sw), rank 3 is slow,
+# and ssp_check verifies SSP(1) from every rank's log.
+echo "ssp 1" >"$tmp/ssp1.policy"
+"$CTL" compile --target sw --job-file "$tmp/job5.conf" "$tmp/ssp1.policy" >"$tmp/ssp1.cmds" ||
+    fail "serene-ctl compile"
+while read -r line; do
+    # shellcheck disable=SC2086 # one command line, split into its words
+    ip netns exec "$NS_ROOT" "$SSPCHECK" ctl "$tmp/root.sock" $line >/dev/null ||
+        fail "the root refused '$line'"
+done <"$tmp/ssp1.cmds"
+mkdir -p "$tmp/clocks"
+ranks 5 barrier "$SSP" clocks --clocks 30 --out "$tmp/clocks" --compute-ms 2 --slow-rank 3 --slow-ms 10
+[ "$rc" = 0 ] || fail "the barrier through the tree with loss on every link"
+timeout 20 "$SSPCHECK" clocks "$tmp/clocks" 4 30 --expect ssp:1 || fail "SSP(1) not kept through the tree"
 
 fab_stop_pids
 # The switches' counters that tell the tree's story, per job.
