@@ -9,11 +9,12 @@
  *
  * Covers: JOIN relayed and answered by the root with the tree's
  * parameters; one round summed across the leaves, the exponent max over
- * the tree, the leaf's shadow copy; a partial lost on the way up and a
- * result lost on the way down, recovered from a worker's probe (AR_PROBE,
- * AR_NAK, the partial again); mismatches between leaves and within a
- * leaf, learnt by every worker; PUSH, PULL, CLOCK and RELEASE through the
- * leaves; the tree's options of the job spec and their errors.
+ * the tree, the leaf's shadow copy; leaves of 3 and 1 workers, each still
+ * one partial up and one result down per round; a partial lost on the way
+ * up and a result lost on the way down, recovered from a worker's probe
+ * (AR_PROBE, AR_NAK, the partial again); mismatches between leaves and
+ * within a leaf, learnt by every worker; PUSH, PULL, CLOCK and RELEASE
+ * through the leaves; the tree's options of the job spec and their errors.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -53,7 +54,14 @@ typedef struct net {
     int drop_from;
     uint8_t drop_op;
     unsigned dropped;
+    unsigned split; /* leaf 0 serves workers 0 .. split - 1, leaf 1 the rest */
 } net;
+
+/* The switch index (1 or 2) of worker w's leaf. */
+static unsigned leaf_sw(const net *n, unsigned w)
+{
+    return w < n->split ? 1u : 2u;
+}
 
 static sr_peer worker_addr(unsigned w)
 {
@@ -73,20 +81,21 @@ static void leaf_params(sr_pipe_job_params *jp, const net *n, unsigned l)
     jp->elems_per_pkt = 8;
     jp->pool_slots = 4;
     jp->store_words = 0;
-    jp->local_first = 2 * l;
-    jp->local_n = 2;
+    jp->local_first = l ? n->split : 0;
+    jp->local_n = l ? N - n->split : n->split;
     jp->up = 1;
     jp->up_peer = n->addr[0];
     jp->up_job = UPJOB;
     jp->up_member = (uint16_t)l;
 }
 
-static int setup(void **state)
+static int setup_split(void **state, unsigned split)
 {
     net *n = calloc(1, sizeof *n);
     sr_pipe_job_params jp;
 
     assert_non_null(n);
+    n->split = split;
     n->out = calloc(1, sizeof *n->out);
     n->q = calloc(QCAP, sizeof *n->q);
     assert_non_null(n->out);
@@ -114,6 +123,17 @@ static int setup(void **state)
     n->drop_from = -1;
     *state = n;
     return 0;
+}
+
+static int setup(void **state)
+{
+    return setup_split(state, 2);
+}
+
+/* 3 workers under leaf 0, 1 under leaf 1. */
+static int setup_3_1(void **state)
+{
+    return setup_split(state, 3);
 }
 
 static int teardown(void **state)
@@ -204,7 +224,7 @@ static void send_w(net *n, unsigned w, sr_hdr h, const int32_t *vals)
     sr_hdr_pack(b, &h);
     for (unsigned i = 0; i < h.count; i++)
         sr_put_be32(b + SR_WIRE_HDR_LEN + 4u * i, (uint32_t)vals[i]);
-    enqueue(n, &src, &n->addr[1 + w / 2], b, SR_WIRE_HDR_LEN + 4u * h.count);
+    enqueue(n, &src, &n->addr[leaf_sw(n, w)], b, SR_WIRE_HDR_LEN + 4u * h.count);
 }
 
 /* Worker w's inbox: the number of messages of op, the last one parsed. */
@@ -219,7 +239,7 @@ static unsigned got(net *n, unsigned w, uint8_t op, sr_hdr *last, const uint8_t 
         assert_int_equal(sr_msg_parse(n->inbox[w][i].b, n->inbox[w][i].len, &h, &pl),
                          SR_PARSE_OK);
         assert_int_equal(h.worker, w);
-        assert_true(peer_eq(&n->inbox[w][i].src, &n->addr[1 + w / 2]));
+        assert_true(peer_eq(&n->inbox[w][i].src, &n->addr[leaf_sw(n, w)]));
         if (h.op != op)
             continue;
         k++;
@@ -382,6 +402,35 @@ static void test_round(void **state)
     assert_int_equal(h.next_exp, 9);
     assert_int_equal(cnt(n, 1, JOB).shadow_replies, 1);
     assert_int_equal(cnt(n, 0, UPJOB).rx - up.rx, 2); /* still the two partials */
+}
+
+/* Leaves of 3 and 1 workers: each still sends one partial per round up and
+ * gets one result down, whatever the number of workers under it. */
+static void test_round_uneven(void **state)
+{
+    net *n = *state;
+    int32_t v[8];
+    sr_pipe_job_counters up, l0, l1;
+
+    join_all(n);
+    up = cnt(n, 0, UPJOB);
+    l0 = cnt(n, 1, JOB);
+    l1 = cnt(n, 2, JOB);
+    for (unsigned r = 0; r < 3; r++) {
+        for (unsigned w = 0; w < N; w++) {
+            vals_of(w, v);
+            send_w(n, w, ar((uint16_t)r, 0, 1, 8, 3, 4), v);
+        }
+        run(n);
+    }
+    assert_int_equal(cnt(n, 0, UPJOB).rx - up.rx, 3 * 2); /* one partial per leaf and round */
+    assert_int_equal(cnt(n, 0, UPJOB).tx - up.tx, 3 * 2); /* one result per leaf and round */
+    assert_int_equal(cnt(n, 1, JOB).up_partials - l0.up_partials, 3);
+    assert_int_equal(cnt(n, 2, JOB).up_partials - l1.up_partials, 3);
+    assert_int_equal(cnt(n, 1, JOB).tx - l0.tx, 3 * (1 + 3)); /* up, and to its 3 workers */
+    assert_int_equal(cnt(n, 2, JOB).tx - l1.tx, 3 * (1 + 1));
+    for (unsigned w = 0; w < N; w++)
+        assert_int_equal(got(n, w, SR_OP_AR_RESULT, NULL, NULL), 3);
 }
 
 static void probe(net *n, unsigned w, uint16_t slot, uint8_t v, uint32_t seq)
@@ -600,6 +649,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_join, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_member, setup, teardown),
         cmocka_unit_test_setup_teardown(test_round, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_round_uneven, setup_3_1, teardown),
         cmocka_unit_test_setup_teardown(test_lost_partial_and_result, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mismatch_between_leaves, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mismatch_within_leaf, setup, teardown),
