@@ -7,13 +7,17 @@
  *   allreduce.c   AR_DATA and AR_PROBE on the slots allreduce.p4
  *   store.c       PUSH and PULL on the SSP store    store.p4
  *   barrier.c     CLOCK on the barrier ring         barrier.p4
+ *   upstream.c    a tree's leaf: relays, its parent upstream.p4
+ *                 (a leaf's cells: allreduce.c)
  *
  * What each offers the dispatch (ingress.c, which routes a parsed request
  * to its control, as ingress.p4 does) and the job table (job_table.c,
  * which allocates and frees a job's state). Each control owns a group of
  * the job's fields (services.h) and uses the services there; a control
  * calls no other control, except that membership starts a new incarnation,
- * which clears the others' state (in P4, membership's reset_clocks).
+ * which clears the others' state (in P4, membership's reset_clocks), and
+ * that a leaf's membership, allreduce and upstream call each other for
+ * what goes up and comes down.
  *
  * Packet handlers take the request from src, already parsed (h; payload:
  * 4 * h->count bytes), to job j (not NULL), and add their answers to out.

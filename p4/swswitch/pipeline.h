@@ -6,7 +6,8 @@
  * One call processes one received message (Serene header + payload, as from
  * a UDP datagram) and fills in the actions to take: zero or more messages,
  * each sent either back to the source or to every worker of the job, with
- * the header's worker field rewritten per replica.
+ * the header's worker field rewritten per replica (or, for a leaf of a tree,
+ * to its parent or to one worker: upstream.c).
  *
  * Ops: JOIN and LEAVE (membership.c), streaming allreduce (AR_DATA and
  * AR_PROBE, allreduce.c), the SSP parameter store (PUSH, PULL, store.c) and barrier
@@ -47,7 +48,10 @@ typedef struct sr_peer {
 /* ---- Output actions ----------------------------------------------------- */
 
 /* Every op emits at most one action, except CLOCK: its answer to the sender
- * can come with a RELEASE multicast to the job's workers. */
+ * can come with a RELEASE multicast to the job's workers; and at a leaf of a
+ * tree, a request whose answer comes with a message to the parent (AR_HELD
+ * and AR_PROBE, ERROR and the poison marker, a relayed JOIN or LEAVE and
+ * the leaf's own). */
 #define SR_PIPE_MAX_ACTIONS 2
 
 /* One destination of an action: the worker id written into that replica's
@@ -308,8 +312,11 @@ int sr_pipe_job_counters_get(const sr_pipe *p, uint16_t job_id, sr_pipe_job_coun
 void sr_pipe_counters_get(const sr_pipe *p, sr_pipe_counters *c);
 
 /* Process one message of len bytes received from src. Fills *out (out->n
- * actions); msg and src are only read during the call. Unicast actions go
- * to src. Every outcome, drops included, is counted. */
+ * actions); msg and src are only read during the call. Each replica goes
+ * to its dests[k].peer: src for an answer, the workers for a multicast,
+ * and for a leaf of a tree its parent (params.up_peer) or, passing down a
+ * parent's answer, the worker it names. Every outcome, drops included, is
+ * counted. */
 void sr_pipe_process(sr_pipe *p, const sr_peer *src, const uint8_t *msg, size_t len,
                      sr_pipe_out *out);
 
