@@ -338,11 +338,19 @@ static void up_partial(sr_pipe *p, sr_pipe_job *j, size_t cell, sr_pipe_out *out
 static void up_pending(sr_pipe *p, sr_pipe_job *j, size_t cell, const sr_peer *src,
                        const sr_hdr *h, sr_pipe_out *out)
 {
+    unsigned refused = sr_up_refused(j);
+
     if (p->now_ms - j->up_ms[cell] >= SR_UP_RESEND_MS) {
         up_send(p, j, cell, SR_OP_AR_PROBE, out);
         j->c.up_resends++;
     }
-    reply_hdr(p, j, src, h, SR_OP_AR_HELD, out);
+    /* The parent refused this leaf for good: the worker learns why now,
+     * not at its deadline (the JOIN above still goes, for a parent fixed
+     * meanwhile). */
+    if (refused)
+        sr_svc_reply_error(p, j, src, h, refused, out);
+    else
+        reply_hdr(p, j, src, h, SR_OP_AR_HELD, out);
 }
 
 /* A leaf's round poisoned by its own workers: the parent must learn it,

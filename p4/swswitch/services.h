@@ -76,12 +76,16 @@ typedef struct sr_pipe_job {
      * contributions a round waits for (params.local_n, or n). Per cell,
      * up_wait 1: the local round is complete and its partial sum went up,
      * the parent's result is awaited; up_ms: when it last went up. up_bound:
-     * the parent acknowledged the leaf's JOIN in incarnation up_nonce. */
+     * the parent acknowledged the leaf's JOIN in incarnation up_nonce;
+     * up_err: it refused it in incarnation up_err_nonce, with that status
+     * (or the JOIN_ACK's parameters did not fit: BAD_COUNT, BAD_SLOT). */
     uint32_t n_local;
     uint8_t *up_wait;
     uint64_t *up_ms;
     uint8_t up_bound;
     uint32_t up_nonce;
+    uint8_t up_err;
+    uint32_t up_err_nonce;
 
     sr_pipe_job_counters c;
 } sr_pipe_job;

@@ -21,8 +21,8 @@
  * (allreduce.c's up_pending, and the JOINs below).
  *
  * State per leaf job: up_bound and up_nonce (the parent acknowledged the
- * leaf's JOIN in this incarnation), and per cell up_wait and up_ms
- * (services.h). Every answer from the parent is matched against it; what
+ * leaf's JOIN in this incarnation), up_err (it refused it for good), and
+ * per cell up_wait and up_ms (services.h). Every answer from the parent is matched against it; what
  * matches nothing is counted (up_dropped) and dropped.
  */
 #include <string.h>
@@ -32,6 +32,11 @@
 int sr_up_bound(const sr_pipe_job *j)
 {
     return j->up_bound && j->up_nonce == j->nonce;
+}
+
+unsigned sr_up_refused(const sr_pipe_job *j)
+{
+    return !sr_up_bound(j) && j->up_err_nonce == j->nonce ? j->up_err : 0;
 }
 
 /* A copy of request h (and its 4 * h->count payload bytes) to the parent,
@@ -176,16 +181,34 @@ static void self_answer(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const uint8
             if (jp.elems_per_pkt == j->elems && jp.pool_slots >= j->slots) {
                 j->up_bound = 1;
                 j->up_nonce = j->nonce;
+                j->up_err = 0;
                 return;
             }
+            /* The parent's job cannot take this leaf's rounds. */
+            j->up_err = jp.elems_per_pkt != j->elems ? SR_ST_BAD_COUNT : SR_ST_BAD_SLOT;
+            j->up_err_nonce = j->nonce;
         }
         j->c.up_dropped++;
         return;
     case SR_OP_AR_HELD: /* the parent's round waits for other leaves */
         return;
     case SR_OP_ERROR:
-        if (h->aux == SR_OP_JOIN || h->aux == SR_OP_LEAVE)
-            break; /* a refused JOIN: the workers' next JOIN sends it again */
+        if (h->aux == SR_OP_LEAVE)
+            break;
+        if (h->aux == SR_OP_JOIN) {
+            /* Refused for good (no such job there, not a member, not its
+             * token): the workers learn it from their next resend or probe
+             * (allreduce.c) instead of waiting for their deadline. A busy
+             * job (JOB_IN_USE, STALE) may free up: the workers' next
+             * resend sends the JOIN again either way. */
+            if (h->worker == j->params.up_member &&
+                (h->status == SR_ST_UNKNOWN_JOB || h->status == SR_ST_NOT_MEMBER ||
+                 h->status == SR_ST_DENIED)) {
+                j->up_err = h->status;
+                j->up_err_nonce = j->nonce;
+            }
+            break;
+        }
         /* fall through */
     case SR_OP_AR_RESULT:
     case SR_OP_AR_NAK:

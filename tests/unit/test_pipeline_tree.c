@@ -13,7 +13,8 @@
  * one partial up and one result down per round; a partial lost on the way
  * up and a result lost on the way down, recovered from a worker's probe
  * (AR_PROBE, AR_NAK, the partial again); mismatches between leaves and
- * within a leaf, learnt by every worker; PUSH, PULL, CLOCK and RELEASE
+ * within a leaf, learnt by every worker; a parent that refuses the leaves'
+ * JOIN, learnt by the workers; PUSH, PULL, CLOCK and RELEASE
  * through the leaves; the tree's options of the job spec and their errors.
  */
 #include <setjmp.h>
@@ -498,6 +499,38 @@ static void test_lost_partial_and_result(void **state)
     assert_int_equal(cnt(n, 0, UPJOB).shadow_replies, 1);
 }
 
+/* The root's job of the leaves wants another admission token: it refuses
+ * the leaves' JOIN, and the workers learn DENIED from their next probe
+ * instead of waiting for their deadline. */
+static void test_parent_refuses(void **state)
+{
+    net *n = *state;
+    sr_pipe_job_params jp;
+    int32_t v[8];
+    sr_hdr e;
+
+    assert_int_equal(sr_pipe_job_remove(n->sw[0], UPJOB), 0);
+    sr_pipe_job_params_init(&jp);
+    jp.n_workers = 2;
+    jp.elems_per_pkt = 8;
+    jp.pool_slots = 4;
+    jp.store_words = 0;
+    jp.token = 0x5eed;
+    assert_int_equal(sr_pipe_job_add(n->sw[0], UPJOB, &jp), 0);
+    join_all(n); /* the workers' own JOINs: the root's job 1 takes any */
+    for (unsigned w = 0; w < N; w++) {
+        vals_of(w, v);
+        send_w(n, w, ar(0, 0, 1, 8, 3, 2), v);
+    }
+    run(n);
+    tick(n, 2000);
+    probe(n, 0, 0, 0, 1);
+    run(n);
+    assert_int_equal(got(n, 0, SR_OP_ERROR, &e, NULL), 1);
+    assert_int_equal(e.status, SR_ST_DENIED);
+    assert_int_equal(got(n, 0, SR_OP_AR_RESULT, NULL, NULL), 0);
+}
+
 /* Leaf 0's workers send 8 values, leaf 1's 7: the root poisons the round,
  * and every worker learns MISMATCH from its resend or probe. */
 static void test_mismatch_between_leaves(void **state)
@@ -651,6 +684,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_round, setup, teardown),
         cmocka_unit_test_setup_teardown(test_round_uneven, setup_3_1, teardown),
         cmocka_unit_test_setup_teardown(test_lost_partial_and_result, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_parent_refuses, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mismatch_between_leaves, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mismatch_within_leaf, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ssp, setup, teardown),
