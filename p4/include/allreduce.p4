@@ -161,7 +161,7 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         bit<8> upwait;
         bit<48> upts;
         bool up_due;
-        bool match;
+        bool ours;
 
         if (meta.from_parent) {
             // sr_allreduce_up_answer: the parent about this leaf's cell.
@@ -176,19 +176,19 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
             mcount_reg.read(m_count, cell);
             mexp_reg.read(m_exp, cell);
             nexp_reg.read(nexp, cell);
-            match = upwait == 1 && hdr.serene.seq == m_seq && hdr.serene.offset == m_off &&
+            ours = upwait == 1 && hdr.serene.seq == m_seq && hdr.serene.offset == m_off &&
                     hdr.serene.exp == m_exp;
             if (hdr.serene.op == SR_OP_AR_RESULT) {
-                match = match && hdr.serene.count == m_count && hdr.serene.aux == m_total;
+                ours = ours && hdr.serene.count == m_count && hdr.serene.aux == m_total;
             } else if (hdr.serene.op == SR_OP_AR_NAK) {
-                match = match && hdr.serene.aux == m_total;
+                ours = ours && hdr.serene.aux == m_total;
             } else {
-                match = match && hdr.serene.op == SR_OP_ERROR &&
+                ours = ours && hdr.serene.op == SR_OP_ERROR &&
                         hdr.serene.status == SR_ST_MISMATCH &&
                         (hdr.serene.aux == (bit<32>)SR_OP_AR_DATA ||
                          hdr.serene.aux == (bit<32>)SR_OP_AR_PROBE);
             }
-            if (!match) {
+            if (!ours) {
                 meta.route = SR_P4_OUT_DROP; // late, duplicate, AR_HELD: nothing to do
                 return;
             }
