@@ -132,15 +132,20 @@ int sr_up_request(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *
 
 /* The root's JOIN_ACK to a worker must announce this leaf's job: the
  * tree's workers and the same packets and pool, or the worker and the
- * leaf would disagree on every round. */
-static int ack_fits(const sr_pipe_job *j, const sr_hdr *h, const uint8_t *payload)
+ * leaf would disagree on every round. Returns 0 when it does, else the
+ * status the worker is refused with: NOT_MEMBER (another number of
+ * workers: another id space), BAD_COUNT (packets), BAD_SLOT (pool). */
+static unsigned ack_misfit(const sr_pipe_job *j, const sr_hdr *h, const uint8_t *payload)
 {
     sr_join_params jp;
 
     if (h->count != SR_JOIN_PARAMS_WORDS)
-        return 0;
+        return SR_ST_BAD_COUNT;
     sr_join_params_unpack(payload, &jp);
-    return jp.n_workers == j->n && jp.elems_per_pkt == j->elems && jp.pool_slots == j->slots;
+    return jp.n_workers != j->n        ? SR_ST_NOT_MEMBER
+           : jp.elems_per_pkt != j->elems ? SR_ST_BAD_COUNT
+           : jp.pool_slots != j->slots    ? SR_ST_BAD_SLOT
+                                          : 0;
 }
 
 /* An answer of the root's job j->id to one of j's workers: to that worker,
@@ -149,16 +154,27 @@ static void relay_down(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const uint8_
                        sr_pipe_out *out)
 {
     uint16_t w = h->worker;
+    unsigned misfit = h->op == SR_OP_JOIN_ACK ? ack_misfit(j, h, payload) : 0;
     sr_pipe_action *a;
 
     if (w >= j->n || !(j->bound & ~j->left & (UINT64_C(1) << w)) ||
-        (h->op == SR_OP_JOIN_ACK && !ack_fits(j, h, payload)) ||
         !(a = sr_svc_action_new(out))) {
         j->c.up_dropped++;
         return;
     }
     a->hdr = *h;
-    a->payload_len = 4u * (size_t)h->count;
+    if (misfit) {
+        /* The tree is configured wrong: the worker is told at once (its
+         * library logs the refused JOIN and its status), and counted. */
+        a->hdr.op = SR_OP_ERROR;
+        a->hdr.status = (uint8_t)misfit;
+        a->hdr.aux = SR_OP_JOIN;
+        a->hdr.count = 0;
+        a->hdr.offset = 0;
+        j->c.up_dropped++;
+        j->c.errors_sent++;
+    }
+    a->payload_len = 4u * (size_t)a->hdr.count;
     if (a->payload_len)
         memcpy(a->payload, payload, a->payload_len);
     sr_svc_unicast(a, &j->peer[w], w);

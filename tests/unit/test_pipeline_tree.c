@@ -14,7 +14,8 @@
  * up and a result lost on the way down, recovered from a worker's probe
  * (AR_PROBE, AR_NAK, the partial again); mismatches between leaves and
  * within a leaf, learnt by every worker; a parent that refuses the leaves'
- * JOIN, learnt by the workers; PUSH, PULL, CLOCK and RELEASE
+ * JOIN, and a root whose job does not fit the leaves', learnt by the
+ * workers; PUSH, PULL, CLOCK and RELEASE
  * through the leaves; the tree's options of the job spec and their errors.
  */
 #include <setjmp.h>
@@ -531,6 +532,40 @@ static void test_parent_refuses(void **state)
     assert_int_equal(got(n, 0, SR_OP_AR_RESULT, NULL, NULL), 0);
 }
 
+/* The root's job of the workers has other packets than the leaves': each
+ * worker's JOIN is refused (BAD_COUNT) by its leaf, not left to time out. */
+static void test_root_misfit(void **state)
+{
+    net *n = *state;
+    sr_pipe_job_params jp;
+    uint8_t rq[4 * SR_JOIN_REQ_WORDS];
+    int32_t words[SR_JOIN_REQ_WORDS];
+    sr_hdr e;
+
+    assert_int_equal(sr_pipe_job_remove(n->sw[0], JOB), 0);
+    sr_pipe_job_params_init(&jp);
+    jp.n_workers = N;
+    jp.elems_per_pkt = 16;
+    jp.pool_slots = 4;
+    jp.store_words = 64;
+    assert_int_equal(sr_pipe_job_add(n->sw[0], JOB, &jp), 0);
+    sr_join_req_pack(rq, &(sr_join_req){.token = 0, .cookie = 0});
+    for (unsigned i = 0; i < SR_JOIN_REQ_WORDS; i++)
+        words[i] = (int32_t)sr_get_be32(rq + 4 * i);
+    for (unsigned w = 0; w < N; w++) {
+        sr_hdr h = {.op = SR_OP_JOIN, .seq = 500 + w, .aux = 77, .count = SR_JOIN_REQ_WORDS};
+
+        send_w(n, w, h, words);
+    }
+    run(n);
+    for (unsigned w = 0; w < N; w++) {
+        assert_int_equal(got(n, w, SR_OP_JOIN_ACK, NULL, NULL), 0);
+        assert_int_equal(got(n, w, SR_OP_ERROR, &e, NULL), 1);
+        assert_int_equal(e.status, SR_ST_BAD_COUNT);
+        assert_int_equal(e.aux, SR_OP_JOIN);
+    }
+}
+
 /* Leaf 0's workers send 8 values, leaf 1's 7: the root poisons the round,
  * and every worker learns MISMATCH from its resend or probe. */
 static void test_mismatch_between_leaves(void **state)
@@ -685,6 +720,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_round_uneven, setup_3_1, teardown),
         cmocka_unit_test_setup_teardown(test_lost_partial_and_result, setup, teardown),
         cmocka_unit_test_setup_teardown(test_parent_refuses, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_root_misfit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mismatch_between_leaves, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mismatch_within_leaf, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ssp, setup, teardown),
