@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * upstream.c - a leaf of an aggregation tree: the Upstream control of
- * p4/include/upstream.p4, rule for rule (p4/README.md,
- * "Trees").
+ * upstream.c - a leaf of an aggregation tree: the controls of
+ * p4/include/upstream.p4, rule for rule where one packet in, one out
+ * allows (p4/README.md, "Trees", lists where the P4 leaf differs).
  *
  * A leaf job (params.up) is an ordinary job of the tree's N workers that
  * serves a range of their ids (local_first, local_n), with a parent at
@@ -22,8 +22,9 @@
  *
  * State per leaf job: up_bound and up_nonce (the parent acknowledged the
  * leaf's JOIN in this incarnation), up_err (it refused it for good), and
- * per cell up_wait and up_ms (services.h). Every answer from the parent is matched against it; what
- * matches nothing is counted (up_dropped) and dropped.
+ * per cell up_wait and up_ms (services.h). Every answer from the parent is
+ * matched against it; what matches nothing is counted (up_dropped) and
+ * dropped.
  */
 #include <string.h>
 
