@@ -120,9 +120,10 @@ void sr_allreduce_up_answer(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const u
 /* Has the parent acknowledged the leaf's JOIN in this incarnation? */
 int sr_up_bound(const sr_pipe_job *j);
 
-/* The status with which the parent refused the leaf's JOIN for good in
- * this incarnation (UNKNOWN_JOB, NOT_MEMBER, DENIED; BAD_COUNT or BAD_SLOT
- * when its job's packets or pool do not fit the leaf's), or 0. */
+/* The status with which the parent refused the leaf's JOIN in this
+ * incarnation (UNKNOWN_JOB, NOT_MEMBER, DENIED, JOB_IN_USE; BAD_COUNT or
+ * BAD_SLOT when its job's packets or pool do not fit the leaf's), until it
+ * acknowledges one, or 0. */
 unsigned sr_up_refused(const sr_pipe_job *j);
 
 /* The leaf's own JOIN to its parent's job, as member up_member. */

@@ -21,7 +21,7 @@
  * (allreduce.c's up_pending, and the JOINs below).
  *
  * State per leaf job: up_bound and up_nonce (the parent acknowledged the
- * leaf's JOIN in this incarnation), up_err (it refused it for good), and
+ * leaf's JOIN in this incarnation), up_err (it refused it), and
  * per cell up_wait and up_ms (services.h). Every answer from the parent is
  * matched against it; what matches nothing is counted (up_dropped) and
  * dropped.
@@ -213,14 +213,15 @@ static void self_answer(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const uint8
         if (h->aux == SR_OP_LEAVE)
             break;
         if (h->aux == SR_OP_JOIN) {
-            /* Refused for good (no such job there, not a member, not its
-             * token): the workers learn it from their next resend or probe
-             * (allreduce.c) instead of waiting for their deadline. A busy
-             * job (JOB_IN_USE, STALE) may free up: the workers' next
-             * resend sends the JOIN again either way. */
+            /* Refused (no such job there, not a member, not its token, or
+             * a previous run still bound there, as a single switch would
+             * refuse the workers' own JOIN): the workers learn it from
+             * their next resend or probe (allreduce.c) instead of waiting
+             * for their deadline. The JOIN goes again with each of them
+             * all the same, for a parent that frees up or is fixed. */
             if (h->worker == j->params.up_member &&
                 (h->status == SR_ST_UNKNOWN_JOB || h->status == SR_ST_NOT_MEMBER ||
-                 h->status == SR_ST_DENIED)) {
+                 h->status == SR_ST_DENIED || h->status == SR_ST_JOB_IN_USE)) {
                 j->up_err = h->status;
                 j->up_err_nonce = j->nonce;
             }
