@@ -69,6 +69,11 @@
 #define SR_ROCE_WRITE_ONLY_IMM 0x2bu /* UC (0x20) | RDMA WRITE Only with Immediate (0x0b) */
 #define SR_ROCE_QPN_MASK 0xffffffu   /* 24-bit QP numbers and PSNs */
 #define SR_ROCE_PSN_MASK 0xffffffu
+/* The UDP source port of the switch's answers: this base | the low 14 bits
+ * of its QP number (RoCEv2 leaves the source port to the sender, for ECMP
+ * entropy; rdma-core's rxe uses the same range). */
+#define SR_ROCE_SPORT_BASE 0xc000u
+#define SR_ROCE_SPORT_QP_MASK 0x3fffu
 
 /* The switch's QP of (job, worker): a tag bit, the job, the worker. QP 0
  * and 1 are special in InfiniBand; the tag keeps every switch QP above. */

@@ -237,6 +237,7 @@ int cf_step(cf_ctx *c, const uint8_t *frame, size_t len, uint64_t ts, int record
         src.ip = a.src_ip;
         src.port = a.src_port;
         sr_pipe_process(c->pipe, &src, msg, msg_len, c->out);
+        sr_roce_sw_learn(c->roce, NULL, c->out);
     } else {
         return 0;
     }

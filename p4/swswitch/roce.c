@@ -2,7 +2,7 @@
 /*
  * roce.c - the software switch's RoCEv2 port (roce.h): frames in, Serene
  * messages to the pipeline, its answers out as RoCEv2 frames, and the QP
- * table that makes them acceptable to each worker's UC QP.
+ * table that makes them acceptable to each worker's UC QP (roce.h).
  *
  * The table is open addressing with linear probing on SR_ROCE_QPN(job,
  * worker); entries are never removed (a binding that moves to another QP
@@ -19,6 +19,7 @@ typedef struct roce_qp {
     uint32_t qpn;  /* the worker's QP */
     uint32_t psn;  /* next PSN sent on it */
     sr_peer peer;  /* where the binding's packets come from */
+    int live;      /* 0: the binding rejoined over UDP */
 } roce_qp;
 
 struct sr_roce_sw {
@@ -75,24 +76,31 @@ int sr_roce_sw_ingress(sr_roce_sw *s, const uint8_t *frame, size_t len, uint8_t 
 
 void sr_roce_sw_learn(sr_roce_sw *s, const sr_roce_req *req, const sr_pipe_out *out)
 {
-    if (req->opcode != SR_ROCE_SEND_ONLY_IMM)
+    if (req && req->opcode != SR_ROCE_SEND_ONLY_IMM)
         return;
     for (unsigned i = 0; i < out->n; i++) {
         const sr_pipe_action *a = &out->act[i];
         if (a->hdr.op != SR_OP_JOIN_ACK || a->multicast || a->n_dests != 1)
             continue;
         uint32_t key = SR_ROCE_QPN(a->hdr.job, a->dests[0].worker);
+        if (!req) { /* a UDP JOIN: the binding is UDP's now */
+            roce_qp *q = slot_of(s, key);
+            if (q && q->key == key)
+                q->live = 0;
+            continue;
+        }
         roce_qp *q = key == req->dst_qpn ? slot_of(s, key) : NULL;
         if (!q) {
             s->c.qp_full += key == req->dst_qpn;
             continue;
         }
-        if (q->key != key || q->qpn != req->src_qpn || q->peer.ip != a->dests[0].peer.ip ||
-            q->peer.port != a->dests[0].peer.port) {
+        if (q->key != key || !q->live || q->qpn != req->src_qpn ||
+            q->peer.ip != a->dests[0].peer.ip || q->peer.port != a->dests[0].peer.port) {
             q->key = key;
             q->qpn = req->src_qpn;
             q->psn = 0;
             q->peer = a->dests[0].peer;
+            q->live = 1;
             s->c.learnt++;
         }
     }
@@ -103,7 +111,7 @@ static roce_qp *qp_of(const sr_roce_sw *s, const sr_pipe_action *a, unsigned k)
 {
     roce_qp *q = slot_of(s, SR_ROCE_QPN(a->hdr.job, a->dests[k].worker));
     const sr_peer *p = &a->dests[k].peer;
-    return q && q->key && q->peer.ip == p->ip && q->peer.port == p->port ? q : NULL;
+    return q && q->key && q->live && q->peer.ip == p->ip && q->peer.port == p->port ? q : NULL;
 }
 
 int sr_roce_sw_is_roce(const sr_roce_sw *s, const sr_roce_req *req, const sr_pipe_action *a,
@@ -142,7 +150,7 @@ size_t sr_roce_sw_egress(sr_roce_sw *s, const sr_roce_req *req, const sr_pipe_ac
         return 0;
     }
     p.a = *addr;
-    p.a.src_port = (uint16_t)(SR_ROCE_SPORT_BASE | (src_qpn & 0x3fffu));
+    p.a.src_port = (uint16_t)(SR_ROCE_SPORT_BASE | (src_qpn & SR_ROCE_SPORT_QP_MASK));
     p.a.dst_port = SR_ROCE_UDP_PORT;
     p.dst_qpn = dst_qpn;
     p.psn = *psn;

@@ -32,7 +32,6 @@
 #include "proto/roce.h"
 
 #define SR_ROCE_SW_QPS 4096u /* RoCE bindings the switch holds at most (a power of 2) */
-#define SR_ROCE_SPORT_BASE 0xc000u /* answers' UDP source port: base | QP bits, for ECMP */
 
 #define SR_ROCE_SW_COUNTERS(X)                                                                    \
     X(rx)       /* RoCE frames handed to the pipeline */                                         \
@@ -72,8 +71,10 @@ void sr_roce_sw_destroy(sr_roce_sw **s);
 int sr_roce_sw_ingress(sr_roce_sw *s, const uint8_t *frame, size_t len, uint8_t *msg,
                        sr_peer *src, sr_roce_req *req);
 
-/* After sr_pipe_process of a RoCE request: a JOIN_ACK answering a SEND
- * binds the QP of (job, worker) to the SEND's source QP and address. */
+/* After sr_pipe_process of a request (req NULL: it came over UDP): a
+ * JOIN_ACK answering a SEND binds the QP of (job, worker) to the SEND's
+ * source QP and address; one answering a UDP JOIN ends the binding's RoCE
+ * QP (its answers go as UDP from then on). */
 void sr_roce_sw_learn(sr_roce_sw *s, const sr_roce_req *req, const sr_pipe_out *out);
 
 /* Whether replica k of a, the answer to req (NULL: a UDP request), goes

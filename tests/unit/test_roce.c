@@ -305,7 +305,7 @@ static void test_switch_qp_table(void **state)
     assert_int_equal(p.dst_qpn, 0x1a0);
     assert_int_equal(p.psn, 0);
     assert_int_equal(p.m.imm, SR_ROCE_QPN(3, 1));
-    assert_int_equal(p.a.src_port, SR_ROCE_SPORT_BASE | (SR_ROCE_QPN(3, 1) & 0x3fff));
+    assert_int_equal(p.a.src_port, SR_ROCE_SPORT_BASE | (SR_ROCE_QPN(3, 1) & SR_ROCE_SPORT_QP_MASK));
     /* JOIN_ACK: learnt; a multicast replica to that address now goes out
      * as RoCE, PSN 0, 1, 2 ... */
     act->hdr.op = SR_OP_JOIN_ACK;
@@ -321,6 +321,13 @@ static void test_switch_qp_table(void **state)
     }
     /* Another address for the same worker: not this QP's. */
     act->dests[0].peer.port = 47002;
+    assert_false(sr_roce_sw_is_roce(s, NULL, act, 0));
+    act->dests[0].peer.port = 47001;
+    /* The worker joins again over UDP: its answers are UDP's. */
+    act->hdr.op = SR_OP_JOIN_ACK;
+    act->multicast = 0;
+    sr_roce_sw_learn(s, NULL, &out);
+    act->multicast = 1;
     assert_false(sr_roce_sw_is_roce(s, NULL, act, 0));
     sr_roce_sw_counters_get(s, &c);
     assert_int_equal(c.learnt, 1);
