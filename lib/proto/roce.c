@@ -96,14 +96,15 @@ int sr_roce_to_msg(const sr_roce_msg *r, uint32_t dst_qpn, uint8_t *out, size_t 
             return SR_ROCE_BAD_MSG;
         /* Toward the switch, the header and the QP must name the same
          * binding: a SEND to (job, worker)'s QP speaks for that worker only. */
-        if ((dst_qpn & SR_ROCE_QPN_TAG) && dst_qpn != SR_ROCE_QPN(h.job, h.worker))
+        if (SR_ROCE_IS_SWITCH_QPN(dst_qpn) &&
+            (h.worker >= SR_WIRE_MAX_WORKERS || dst_qpn != SR_ROCE_QPN(h.job, h.worker)))
             return SR_ROCE_BAD_MSG;
         memcpy(out, r->payload, r->payload_len);
         return (int)r->payload_len;
     }
     if (r->opcode != SR_ROCE_WRITE_ONLY_IMM)
         return SR_ROCE_BAD_OPCODE;
-    if (!(dst_qpn & SR_ROCE_QPN_TAG) || dst_qpn > SR_ROCE_QPN_MASK)
+    if (!SR_ROCE_IS_SWITCH_QPN(dst_qpn))
         return SR_ROCE_BAD_MSG;
     if (r->payload_len % 4u || r->payload_len / 4u > SR_WIRE_MAX_ELEMS)
         return SR_ROCE_BAD_LENGTH;

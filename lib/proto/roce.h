@@ -81,6 +81,8 @@
 #define SR_ROCE_QPN_TAG 0x800000u
 #define SR_ROCE_QPN(job, worker)                                                                   \
     (SR_ROCE_QPN_TAG | (uint32_t)(job) << SR_ROCE_WORKER_BITS | (uint32_t)(worker))
+/* A switch QP: bit 23 set, bit 22 clear (the job takes bits 21..6). */
+#define SR_ROCE_IS_SWITCH_QPN(qpn) (((qpn) >> 22) == 2u)
 _Static_assert(1u << SR_ROCE_WORKER_BITS == SR_WIRE_MAX_WORKERS, "a worker id fills its bits");
 _Static_assert(SR_ROCE_QPN(0xffffu, SR_WIRE_MAX_WORKERS - 1u) <= SR_ROCE_QPN_MASK,
                "every (job, worker) has a 24-bit QP number");

@@ -173,6 +173,7 @@ static void test_write_roundtrip(void **state)
     assert_memory_equal(back, msg, SR_WIRE_HDR_LEN);
     /* A WRITE to a QP that is no switch binding's carries no message. */
     assert_int_equal(sr_roce_to_msg(&p.m, 0x1a0, back, sizeof back), SR_ROCE_BAD_MSG);
+    assert_int_equal(sr_roce_to_msg(&p.m, 0xc00000, back, sizeof back), SR_ROCE_BAD_MSG);
 }
 
 /* Other ops: SEND, the message itself as payload, ImmDt the source QP; a
