@@ -76,33 +76,35 @@ int sr_roce_sw_ingress(sr_roce_sw *s, const uint8_t *frame, size_t len, uint8_t 
 
 void sr_roce_sw_learn(sr_roce_sw *s, const sr_roce_req *req, const sr_pipe_out *out)
 {
-    if (req && req->opcode != SR_ROCE_SEND_ONLY_IMM)
+    for (unsigned i = 0; i < out->n; i++)
+        sr_roce_sw_learn_action(s, req, &out->act[i]);
+}
+
+void sr_roce_sw_learn_action(sr_roce_sw *s, const sr_roce_req *req, const sr_pipe_action *a)
+{
+    if ((req && req->opcode != SR_ROCE_SEND_ONLY_IMM) || a->hdr.op != SR_OP_JOIN_ACK ||
+        a->multicast || a->n_dests != 1 || a->dests[0].worker >= SR_WIRE_MAX_WORKERS)
         return;
-    for (unsigned i = 0; i < out->n; i++) {
-        const sr_pipe_action *a = &out->act[i];
-        if (a->hdr.op != SR_OP_JOIN_ACK || a->multicast || a->n_dests != 1)
-            continue;
-        uint32_t key = SR_ROCE_QPN(a->hdr.job, a->dests[0].worker);
-        if (!req) { /* a UDP JOIN: the binding is UDP's now */
-            roce_qp *q = slot_of(s, key);
-            if (q && q->key == key)
-                q->live = 0;
-            continue;
-        }
-        roce_qp *q = key == req->dst_qpn ? slot_of(s, key) : NULL;
-        if (!q) {
-            s->c.qp_full += key == req->dst_qpn;
-            continue;
-        }
-        if (q->key != key || !q->live || q->qpn != req->src_qpn ||
-            q->peer.ip != a->dests[0].peer.ip || q->peer.port != a->dests[0].peer.port) {
-            q->key = key;
-            q->qpn = req->src_qpn;
-            q->psn = 0;
-            q->peer = a->dests[0].peer;
-            q->live = 1;
-            s->c.learnt++;
-        }
+    uint32_t key = SR_ROCE_QPN(a->hdr.job, a->dests[0].worker);
+    if (!req) { /* a UDP JOIN: the binding is UDP's now */
+        roce_qp *q = slot_of(s, key);
+        if (q && q->key == key)
+            q->live = 0;
+        return;
+    }
+    roce_qp *q = key == req->dst_qpn ? slot_of(s, key) : NULL;
+    if (!q) {
+        s->c.qp_full += key == req->dst_qpn;
+        return;
+    }
+    if (q->key != key || !q->live || q->qpn != req->src_qpn || q->peer.ip != a->dests[0].peer.ip ||
+        q->peer.port != a->dests[0].peer.port) {
+        q->key = key;
+        q->qpn = req->src_qpn;
+        q->psn = 0;
+        q->peer = a->dests[0].peer;
+        q->live = 1;
+        s->c.learnt++;
     }
 }
 
@@ -120,13 +122,49 @@ int sr_roce_sw_is_roce(const sr_roce_sw *s, const sr_roce_req *req, const sr_pip
     return (req && !a->multicast) || qp_of(s, a, k) != NULL;
 }
 
+/* The SEND of msg (len bytes) from switch QP src_qpn to worker QP
+ * dst_qpn with PSN *psn, which goes up on success. */
+static size_t send_frame(sr_roce_sw *s, uint32_t src_qpn, uint32_t dst_qpn, uint32_t *psn,
+                         const uint8_t *msg, size_t len, const sr_frame_addr *addr,
+                         uint8_t *frame, size_t cap)
+{
+    sr_roce_pkt p;
+
+    /* The switch answers with SENDs only (roce.h): no answer is an AR_DATA. */
+    if (sr_roce_from_msg(msg, len, src_qpn, &p.m) || p.m.opcode != SR_ROCE_SEND_ONLY_IMM)
+        return 0;
+    p.a = *addr;
+    p.a.src_port = (uint16_t)(SR_ROCE_SPORT_BASE | (src_qpn & SR_ROCE_SPORT_QP_MASK));
+    p.a.dst_port = SR_ROCE_UDP_PORT;
+    p.dst_qpn = dst_qpn;
+    p.psn = *psn;
+    size_t n = sr_roce_frame_pack(frame, cap, &p);
+    if (n) {
+        *psn = (*psn + 1u) & SR_ROCE_PSN_MASK;
+        s->c.tx++;
+    }
+    return n;
+}
+
+size_t sr_roce_sw_egress_msg(sr_roce_sw *s, const sr_peer *dst, const uint8_t *msg, size_t len,
+                             const sr_frame_addr *addr, uint8_t *frame, size_t cap)
+{
+    sr_hdr h;
+
+    if (sr_msg_parse(msg, len, &h, NULL) != SR_PARSE_OK || h.worker >= SR_WIRE_MAX_WORKERS)
+        return 0;
+    roce_qp *q = slot_of(s, SR_ROCE_QPN(h.job, h.worker));
+    if (!q || !q->key || !q->live || q->peer.ip != dst->ip || q->peer.port != dst->port)
+        return 0;
+    return send_frame(s, q->key, q->qpn, &q->psn, msg, len, addr, frame, cap);
+}
+
 size_t sr_roce_sw_egress(sr_roce_sw *s, const sr_roce_req *req, const sr_pipe_action *a,
                          unsigned k, const sr_frame_addr *addr, uint8_t *frame, size_t cap)
 {
     roce_qp *q = qp_of(s, a, k);
     size_t len = SR_WIRE_HDR_LEN + a->payload_len;
     uint32_t zero_psn = 0, *psn, dst_qpn, src_qpn;
-    sr_roce_pkt p;
 
     if (req && !a->multicast && req->opcode == SR_ROCE_SEND_ONLY_IMM) {
         /* The SEND's source QP; its PSN is the table's when it is the
@@ -144,23 +182,8 @@ size_t sr_roce_sw_egress(sr_roce_sw *s, const sr_roce_req *req, const sr_pipe_ac
     }
     sr_pipe_replica_hdr(a, k, s->msg);
     sr_pipe_payload_write(a, s->msg + SR_WIRE_HDR_LEN);
-    /* The switch answers with SENDs only (roce.h): no answer is an AR_DATA. */
-    if (sr_roce_from_msg(s->msg, len, src_qpn, &p.m) || p.m.opcode != SR_ROCE_SEND_ONLY_IMM) {
-        s->c.no_qp++;
-        return 0;
-    }
-    p.a = *addr;
-    p.a.src_port = (uint16_t)(SR_ROCE_SPORT_BASE | (src_qpn & SR_ROCE_SPORT_QP_MASK));
-    p.a.dst_port = SR_ROCE_UDP_PORT;
-    p.dst_qpn = dst_qpn;
-    p.psn = *psn;
-    size_t n = sr_roce_frame_pack(frame, cap, &p);
-    if (!n) {
-        s->c.no_qp++;
-        return 0;
-    }
-    *psn = (*psn + 1u) & SR_ROCE_PSN_MASK;
-    s->c.tx++;
+    size_t n = send_frame(s, src_qpn, dst_qpn, psn, s->msg, len, addr, frame, cap);
+    s->c.no_qp += n == 0;
     return n;
 }
 

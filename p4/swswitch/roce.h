@@ -76,6 +76,8 @@ int sr_roce_sw_ingress(sr_roce_sw *s, const uint8_t *frame, size_t len, uint8_t 
  * source QP and address; one answering a UDP JOIN ends the binding's RoCE
  * QP (its answers go as UDP from then on). */
 void sr_roce_sw_learn(sr_roce_sw *s, const sr_roce_req *req, const sr_pipe_out *out);
+/* The same for one action. */
+void sr_roce_sw_learn_action(sr_roce_sw *s, const sr_roce_req *req, const sr_pipe_action *a);
 
 /* Whether replica k of a, the answer to req (NULL: a UDP request), goes
  * out as RoCE (above). */
@@ -90,6 +92,14 @@ int sr_roce_sw_is_roce(const sr_roce_sw *s, const sr_roce_req *req, const sr_pip
  * replica has no RoCE QP or the frame would not fit. */
 size_t sr_roce_sw_egress(sr_roce_sw *s, const sr_roce_req *req, const sr_pipe_action *a,
                          unsigned k, const sr_frame_addr *addr, uint8_t *frame, size_t cap);
+
+/* A message of len bytes (header and payload) to dst, out of any
+ * request's context (a copy the fault injector held): RoCE when its
+ * header's (job, worker) has a QP learnt from dst, as sr_roce_sw_egress
+ * sends a multicast replica. Returns the frame's length, or 0 when it is
+ * not RoCE's (no QP; not counted) or does not fit. */
+size_t sr_roce_sw_egress_msg(sr_roce_sw *s, const sr_peer *dst, const uint8_t *msg, size_t len,
+                             const sr_frame_addr *addr, uint8_t *frame, size_t cap);
 
 void sr_roce_sw_counters_get(const sr_roce_sw *s, sr_roce_sw_counters *c);
 
