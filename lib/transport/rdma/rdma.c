@@ -59,10 +59,12 @@ typedef struct rdma_state {
     unsigned mtu;      /* the path MTU in bytes: a RoCE payload's limit */
     uint32_t peer_qpn; /* the switch's QP of this (job, rank) */
     int armed;         /* the receive CQ is armed for one event */
+    int mtu_said;      /* the path MTU's limit was logged (once per context) */
+    int post_said;     /* an ibv_post_send failure was logged (once per context) */
     unsigned n_stash;  /* completions found by wait, handed out by recv first */
     struct ibv_wc stash[SR_TP_BURST];
     struct {
-        uint64_t tx, rx, tx_full, rx_foreign, tx_err, rx_err;
+        uint64_t tx, rx, tx_full, rx_foreign, tx_err, rx_err, tx_mtu;
     } c;
 } rdma_state;
 
@@ -92,8 +94,9 @@ static void rdma_close(void *state)
         return;
     SR_INFO(r->log,
             "rdma: tx=%" PRIu64 " rx=%" PRIu64 " tx_full=%" PRIu64 " tx_err=%" PRIu64
-            " rx_err=%" PRIu64 " rx_foreign=%" PRIu64,
-            r->c.tx, r->c.rx, r->c.tx_full, r->c.tx_err, r->c.rx_err, r->c.rx_foreign);
+            " tx_mtu=%" PRIu64 " rx_err=%" PRIu64 " rx_foreign=%" PRIu64,
+            r->c.tx, r->c.rx, r->c.tx_full, r->c.tx_err, r->c.tx_mtu, r->c.rx_err,
+            r->c.rx_foreign);
     if (r->qp)
         ibv_destroy_qp(r->qp);
     if (r->scq)
@@ -318,25 +321,39 @@ static int rdma_send(void *state, const struct iovec *msgs, unsigned n)
     rdma_state *r = state;
     struct ibv_send_wr wr[SR_TP_BURST], *bad = NULL;
     struct ibv_sge sge[SR_TP_BURST];
-    unsigned k = 0;
+    unsigned k = 0, taken = 0, msg_of[SR_TP_BURST];
 
     reap_tx(r);
-    for (unsigned i = 0; i < n; i++) {
+    for (unsigned i = 0; i < n; i++, taken = i) {
         if (r->tx_busy + k == TX_SLOTS) {
-            r->c.tx_full += n - i; /* lost: the engine recovers them */
+            r->c.tx_full++; /* the queue is full: the rest count as lost */
             break;
         }
         uint8_t *buf = tx_buf(r, r->tx_next);
         sr_roce_msg m;
-        if (msgs[i].iov_len > SR_WIRE_MAX_MSG)
-            return SERENE_ERR_INVAL;
+        /* The engine builds every message; one that is not Serene's is
+         * counted and dropped, not posted. */
+        if (msgs[i].iov_len > SR_WIRE_MAX_MSG) {
+            r->c.tx_err++;
+            continue;
+        }
         memcpy(buf, msgs[i].iov_base, msgs[i].iov_len);
-        if (sr_roce_from_msg(buf, msgs[i].iov_len, r->qp->qp_num, &m))
-            return SERENE_ERR_INVAL;
-        if (m.payload_len > r->mtu) {
-            SR_ERR(r->log, "rdma: a %zu-byte RoCE payload exceeds the path MTU of %u bytes: "
-                   "use a job with fewer elements per packet (roce.h)", m.payload_len, r->mtu);
-            return SERENE_ERR_CONFIG;
+        if (sr_roce_from_msg(buf, msgs[i].iov_len, r->qp->qp_num, &m)) {
+            r->c.tx_err++;
+            continue;
+        }
+        /* One packet per message, and the switch's answer to an AR_DATA
+         * (a SEND of its header and values) must fit one too. */
+        size_t need = m.opcode == SR_ROCE_WRITE_ONLY_IMM ? SR_WIRE_HDR_LEN + m.payload_len
+                                                          : m.payload_len;
+        if (need > r->mtu) {
+            if (!r->mtu_said++)
+                SR_ERR(r->log, "rdma: a %zu-byte message exceeds the path MTU of %u bytes and "
+                       "is not sent (the call will time out): use a job of at most %u values "
+                       "per packet, or a larger MTU (lib/transport/rdma/README.md)",
+                       need, r->mtu, (r->mtu - SR_WIRE_HDR_LEN) / 4u);
+            r->c.tx_mtu++;
+            continue;
         }
         memset(&wr[k], 0, sizeof wr[k]);
         sge[k].addr = (uintptr_t)m.payload;
@@ -356,21 +373,44 @@ static int rdma_send(void *state, const struct iovec *msgs, unsigned n)
         }
         if (k)
             wr[k - 1].next = &wr[k];
-        k++;
+        msg_of[k++] = i;
         r->tx_next = (r->tx_next + 1) % TX_SLOTS;
     }
     if (!k)
-        return 0;
+        return (int)taken; /* none, or all beyond the MTU (taken, and lost) */
     int rc = ibv_post_send(r->qp, wr, &bad);
     unsigned posted = rc ? (unsigned)(bad - wr) : k;
     r->tx_busy += posted;
     r->c.tx += posted;
     if (rc) {
+        /* The QP refused work request `posted` on: its buffers are free
+         * again, and its message and the later ones were not taken. */
         r->c.tx_err += k - posted;
-        SR_ERR(r->log, "rdma: ibv_post_send: %s", strerror(rc));
-        return posted ? (int)posted : SERENE_ERR_TRANSPORT;
+        r->tx_next = (r->tx_next + TX_SLOTS - (k - posted)) % TX_SLOTS;
+        if (!r->post_said++)
+            SR_ERR(r->log, "rdma: ibv_post_send: %s", strerror(rc));
+        return msg_of[posted] ? (int)msg_of[posted] : SERENE_ERR_TRANSPORT;
     }
-    return (int)posted;
+    return (int)taken;
+}
+
+/* A JOIN_ACK names the job's values per packet: say at once, not at the
+ * first call's deadline, when the answers would not fit the path MTU. */
+static void check_join_ack(rdma_state *r, const uint8_t *msg, size_t len)
+{
+    sr_hdr h;
+    const uint8_t *pl;
+    sr_join_params jp;
+
+    if (len < SR_WIRE_HDR_LEN || msg[SR_WIRE_OFF_OP] != SR_OP_JOIN_ACK ||
+        sr_msg_parse(msg, len, &h, &pl) != SR_PARSE_OK || h.count < SR_JOIN_PARAMS_WORDS)
+        return;
+    sr_join_params_unpack(pl, &jp);
+    if (SR_WIRE_HDR_LEN + 4ull * jp.elems_per_pkt > r->mtu && !r->mtu_said++)
+        SR_ERR(r->log, "rdma: the job's %u values per packet need a path MTU of %u bytes, this "
+               "port's is %u: allreduce calls will time out; use a job of at most %u values per "
+               "packet, or a larger MTU (lib/transport/rdma/README.md)", jp.elems_per_pkt,
+               SR_WIRE_HDR_LEN + 4u * jp.elems_per_pkt, r->mtu, (r->mtu - SR_WIRE_HDR_LEN) / 4u);
 }
 
 static int rdma_recv(void *state, uint8_t *const *bufs, uint32_t *lens, unsigned n, uint32_t cap,
@@ -408,6 +448,7 @@ static int rdma_recv(void *state, uint8_t *const *bufs, uint32_t *lens, unsigned
             memcpy(bufs[got], msg, wc[i].byte_len);
             lens[got++] = wc[i].byte_len;
             r->c.rx++;
+            check_join_ack(r, msg, wc[i].byte_len);
         }
         /* A flushed buffer (QP in error) is not posted again. */
         if (wc[i].status != IBV_WC_WR_FLUSH_ERR && post_rx(r, slot))
