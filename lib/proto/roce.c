@@ -178,7 +178,8 @@ size_t sr_roce_frame_pack(uint8_t *frame, size_t cap, const sr_roce_pkt *p)
     }
     sr_put_be32(q, m->imm);
     q += SR_ROCE_IMM_LEN;
-    memmove(q, m->payload, m->payload_len);
+    if (m->payload_len) /* a zero-length WRITE may have no payload pointer */
+        memmove(q, m->payload, m->payload_len);
     size_t len = sr_frame_pack(frame, cap, &p->a, udp_payload);
     if (!len)
         return 0;

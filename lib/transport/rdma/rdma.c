@@ -272,7 +272,9 @@ static int rdma_open(void **state, const serene_config *cfg, const sr_log *log)
     }
     r->mtu = mtu_bytes(port.active_mtu);
     r->peer_qpn = SR_ROCE_QPN((uint32_t)cfg->job_id, (uint32_t)cfg->rank);
-    size_t bytes = (size_t)(TX_SLOTS + RX_SLOTS) * SR_WIRE_MAX_MSG;
+    /* Whole pages: registered memory is pinned by the page, and C11's
+     * aligned_alloc wants a size that is a multiple of the alignment. */
+    size_t bytes = ((size_t)(TX_SLOTS + RX_SLOTS) * SR_WIRE_MAX_MSG + 4095u) & ~(size_t)4095u;
     struct ibv_qp_init_attr qa;
     memset(&qa, 0, sizeof qa);
     qa.qp_type = IBV_QPT_UC;
