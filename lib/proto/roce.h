@@ -14,9 +14,15 @@
  * Every Serene message is exactly one RoCE packet: a message "ONLY"
  * opcode, so a lost packet loses one message, which the one retransmission
  * engine recovers (UC drops a whole message when one of its packets is
- * lost: a message per slot keeps that loss to the one slot). The NIC cuts
- * and builds the packets; the CPU posts one work request per message and a
- * window of them with one doorbell.
+ * lost: a message per slot keeps that loss to the one slot). The NIC builds
+ * the packets; the CPU posts one work request per message and a window of
+ * them with one doorbell. A window as one multi-packet WRITE (the NIC
+ * cutting it at the MTU) is not used: only its first packet has a RETH and
+ * its last an ImmDt, so the middle packets could carry their own slot,
+ * shadow bit and exponents only in their payload, which the NIC cuts at the
+ * MTU: values per packet would have to be MTU / 4 - 1 (255, 1023), which
+ * the P4 program's 32 lanes cannot hold, and one lost packet would lose
+ * the rest of the window.
  *
  * Two opcodes, chosen by the message's op:
  *
