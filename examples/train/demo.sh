@@ -7,8 +7,10 @@
 #
 #   examples/train/demo.sh [--build DIR] [--out DIR] [--data FILE]
 #       [--policies LIST] [--seeds LIST] [--workers N] [--iters I]
-#       [--batch B] [--lr LR] [--straggler SPEC] [--mean-iter-ms T]
+#       [--batch B] [--lr LR] [--straggler SPEC] [--straggler-ranks LIST]
+#       [--split iid|noniid:F] [--target-acc A] [--mean-iter-ms T]
 #       [--t-ref clean|bsp-stragglers] [--timeout SEC] [--no-plots]
+#       [--calibrate-only]
 #
 # Policies (comma list, default bsp,ssp10,asp,dynamic,allreduce):
 #   bsp        the switch's barrier with staleness 0
@@ -37,7 +39,8 @@ repo=$(cd "$here/../.." && pwd)
 
 build=$repo/build out="" data="" policies=bsp,ssp10,asp,dynamic,allreduce seeds=1
 workers=4 iters=1000 batch=32 lr=0.05 straggler=slow:0.15:0.5:2 mean_ms="" t_ref=clean timeout=120 plots=1
-usage() { sed -n '4,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+strag_ranks="" split=iid target=0.91 calib_only=0
+usage() { sed -n '4,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
     --build) build=$2; shift 2 ;;
@@ -50,10 +53,14 @@ while [ $# -gt 0 ]; do
     --batch) batch=$2; shift 2 ;;
     --lr) lr=$2; shift 2 ;;
     --straggler) straggler=$2; shift 2 ;;
+    --straggler-ranks) strag_ranks=$2; shift 2 ;;
+    --split) split=$2; shift 2 ;;
+    --target-acc) target=$2; shift 2 ;;
     --mean-iter-ms) mean_ms=$2; shift 2 ;;
     --t-ref) t_ref=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
     --no-plots) plots=0; shift ;;
+    --calibrate-only) calib_only=1; shift ;;
     -h | --help) usage ;;
     *) echo "demo.sh: unknown argument '$1'" >&2; usage ;;
     esac
@@ -64,6 +71,9 @@ die() { echo "demo.sh: $*" >&2; exit 1; }
 [[ $timeout =~ ^[0-9]+$ ]] && [ "$timeout" -ge 1 ] || die "--timeout: seconds >= 1"
 [[ $seeds =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--seeds: a comma list of numbers"
 [[ $t_ref =~ ^(clean|bsp-stragglers)$ ]] || die "--t-ref: clean or bsp-stragglers"
+[[ $split =~ ^(iid|noniid:(0|1|0?\.[0-9]+|1\.0*))$ ]] || die "--split: iid or noniid:F (0 <= F <= 1)"
+[[ $target =~ ^(0?\.[0-9]+|1|1\.0*)$ ]] || die "--target-acc: an accuracy in (0, 1]"
+[ -z "$strag_ranks" ] || [[ $strag_ranks =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--straggler-ranks: a comma list of ranks"
 [ -z "$mean_ms" ] || [[ $mean_ms =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--mean-iter-ms: milliseconds"
 IFS=, read -r -a pol_list <<<"$policies"
 for p in "${pol_list[@]}"; do
@@ -147,8 +157,9 @@ EOF
     fi
     local targs=(--data "$data" --out "$dir" --mode "$mode" --iters "$n" --batch "$batch"
         --lr "$lr" --straggler "$strag" --seed "$seed" --eval-every "$eval_every"
-        --train-eval 500 --test-eval 1000)
+        --train-eval 500 --test-eval 1000 --split "$split" --target-acc "$target")
     [ -n "$tms" ] && targs+=(--mean-iter-ms "$tms")
+    [ -n "$strag_ranks" ] && [ "$strag" != none ] && targs+=(--straggler-ranks "$strag_ranks")
     local t0=$SECONDS
     SERENE_TIMEOUT_MS=20000 "$RUN" -n "$workers" --switch "127.0.0.1:$port" --timeout "$timeout" \
         -- "$TRAIN" "${targs[@]}" >"$dir/ranks.log" 2>&1 &
@@ -214,6 +225,7 @@ if [ "$t_ref" = bsp-stragglers ]; then
 else
     echo "mean iteration time without stragglers T = $mean_ms ms"
 fi
+[ "$calib_only" = 0 ] || exit 0
 echo "stragglers: $straggler"
 
 IFS=, read -r -a seed_list <<<"$seeds"
@@ -259,7 +271,7 @@ awk -F, '
       if (!(k in lo) || $3 < lo[k]) lo[k] = $3; if ($3 > hi[k]) hi[k] = $3 }
     END {
         printf "%-10s %8s %13s %8s %8s %8s %8s %8s %10s\n", "policy", "JCT (s)", "(min-max)", "vs BSP",
-               "wait (s)", "vs BSP", "test acc", "vs BSP", "to 0.91 (s)"
+               "wait (s)", "vs BSP", "test acc", "vs BSP", "to " target " (s)"
         for (i = 1; i <= np; i++) {
             k = order[i]; J[k] = median(jct[k]); W[k] = median(w[k]); A[k] = median(acc[k])
         }
@@ -273,9 +285,10 @@ awk -F, '
             printf "%-10s %8.2f %13s %8s %8.2f %8s %8.4f %8s %10s\n", k, J[k],
                    (n[k] > 1 ? sprintf("(%.2f-%.2f)", lo[k], hi[k]) : ""), cj, W[k], cw, A[k], ca, t
         }
-    }' "$summary" | tee "$out/table.txt"
+    }' target="$target" "$summary" | tee "$out/table.txt"
 nseeds=${#seed_list[@]}
-echo "($workers workers, $iters iterations, batch $batch, stragglers $straggler, T = $mean_ms ms ($t_ref);"
+echo "($workers workers, $iters iterations, batch $batch, lr $lr, split $split, stragglers $straggler${strag_ranks:+ on ranks $strag_ranks},"
+echo " T = $mean_ms ms ($t_ref);"
 echo " medians over $nseeds seed(s): $seeds; per run: $summary)"
 
 # ---- the plots -------------------------------------------------------
