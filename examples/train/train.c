@@ -53,7 +53,7 @@
 #define MAX_ITERS 1000000L
 
 typedef struct opts {
-    const char *data, *out, *straggler, *ranks, *split;
+    const char *data, *out, *straggler, *ranks, *split, *metrics;
     int store_mode;
     double noniid; /* --split noniid:F: F; -1 for iid */
     long iters, batch, hidden, eval_every, warmup, train_eval, test_eval, frac_bits;
@@ -87,6 +87,9 @@ static const char usage_text[] =
     "  --test-eval N            test images scored per snapshot (default 1000; the final\n"
     "                           model is scored on the whole test split)\n"
     "  --test-frac F            share of the images held out for testing (default 0.2)\n"
+    "  --metrics FILE           rank 0 appends 'CLOCK LOSS' (the mean training loss of the\n"
+    "                           last --eval-every iterations) at every snapshot, for\n"
+    "                           serene-ctl run --metrics\n"
     "  --target-acc A           test accuracy for time-to-accuracy (default 0.91)\n"
     "  --frac-bits B            store fixed-point fraction bits (default 24)\n";
 
@@ -136,6 +139,7 @@ static void parse_opts(int argc, char **argv, opts *o)
         {"seed", required_argument, NULL, 'S'},        {"eval-every", required_argument, NULL, 'e'},
         {"train-eval", required_argument, NULL, 'E'},  {"test-eval", required_argument, NULL, 'X'},
         {"test-frac", required_argument, NULL, 'f'},   {"split", required_argument, NULL, 'P'},
+        {"metrics", required_argument, NULL, 'M'},
         {"target-acc", required_argument, NULL, 'a'},  {"frac-bits", required_argument, NULL, 'F'},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0},
     };
@@ -175,6 +179,7 @@ static void parse_opts(int argc, char **argv, opts *o)
             else
                 usage_error("--split: '%s' is not iid or noniid:F (0 <= F <= 1)", optarg);
             break;
+        case 'M': o->metrics = optarg; break;
         case 'a': o->target = opt_double("--target-acc", optarg, 0, 1); break;
         case 'F': o->frac_bits = opt_long("--frac-bits", optarg, 0, 30); break;
         case 'h': fputs(usage_text, stdout); exit(0);
@@ -490,19 +495,39 @@ static int train(run *r)
                 np, serene_store_capacity(r->ctx), np);
         return 1;
     }
-    if (start_barrier(r))
+    FILE *mf = NULL;
+    if (o->metrics && r->rank == 0 && !(mf = fopen(o->metrics, "w"))) {
+        fprintf(stderr, "serene-train: cannot write --metrics %s: %s\n", o->metrics,
+                strerror(errno));
         return 1;
+    }
+    if (start_barrier(r)) {
+        if (mf)
+            fclose(mf);
+        return 1;
+    }
     r->start_ns = real_ns();
     r->t_start = mono_s();
     uint64_t batch_rng = o->seed * 0x2545f4914f6cdd1dull + (uint64_t)r->rank;
     size_t pos = 0, s = 0;
     double ar_min = INFINITY;
     for (long it = 0; it < o->iters; it++) {
-        if (iterate(r, it, &batch_rng, &pos, &ar_min))
+        if (iterate(r, it, &batch_rng, &pos, &ar_min)) {
+            if (mf)
+                fclose(mf);
             return 1;
+        }
         if ((it + 1) % o->eval_every == 0 || it + 1 == o->iters) {
             memcpy(r->snaps + s * np, r->w, np * sizeof *r->w);
             r->snap_iter[s++] = it;
+            if (mf) { /* the clock this iteration ended is it */
+                double sum = 0;
+                long k0 = s > 1 ? r->snap_iter[s - 2] + 1 : 0;
+                for (long k = k0; k <= it; k++)
+                    sum += r->rows[k].loss;
+                fprintf(mf, "%ld %.6f\n", it, sum / (double)(it + 1 - k0));
+                fflush(mf);
+            }
             if (r->rank == 0) {
                 printf("progress %ld/%ld\n", it + 1, o->iters);
                 fflush(stdout);
@@ -511,6 +536,10 @@ static int train(run *r)
     }
     r->end_ns = real_ns();
     r->n_snaps = s;
+    if (mf && fclose(mf)) {
+        fprintf(stderr, "serene-train: writing --metrics %s: %s\n", o->metrics, strerror(errno));
+        return 1;
+    }
     double cum_wait = 0.0;
     for (long it = 0; it < o->iters; it++) {
         if (!o->store_mode)
