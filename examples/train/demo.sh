@@ -8,7 +8,7 @@
 #   examples/train/demo.sh [--build DIR] [--out DIR] [--data FILE]
 #       [--policies LIST] [--seeds LIST] [--workers N] [--iters I]
 #       [--batch B] [--lr LR] [--straggler SPEC] [--straggler-ranks LIST]
-#       [--split iid|noniid:F] [--target-acc A] [--mean-iter-ms T]
+#       [--split iid|noniid:F] [--target-acc A] [--eval-every E] [--mean-iter-ms T]
 #       [--t-ref clean|bsp-stragglers] [--timeout SEC] [--no-plots]
 #       [--calibrate-only]
 #
@@ -16,10 +16,16 @@
 #   bsp        the switch's barrier with staleness 0
 #   sspS       SSP with staleness S (ssp10: the paper's s = 10)
 #   asp        no barrier (bounded only by the switch's clock ring, 64)
-#   dynamic    starts BSP; serene-ctl run raises the staleness by 5 (at most
-#              10) whenever workers were held in more than 30% of its samples
-#              over 10 clocks, and returns to BSP for the last 10% of the
-#              clocks so the job converges synchronously
+#   dynamic    starts SSP(3); serene-ctl run raises the staleness by 30 (at
+#              most 60, near ASP's 62) when some worker was held in more than
+#              half of its samples over 5 clocks (a straggler: the others run
+#              ahead), lowers it by 30 (to 3 at least) once the clock spread
+#              stayed under 3 for 20 clocks (the straggler caught up), and
+#              returns to BSP for the last 10% of the clocks so the job
+#              converges synchronously (see README.md)
+#   dynbsp     the earlier dynamic policy: starts BSP, raises the staleness
+#              by 5 (at most 10) whenever workers were held in more than 30%
+#              of the samples over 10 clocks, BSP for the last 10%
 #   allreduce  no store: serene_allreduce of the gradients every iteration
 # Straggler pattern (default slow:0.15:0.5:2, the paper's): see
 # straggler.h. The delays scale with T, the mean iteration time without
@@ -39,7 +45,7 @@ repo=$(cd "$here/../.." && pwd)
 
 build=$repo/build out="" data="" policies=bsp,ssp10,asp,dynamic,allreduce seeds=1
 workers=4 iters=1000 batch=32 lr=0.05 straggler=slow:0.15:0.5:2 mean_ms="" t_ref=clean timeout=120 plots=1
-strag_ranks="" split=iid target=0.91 calib_only=0
+strag_ranks="" split=iid target=0.91 calib_only=0 eval_every=
 usage() { sed -n '4,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -56,6 +62,7 @@ while [ $# -gt 0 ]; do
     --straggler-ranks) strag_ranks=$2; shift 2 ;;
     --split) split=$2; shift 2 ;;
     --target-acc) target=$2; shift 2 ;;
+    --eval-every) eval_every=$2; shift 2 ;;
     --mean-iter-ms) mean_ms=$2; shift 2 ;;
     --t-ref) t_ref=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
@@ -77,8 +84,8 @@ die() { echo "demo.sh: $*" >&2; exit 1; }
 [ -z "$mean_ms" ] || [[ $mean_ms =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--mean-iter-ms: milliseconds"
 IFS=, read -r -a pol_list <<<"$policies"
 for p in "${pol_list[@]}"; do
-    [[ $p =~ ^(bsp|asp|dynamic|allreduce|ssp[0-9]+)$ ]] ||
-        die "--policies: '$p' is not bsp, sspS, asp, dynamic or allreduce"
+    [[ $p =~ ^(bsp|asp|dynamic|dynbsp|allreduce|ssp[0-9]+)$ ]] ||
+        die "--policies: '$p' is not bsp, sspS, asp, dynamic, dynbsp or allreduce"
     if [[ $p =~ ^ssp([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -gt 62 ]; then
         die "--policies: $p: the switch's ring of 64 allows s <= 62"
     fi
@@ -88,7 +95,7 @@ SWITCH=$build/p4/swswitch/serene-switch CTL=$build/lib/ctl/serene-ctl
 for b in "$TRAIN" "$RUN" "$SWITCH"; do
     [ -x "$b" ] || die "$b not found: build first (meson setup $build && ninja -C $build)"
 done
-case ,$policies, in *,dynamic,*) [ -x "$CTL" ] || die "$CTL not found (the dynamic policy needs serene-ctl)" ;; esac
+case ,$policies, in *,dynamic,* | *,dynbsp,*) [ -x "$CTL" ] || die "$CTL not found (the dynamic policy needs serene-ctl)" ;; esac
 if [ -z "$data" ]; then
     data=$("$here/fetch_data.sh" | tail -n1) || die "no data set (see the fetch_data.sh message)"
 fi
@@ -98,8 +105,9 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 tty=0
 [ -t 1 ] && tty=1
-# Offline accuracy snapshots: about 25 per run.
-eval_every=$(((iters + 24) / 25))
+# Offline accuracy snapshots: about 25 per run unless --eval-every.
+[ -n "$eval_every" ] || eval_every=$(((iters + 24) / 25))
+[[ $eval_every =~ ^[0-9]+$ ]] && [ "$eval_every" -ge 1 ] || die "--eval-every: iterations >= 1"
 
 swpid="" ctlpid="" runpid=""
 stop_pid() { # PID: SIGTERM, SIGKILL after 5 s, reap
@@ -138,19 +146,36 @@ run_one() {
     rm -rf "$dir"
     mkdir -p "$dir"
     case $pol in
-    bsp | dynamic) spec=bsp ;;
+    bsp | dynbsp) spec=bsp ;;
+    dynamic) spec=ssp:3 ;;
     asp) spec=asp ;;
     ssp*) spec=ssp:${pol#ssp} ;;
     allreduce) mode=allreduce ;;
     esac
     start_switch "$dir" "$spec"
     if [ "$pol" = dynamic ]; then
+        # Under BSP some worker is held for part of every clock (the others
+        # finish it first), straggler or not, so the holds are a straggler
+        # signal only above a small bound: the policy starts at SSP(3),
+        # where a worker is held only when one runs 4 clocks behind. Holds
+        # vanish once the bound is raised, straggler or not, so the way
+        # back down is the clock spread (high - low), not the holds.
+        cat >"$dir/policy" <<EOF
+ssp 3
+when wait_fraction > 0.5 for 5 clocks: staleness += 30 max 60
+when spread < 3 for 20 clocks: staleness -= 30 min 3
+when clock >= $((n * 9 / 10)): bsp
+stop at clock $n
+EOF
+    elif [ "$pol" = dynbsp ]; then
         cat >"$dir/policy" <<EOF
 bsp
 when wait_fraction > 0.3 for 10 clocks: staleness += 5 max 10
 when clock >= $((n * 9 / 10)): bsp
 stop at clock $n
 EOF
+    fi
+    if [ -f "$dir/policy" ]; then
         "$CTL" run --control "$dir/ctl" --job 0 "$dir/policy" --interval 10 \
             --duration "$timeout" --log "$dir/ctl.log" >"$dir/ctl.out" 2>"$dir/ctl.err" &
         ctlpid=$!

@@ -35,26 +35,27 @@ csv=$work/m/matrix.csv
 awk -F, '
     function bad(m) { print "FAIL: train-matrix: matrix.csv: " m " (line " NR ": " $0 ")"; err = 1; exit 1 }
     NR == 1 {
-        if ($0 != "regime,straggler,straggler_ranks,split,policy,seed,jct_s,wait_s,final_test_acc,time_to_target_s")
+        if ($0 != "regime,straggler,straggler_ranks,split,policy,seed,jct_s,wait_s,final_test_acc,time_to_target_s,time_to_target3_s")
             bad("header")
         next
     }
     {
-        if (NF != 10) bad(NF " fields")
-        if ($1 != "burst-noniid" || $2 != "burst:3:13:26" || $3 != "1" || $4 != "noniid:0.95") bad("regime columns")
+        if (NF != 11) bad(NF " fields")
+        if ($1 != "burst-noniid" || $2 != "burst:3:4:26" || $3 != "1" || $4 != "noniid:0.95") bad("regime columns")
         if ($5 != (NR == 2 ? "bsp" : "dynamic")) bad("policy " $5)
         if ($6 != 1) bad("seed")
-        for (i = 7; i <= 10; i++) if ($i !~ /^-?[0-9]+(\.[0-9]+)?$/) bad("field " i " not a number")
+        for (i = 7; i <= 11; i++) if ($i !~ /^-?[0-9]+(\.[0-9]+)?$/) bad("field " i " not a number")
         if (!($7 > 0 && $8 >= 0)) bad("JCT or wait")
         if (!($9 >= 0.6 && $9 <= 1)) bad("final accuracy " $9 " not in [0.6, 1]")
         if (!($10 == -1 || ($10 > 0 && $10 <= $7))) bad("time to target " $10 " not -1 nor within the JCT")
+        if (!($11 == -1 || ($11 >= $10 && $10 > 0 && $11 <= $7))) bad("held time to target " $11 " not -1 nor in [first, JCT]")
     }
     END { if (!err && NR != 3) { print "FAIL: train-matrix: matrix.csv has " NR - 1 " runs, expected 2"; exit 1 } }
 ' "$csv" || exit 1
 
 md=$work/m/matrix.md
 grep -q '^| regime | bsp | dynamic | best static | dynamic vs best |$' "$md" || fail "matrix.md: header"
-[ "$(grep -c '^| burst-noniid (burst:3:13:26 on rank 1, noniid:0.95) |' "$md")" = 1 ] ||
+[ "$(grep -c '^| burst-noniid (burst:3:4:26 on rank 1, noniid:0.95) |' "$md")" = 1 ] ||
     fail "matrix.md: no single row for the regime"
 row=$(grep '^| burst-noniid' "$md")
 awk -F'|' '{ exit !(NF == 7 && $5 ~ /^ (bsp|- \(all missed\)) $/) }' <<<"$row" ||
