@@ -30,11 +30,12 @@
 # by every regime. Outputs in --out (default BUILD/train-matrix): REGIME/
 # (demo.sh's output for each regime), matrix.csv (one row per run),
 # matrix.md (medians over the seeds, per regime and policy) and
-# time_to_target.png (gnuplot). The table's time to target is the end of
+# time_to_target.png (gnuplot: median time to target and median final
+# accuracy per regime and policy). The table's time to target is the end of
 # rank 0's first 3 consecutive snapshots whose mean test accuracy reaches
 # the target (time_to_target3_s; time_to_target_s, the first single
-# snapshot at or above it, is in matrix.csv too). Exit status: 0 done; 1 a run failed; 2 bad
-# usage.
+# snapshot at or above it, is in matrix.csv too). Exit status: 0 done; 1 a
+# run failed; 2 bad usage.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -214,49 +215,64 @@ awk -F, -v target="$target" -v seeds="$seeds" -v load="$load" -v iters="$iters" 
 cat "$md"
 echo "per run: $csv; table: $md; $((SECONDS - t0)) s in all"
 
-# ---- the plot: median time to target per regime and policy ------------
+# ---- the plot: median time to target and final accuracy per regime ----
 if [ "$plots" = 1 ]; then
     if ! command -v gnuplot >/dev/null 2>&1; then
         echo "gnuplot not found: no plot (apt-get install gnuplot-nox)"
         exit 0
     fi
-    dat=$out/time_to_target.dat
-    awk -F, '
-        function median(list,    a, n, i, j, t) {
-            n = split(list, a, " ")
-            for (i = 2; i <= n; i++)
-                for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-            return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-        }
-        NR == 1 { next }
-        { r = $1; p = $5
-          if (!(r in seen)) { seen[r] = 1; regs[++nr] = r }
-          if (!(p in ps)) { ps[p] = 1; pols[++np] = p }
-          tt[r, p] = tt[r, p] " " ($11 < 0 ? 1e9 : $11) }
-        END {
-            printf "regime"; for (i = 1; i <= np; i++) printf " %s", pols[i]; printf "\n"
-            for (j = 1; j <= nr; j++) {
-                printf "%s", regs[j]
-                for (i = 1; i <= np; i++) { m = median(tt[regs[j], pols[i]]); printf " %s", (m >= 1e9 ? "NaN" : m) }
-                printf "\n"
+    # COLUMN of matrix.csv -> one row per regime, one column per policy
+    medians() {
+        awk -F, -v col="$1" '
+            function median(list,    a, n, i, j, t) {
+                n = split(list, a, " ")
+                for (i = 2; i <= n; i++)
+                    for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+                return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
             }
-        }' "$csv" >"$dat"
-    term="pngcairo size 1200,600 font 'sans,10'"
-    gnuplot -e "set terminal $term" >/dev/null 2>&1 || term="png size 1200,600"
+            NR == 1 { next }
+            { r = $1; p = $5
+              if (!(r in seen)) { seen[r] = 1; regs[++nr] = r }
+              if (!(p in ps)) { ps[p] = 1; pols[++np] = p }
+              v[r, p] = v[r, p] " " ($col < 0 ? 1e9 : $col) }
+            END {
+                printf "regime"; for (i = 1; i <= np; i++) printf " %s", pols[i]; printf "\n"
+                for (j = 1; j <= nr; j++) {
+                    printf "%s", regs[j]
+                    for (i = 1; i <= np; i++) { m = median(v[regs[j], pols[i]]); printf " %s", (m >= 1e9 ? "NaN" : m) }
+                    printf "\n"
+                }
+            }' "$csv"
+    }
+    medians 11 >"$out/time_to_target.dat"
+    medians 9 >"$out/final_accuracy.dat"
+    # the accuracy axis from 0.05 under the lowest median, in steps of 0.05
+    afloor=$(awk 'NR > 1 { for (i = 2; i <= NF; i++) if ($i != "NaN" && (m == "" || $i < m)) m = $i }
+        END { f = int((m == "" ? 0 : m) * 20) / 20 - 0.05; printf "%.2f", f < 0 ? 0 : f }' \
+        "$out/final_accuracy.dat")
+    term="pngcairo size 1200,900 font 'sans,10'"
+    gnuplot -e "set terminal $term" >/dev/null 2>&1 || term="png size 1200,900"
     np=${#pol_list[@]}
     gnuplot <<EOF || echo "gnuplot failed: no plot"
 set terminal $term
 set output '$out/time_to_target.png'
-set title 'Time to $target test accuracy, held over 3 snapshots (median over seeds $seeds; a missing bar: target missed)'
+set multiplot layout 2,1
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
-set ylabel 'seconds'
-set yrange [0:*]
-set xtics rotate by -30
+set xtics rotate by -20
 set key top left
 set grid ytics
-plot for [i=2:$((np + 1))] '$dat' using i:xtic(1) title columnheader(i)
+set title 'Time to $target test accuracy, held over 3 snapshots (median over seeds $seeds; no bar: missed)'
+set ylabel 'seconds'
+set yrange [0:*]
+plot for [i=2:$((np + 1))] '$out/time_to_target.dat' using i:xtic(1) title columnheader(i)
+set title 'Final test accuracy (median over seeds $seeds)'
+set ylabel 'test accuracy'
+set yrange [$afloor:*]
+set key bottom left
+plot for [i=2:$((np + 1))] '$out/final_accuracy.dat' using i:xtic(1) title columnheader(i)
+unset multiplot
 EOF
     echo "plot: $out/time_to_target.png"
 fi
