@@ -18,7 +18,8 @@ PKGS_BUILD=(build-essential pkg-config meson ninja-build libcmocka-dev libpcap-d
 PKGS_DEMO=(python3 gnuplot-nox) # and npm, unless one is on PATH (nodesource's)
 PKGS_BENCH=(g++ openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox dpdk-dev libnetfilter-queue-dev iptables)
 PKGS_TEST=(libclang-rt-14-dev valgrind tcpdump dpdk-dev g++ python3-torch libtorch-dev python3-numpy
-    libnetfilter-queue-dev iptables) # the last two: link faults on the emulated rack (bench/fabric_nfq)
+    libnetfilter-queue-dev iptables # these two: link faults on the emulated rack (bench/fabric_nfq)
+    libibverbs-dev tshark) # the rdma transport; tshark decodes the RoCEv2 traces
 
 need_pkgs() {
     local missing=()
@@ -76,7 +77,7 @@ test)
     need_pkgs "${PKGS_BUILD[@]}" "${PKGS_TEST[@]}"
     status=0
     echo "=== gcc, -Werror: unit, abi and integration suites"
-    CC=gcc setup_build build-ci-gcc -Dwerror=true -Dtorch=enabled || status=1
+    CC=gcc setup_build build-ci-gcc -Dwerror=true -Dtorch=enabled -Drdma=enabled || status=1
     [ $status -eq 0 ] && { run_suites build-ci-gcc || status=1; }
     echo "=== valgrind memcheck: core unit tests, test_api and isolation (gcc build)"
     if tests/valgrind/run_valgrind.sh build-ci-gcc; then

@@ -54,14 +54,8 @@ for busy in "${LS[@]}"; do
                 tag=$t-e$e-n$n-busy$busy
                 env_=(SERENE_TRANSPORT=udp) sw=()
                 if [ "$t" = dpdk ]; then
-                    vdevs=""
-                    mkdir -p "$TMP/$tag"
-                    for r in $(seq 0 $((n - 1))); do
-                        vdevs+=" --vdev=net_memif$r,role=server,bsize=16384,socket=$TMP/$tag/memif$r"
-                    done
-                    sw=(--switch-arg=--dpdk "--switch-arg=$EAL$vdevs")
-                    env_=(SERENE_TRANSPORT=dpdk SERENE_DPDK_PORT=net_memif0
-                        "SERENE_DPDK_EAL_ARGS=$EAL --vdev=net_memif0,role=client,bsize=16384,socket=$TMP/$tag/memif%r")
+                    memif_args "$TMP/$tag" "$n" "$EAL"
+                    sw=("${MEMIF_SW[@]}") env_=("${MEMIF_ENV[@]}")
                 fi
                 start_loops "$busy"
                 timeout -k 10 900 env "${env_[@]}" "$RUN" -n "$n" --elems "$e" --no-prefix \

@@ -48,6 +48,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MODE=quick BUILD='' OUT='' WORKERS='' SIZES='' REPS='' TRANSPORTS='' ELEMS=256,2048 DPDK_ELEMS=256,2048 CASE_TIMEOUT=900
 DPDK_EAL="--no-huge -m 256 --no-pci --no-shconf --log-level=warning"
 die() { echo "run_suite: $*" >&2; exit 2; }
+# shellcheck source=bench_lib.sh
+. "$(dirname "$0")/bench_lib.sh"
 while [ $# -gt 0 ]; do
     case $1 in
     --quick) MODE=quick ;;
@@ -164,15 +166,10 @@ trap '[ -n "$MEMIF_DIR" ] && rm -rf "$MEMIF_DIR"' EXIT
 # dpdk_setup TAG N: memif sockets for this run; sets SW_ARGS (for serene-run)
 # and DPDK_ENV (for the ranks).
 dpdk_setup() {
-    local tag=$1 n=$2 r vdevs=""
+    local tag=$1 n=$2
     [ -n "$MEMIF_DIR" ] || MEMIF_DIR=$(mktemp -d "${TMPDIR:-/tmp}/serene-bench.XXXXXX") || die "mktemp failed"
-    mkdir -p "$MEMIF_DIR/$tag"
-    for r in $(seq 0 $((n - 1))); do
-        vdevs+=" --vdev=net_memif$r,role=server,bsize=16384,socket=$MEMIF_DIR/$tag/memif$r"
-    done
-    SW_ARGS=(--switch-arg=--dpdk "--switch-arg=$DPDK_EAL$vdevs")
-    DPDK_ENV=(SERENE_TRANSPORT=dpdk SERENE_DPDK_PORT=net_memif0
-        "SERENE_DPDK_EAL_ARGS=$DPDK_EAL --vdev=net_memif0,role=client,bsize=16384,socket=$MEMIF_DIR/$tag/memif%r")
+    memif_args "$MEMIF_DIR/$tag" "$n" "$DPDK_EAL"
+    SW_ARGS=("${MEMIF_SW[@]}") DPDK_ENV=("${MEMIF_ENV[@]}")
 }
 
 for n in "${NS[@]}"; do

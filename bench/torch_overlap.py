@@ -12,6 +12,9 @@ embedded switch); a Gloo group on the same ranks carries the two other
 modes:
   serene  DDP(model)                                 default group "serene"
   hook    DDP(model, process_group=gloo) + register_comm_hook(allreduce_hook)
+  sync    DDP(model, process_group=gloo) + a synchronous hook: the bucket
+          averaged by serene_torch.allreduce_ inside the hook, which returns
+          a completed future (backward waits for every bucket)
   gloo    DDP(model, process_group=gloo)
   local   the model alone, no DDP: the compute, for scale
 The model is an MLP of --layers square Linear layers of --width (4 MiB of
@@ -39,7 +42,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 import serene_torch
 
-MODES = ("serene", "hook", "gloo", "local")
+MODES = ("serene", "hook", "sync", "gloo", "local")
 
 
 def build(args):
@@ -51,6 +54,15 @@ def build(args):
     return torch.nn.Sequential(*layers)
 
 
+def sync_hook(state, bucket):
+    """The synchronous baseline: average the bucket before returning."""
+    buf = bucket.buffer()
+    serene_torch.allreduce_(buf, "avg")
+    fut = torch.futures.Future()
+    fut.set_result(buf)
+    return fut
+
+
 def wrap(mode, gloo, args):
     model = build(args)
     if mode == "local":
@@ -60,6 +72,8 @@ def wrap(mode, gloo, args):
     ddp = DDP(model, process_group=gloo, bucket_cap_mb=args.bucket_mb)
     if mode == "hook":
         ddp.register_comm_hook(None, serene_torch.allreduce_hook)
+    elif mode == "sync":
+        ddp.register_comm_hook(None, sync_hook)
     return ddp
 
 

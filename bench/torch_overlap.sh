@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# torch_overlap.sh [BUILD_DIR] [ARGS...] - run bench/torch_overlap.py under
-# torchrun --standalone --nproc_per_node 2 (python3 -m torch.distributed.run
-# of the Python that imports torch), with the build's serene_torch and
-# serene-switch (default BUILD_DIR: build). ARGS go to torch_overlap.py
-# (--layers, --width, --bucket-mb, --iters, --rounds, --json, ...).
-# OMP_NUM_THREADS defaults to 1: two ranks and the switch share the cores.
+# torch_overlap.sh [BUILD_DIR] [--nproc N] [ARGS...] - run
+# bench/torch_overlap.py under torchrun --standalone --nproc_per_node N
+# (default 2; python3 -m torch.distributed.run of the Python that imports
+# torch), with the build's serene_torch and serene-switch (default
+# BUILD_DIR: build). ARGS go to torch_overlap.py (--layers, --width,
+# --bucket-mb, --iters, --rounds, --json, ...). OMP_NUM_THREADS defaults
+# to 1: the ranks and the switch share the cores.
 # --redirects 1 --tee 1: Debian's torchrun fails with its default 0 under
 # Python 3.11; the rank logs go to a temporary directory, removed at exit.
 set -euo pipefail
@@ -15,6 +16,13 @@ build=build
 if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
     build=$1
     shift
+fi
+nproc=2
+if [ "${1:-}" = --nproc ]; then
+    [ $# -ge 2 ] && [ "$2" -ge 1 ] 2>/dev/null ||
+        { echo "torch_overlap.sh: --nproc needs a rank count >= 1" >&2; exit 2; }
+    nproc=$2
+    shift 2
 fi
 build=$(cd "$build" && pwd)
 [ -d "$build/lib/torch/serene_torch" ] ||
@@ -27,5 +35,5 @@ export PYTHONPATH=$build/lib/torch${PYTHONPATH:+:$PYTHONPATH}
 export SERENE_SWITCH_BIN=$build/p4/swswitch/serene-switch
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 unset SERENE_SWITCH
-"$py" -m torch.distributed.run --standalone --nproc_per_node 2 --max_restarts 0 \
+"$py" -m torch.distributed.run --standalone --nproc_per_node "$nproc" --max_restarts 0 \
     --redirects 1 --tee 1 --log_dir "$logs" "$here/torch_overlap.py" "$@"

@@ -112,6 +112,27 @@ size_t digit_set_shard(const digit_set *set, int rank, int world, uint32_t **out
     return k;
 }
 
+size_t digit_set_shard_noniid(const digit_set *set, int rank, int world, double frac,
+                              uint64_t seed, uint32_t **out)
+{
+    size_t n_train = set->n - set->n_test, k = 0, shared = 0;
+    *out = malloc((n_train ? n_train : 1) * sizeof **out);
+    if (!*out)
+        return 0;
+    for (size_t i = 0; i < n_train; i++) {
+        uint32_t img = set->perm[set->n_test + i];
+        uint64_t s = seed ^ (uint64_t)img * 0xd1342543de82ef95ull;
+        int owner;
+        if (rng_unit(&s) < frac)
+            owner = (int)(set->y[img] % (uint32_t)world);
+        else
+            owner = (int)(shared++ % (size_t)world);
+        if (owner == rank)
+            (*out)[k++] = img;
+    }
+    return k;
+}
+
 void digit_set_free(digit_set *set)
 {
     free(set->x);

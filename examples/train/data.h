@@ -40,6 +40,16 @@ void digit_set_split(digit_set *set, uint64_t seed, double test_frac);
  * image from rank on. *out is malloc'd; returns the count (0 on ENOMEM). */
 size_t digit_set_shard(const digit_set *set, int rank, int world, uint32_t **out);
 
+/* Indices of rank's non-IID shard: each class c has an owner, rank
+ * c % world. Every training image, in the split's order, goes to its
+ * class's owner with probability frac (a draw seeded by seed and the
+ * image's index, the same on every rank), else to the ranks in turn (the
+ * k-th such image to rank k % world). frac 0 is an IID split (not the same
+ * one as digit_set_shard's), frac 1 gives each rank only its own classes.
+ * *out is malloc'd; returns the count (0 on ENOMEM or an empty shard). */
+size_t digit_set_shard_noniid(const digit_set *set, int rank, int world, double frac,
+                              uint64_t seed, uint32_t **out);
+
 void digit_set_free(digit_set *set);
 
 /* splitmix64: small, seeded and the same everywhere. */

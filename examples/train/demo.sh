@@ -7,17 +7,25 @@
 #
 #   examples/train/demo.sh [--build DIR] [--out DIR] [--data FILE]
 #       [--policies LIST] [--seeds LIST] [--workers N] [--iters I]
-#       [--batch B] [--lr LR] [--straggler SPEC] [--mean-iter-ms T]
+#       [--batch B] [--lr LR] [--straggler SPEC] [--straggler-ranks LIST]
+#       [--split iid|noniid:F] [--target-acc A] [--eval-every E] [--mean-iter-ms T]
 #       [--t-ref clean|bsp-stragglers] [--timeout SEC] [--no-plots]
+#       [--calibrate-only]
 #
 # Policies (comma list, default bsp,ssp10,asp,dynamic,allreduce):
 #   bsp        the switch's barrier with staleness 0
 #   sspS       SSP with staleness S (ssp10: the paper's s = 10)
 #   asp        no barrier (bounded only by the switch's clock ring, 64)
-#   dynamic    starts BSP; serene-ctl run raises the staleness by 5 (at most
-#              10) whenever workers were held in more than 30% of its samples
-#              over 10 clocks, and returns to BSP for the last 10% of the
-#              clocks so the job converges synchronously
+#   dynamic    starts SSP(3); serene-ctl run raises the staleness by 30 (at
+#              most 60, near ASP's 62) when some worker was held in more than
+#              half of its samples over 5 clocks (a straggler: the others run
+#              ahead), lowers it by 30 (to 3 at least) once the clock spread
+#              stayed under 3 for 20 clocks (the straggler caught up), and
+#              returns to BSP for the last 10% of the clocks so the job
+#              converges synchronously (see README.md)
+#   dynbsp     the earlier dynamic policy: starts BSP, raises the staleness
+#              by 5 (at most 10) whenever workers were held in more than 30%
+#              of the samples over 10 clocks, BSP for the last 10%
 #   allreduce  no store: serene_allreduce of the gradients every iteration
 # Straggler pattern (default slow:0.15:0.5:2, the paper's): see
 # straggler.h. The delays scale with T, the mean iteration time without
@@ -37,7 +45,8 @@ repo=$(cd "$here/../.." && pwd)
 
 build=$repo/build out="" data="" policies=bsp,ssp10,asp,dynamic,allreduce seeds=1
 workers=4 iters=1000 batch=32 lr=0.05 straggler=slow:0.15:0.5:2 mean_ms="" t_ref=clean timeout=120 plots=1
-usage() { sed -n '4,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+strag_ranks="" split=iid target=0.91 calib_only=0 eval_every=
+usage() { sed -n '4,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
     --build) build=$2; shift 2 ;;
@@ -50,10 +59,15 @@ while [ $# -gt 0 ]; do
     --batch) batch=$2; shift 2 ;;
     --lr) lr=$2; shift 2 ;;
     --straggler) straggler=$2; shift 2 ;;
+    --straggler-ranks) strag_ranks=$2; shift 2 ;;
+    --split) split=$2; shift 2 ;;
+    --target-acc) target=$2; shift 2 ;;
+    --eval-every) eval_every=$2; shift 2 ;;
     --mean-iter-ms) mean_ms=$2; shift 2 ;;
     --t-ref) t_ref=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
     --no-plots) plots=0; shift ;;
+    --calibrate-only) calib_only=1; shift ;;
     -h | --help) usage ;;
     *) echo "demo.sh: unknown argument '$1'" >&2; usage ;;
     esac
@@ -64,11 +78,14 @@ die() { echo "demo.sh: $*" >&2; exit 1; }
 [[ $timeout =~ ^[0-9]+$ ]] && [ "$timeout" -ge 1 ] || die "--timeout: seconds >= 1"
 [[ $seeds =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--seeds: a comma list of numbers"
 [[ $t_ref =~ ^(clean|bsp-stragglers)$ ]] || die "--t-ref: clean or bsp-stragglers"
+[[ $split =~ ^(iid|noniid:(0|1|0?\.[0-9]+|1\.0*))$ ]] || die "--split: iid or noniid:F (0 <= F <= 1)"
+[[ $target =~ ^(0?\.[0-9]+|1|1\.0*)$ ]] || die "--target-acc: an accuracy in (0, 1]"
+[ -z "$strag_ranks" ] || [[ $strag_ranks =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--straggler-ranks: a comma list of ranks"
 [ -z "$mean_ms" ] || [[ $mean_ms =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--mean-iter-ms: milliseconds"
 IFS=, read -r -a pol_list <<<"$policies"
 for p in "${pol_list[@]}"; do
-    [[ $p =~ ^(bsp|asp|dynamic|allreduce|ssp[0-9]+)$ ]] ||
-        die "--policies: '$p' is not bsp, sspS, asp, dynamic or allreduce"
+    [[ $p =~ ^(bsp|asp|dynamic|dynbsp|allreduce|ssp[0-9]+)$ ]] ||
+        die "--policies: '$p' is not bsp, sspS, asp, dynamic, dynbsp or allreduce"
     if [[ $p =~ ^ssp([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -gt 62 ]; then
         die "--policies: $p: the switch's ring of 64 allows s <= 62"
     fi
@@ -78,7 +95,7 @@ SWITCH=$build/p4/swswitch/serene-switch CTL=$build/lib/ctl/serene-ctl
 for b in "$TRAIN" "$RUN" "$SWITCH"; do
     [ -x "$b" ] || die "$b not found: build first (meson setup $build && ninja -C $build)"
 done
-case ,$policies, in *,dynamic,*) [ -x "$CTL" ] || die "$CTL not found (the dynamic policy needs serene-ctl)" ;; esac
+case ,$policies, in *,dynamic,* | *,dynbsp,*) [ -x "$CTL" ] || die "$CTL not found (the dynamic policy needs serene-ctl)" ;; esac
 if [ -z "$data" ]; then
     data=$("$here/fetch_data.sh" | tail -n1) || die "no data set (see the fetch_data.sh message)"
 fi
@@ -88,8 +105,9 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 tty=0
 [ -t 1 ] && tty=1
-# Offline accuracy snapshots: about 25 per run.
-eval_every=$(((iters + 24) / 25))
+# Offline accuracy snapshots: about 25 per run unless --eval-every.
+[ -n "$eval_every" ] || eval_every=$(((iters + 24) / 25))
+[[ $eval_every =~ ^[0-9]+$ ]] && [ "$eval_every" -ge 1 ] || die "--eval-every: iterations >= 1"
 
 swpid="" ctlpid="" runpid=""
 stop_pid() { # PID: SIGTERM, SIGKILL after 5 s, reap
@@ -128,27 +146,45 @@ run_one() {
     rm -rf "$dir"
     mkdir -p "$dir"
     case $pol in
-    bsp | dynamic) spec=bsp ;;
+    bsp | dynbsp) spec=bsp ;;
+    dynamic) spec=ssp:3 ;;
     asp) spec=asp ;;
     ssp*) spec=ssp:${pol#ssp} ;;
     allreduce) mode=allreduce ;;
     esac
     start_switch "$dir" "$spec"
     if [ "$pol" = dynamic ]; then
+        # Under BSP some worker is held for part of every clock (the others
+        # finish it first), straggler or not, so the holds are a straggler
+        # signal only above a small bound: the policy starts at SSP(3),
+        # where a worker is held only when one runs 4 clocks behind. Holds
+        # vanish once the bound is raised, straggler or not, so the way
+        # back down is the clock spread (high - low), not the holds.
+        cat >"$dir/policy" <<EOF
+ssp 3
+when wait_fraction > 0.5 for 5 clocks: staleness += 30 max 60
+when spread < 3 for 20 clocks: staleness -= 30 min 3
+when clock >= $((n * 9 / 10)): bsp
+stop at clock $n
+EOF
+    elif [ "$pol" = dynbsp ]; then
         cat >"$dir/policy" <<EOF
 bsp
 when wait_fraction > 0.3 for 10 clocks: staleness += 5 max 10
 when clock >= $((n * 9 / 10)): bsp
 stop at clock $n
 EOF
+    fi
+    if [ -f "$dir/policy" ]; then
         "$CTL" run --control "$dir/ctl" --job 0 "$dir/policy" --interval 10 \
             --duration "$timeout" --log "$dir/ctl.log" >"$dir/ctl.out" 2>"$dir/ctl.err" &
         ctlpid=$!
     fi
     local targs=(--data "$data" --out "$dir" --mode "$mode" --iters "$n" --batch "$batch"
         --lr "$lr" --straggler "$strag" --seed "$seed" --eval-every "$eval_every"
-        --train-eval 500 --test-eval 1000)
+        --train-eval 500 --test-eval 1000 --split "$split" --target-acc "$target")
     [ -n "$tms" ] && targs+=(--mean-iter-ms "$tms")
+    [ -n "$strag_ranks" ] && [ "$strag" != none ] && targs+=(--straggler-ranks "$strag_ranks")
     local t0=$SECONDS
     SERENE_TIMEOUT_MS=20000 "$RUN" -n "$workers" --switch "127.0.0.1:$port" --timeout "$timeout" \
         -- "$TRAIN" "${targs[@]}" >"$dir/ranks.log" 2>&1 &
@@ -214,6 +250,7 @@ if [ "$t_ref" = bsp-stragglers ]; then
 else
     echo "mean iteration time without stragglers T = $mean_ms ms"
 fi
+[ "$calib_only" = 0 ] || exit 0
 echo "stragglers: $straggler"
 
 IFS=, read -r -a seed_list <<<"$seeds"
@@ -259,7 +296,7 @@ awk -F, '
       if (!(k in lo) || $3 < lo[k]) lo[k] = $3; if ($3 > hi[k]) hi[k] = $3 }
     END {
         printf "%-10s %8s %13s %8s %8s %8s %8s %8s %10s\n", "policy", "JCT (s)", "(min-max)", "vs BSP",
-               "wait (s)", "vs BSP", "test acc", "vs BSP", "to 0.91 (s)"
+               "wait (s)", "vs BSP", "test acc", "vs BSP", "to " target " (s)"
         for (i = 1; i <= np; i++) {
             k = order[i]; J[k] = median(jct[k]); W[k] = median(w[k]); A[k] = median(acc[k])
         }
@@ -273,9 +310,10 @@ awk -F, '
             printf "%-10s %8.2f %13s %8s %8.2f %8s %8.4f %8s %10s\n", k, J[k],
                    (n[k] > 1 ? sprintf("(%.2f-%.2f)", lo[k], hi[k]) : ""), cj, W[k], cw, A[k], ca, t
         }
-    }' "$summary" | tee "$out/table.txt"
+    }' target="$target" "$summary" | tee "$out/table.txt"
 nseeds=${#seed_list[@]}
-echo "($workers workers, $iters iterations, batch $batch, stragglers $straggler, T = $mean_ms ms ($t_ref);"
+echo "($workers workers, $iters iterations, batch $batch, lr $lr, split $split, stragglers $straggler${strag_ranks:+ on ranks $strag_ranks},"
+echo " T = $mean_ms ms ($t_ref);"
 echo " medians over $nseeds seed(s): $seeds; per run: $summary)"
 
 # ---- the plots -------------------------------------------------------

@@ -58,9 +58,19 @@ int straggler_parse(straggler *s, const char *spec, char *why, size_t why_len)
         s->kind = STRAG_HETERO;
         return 0;
     }
+    double start, len;
+    if (strcmp(f[0], "burst") == 0 && n == 4 && !field(f[1], 1, 1000, &s->lo) &&
+        !field(f[2], 0, 1e9, &start) && !field(f[3], 1, 1e9, &len) && start == (uint64_t)start &&
+        len == (uint64_t)len) {
+        s->kind = STRAG_BURST;
+        s->start = (uint64_t)start;
+        s->len = (uint64_t)len;
+        return 0;
+    }
     snprintf(why, why_len,
              "straggler spec '%s' is not none, slow:P:MIN:MAX (0<=P<=1, 0<=MIN<=MAX<=1000), "
-             "fail:P:MS (0<=MS<=3600000) or hetero:F (1<=F<=1000)",
+             "fail:P:MS (0<=MS<=3600000), hetero:F (1<=F<=1000) or burst:F:START:LEN "
+             "(1<=F<=1000, whole 0<=START<=1e9, 1<=LEN<=1e9)",
              spec);
     return -1;
 }
@@ -70,6 +80,7 @@ void straggler_seed(straggler *s, uint64_t seed, int rank)
     s->rng = seed * 0x100000001b3ull ^ (uint64_t)(rank + 1) * 0x9e3779b97f4a7c15ull;
     (void)rng_next(&s->rng);
     s->failed = 0;
+    s->calls = 0;
 }
 
 double straggler_delay(straggler *s, double mean_s)
@@ -77,6 +88,7 @@ double straggler_delay(straggler *s, double mean_s)
     /* Two draws per iteration whatever the kind or outcome: the stream
      * stays aligned with the iteration number. */
     double coin = rng_unit(&s->rng), u = rng_unit(&s->rng);
+    uint64_t call = s->calls++;
     switch (s->kind) {
     case STRAG_SLOW: return coin < s->p ? (s->lo + u * (s->hi - s->lo)) * mean_s : 0.0;
     case STRAG_FAIL:
@@ -86,6 +98,8 @@ double straggler_delay(straggler *s, double mean_s)
         }
         return 0.0;
     case STRAG_HETERO: return (s->lo - 1.0) * mean_s;
+    case STRAG_BURST:
+        return call >= s->start && call - s->start < s->len ? (s->lo - 1.0) * mean_s : 0.0;
     case STRAG_NONE: break;
     }
     return 0.0;

@@ -10,6 +10,9 @@
  *                     probability P, a pause of MS milliseconds
  *   hetero:F          heterogeneous: always (F - 1) x T, i.e. the worker runs
  *                     F times slower than the mean iteration time T
+ *   burst:F:START:LEN transient: (F - 1) x T at the delay calls START ..
+ *                     START + LEN - 1 (0-based, counted from the first call:
+ *                     the first iteration after the warm-up), else nothing
  *
  * T is the mean iteration time without stragglers (given, or measured by
  * the caller during a warm-up). The random stream depends only on the
@@ -22,11 +25,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum straggler_kind { STRAG_NONE, STRAG_SLOW, STRAG_FAIL, STRAG_HETERO } straggler_kind;
+typedef enum straggler_kind {
+    STRAG_NONE,
+    STRAG_SLOW,
+    STRAG_FAIL,
+    STRAG_HETERO,
+    STRAG_BURST
+} straggler_kind;
 
 typedef struct straggler {
     straggler_kind kind;
-    double p, lo, hi; /* slow: P, MIN, MAX; fail: P, MS in lo; hetero: F in lo */
+    double p, lo, hi; /* slow: P, MIN, MAX; fail: P, MS in lo; hetero, burst: F in lo */
+    uint64_t start, len; /* burst: the calls [start, start + len) are slow */
+    uint64_t calls;      /* straggler_delay calls since straggler_seed */
     uint64_t rng;
     int failed; /* fail: the pause happened */
 } straggler;

@@ -53,8 +53,9 @@
 #define MAX_ITERS 1000000L
 
 typedef struct opts {
-    const char *data, *out, *straggler, *ranks;
+    const char *data, *out, *straggler, *ranks, *split, *metrics;
     int store_mode;
+    double noniid; /* --split noniid:F: F; -1 for iid */
     long iters, batch, hidden, eval_every, warmup, train_eval, test_eval, frac_bits;
     double lr, mean_iter_ms, test_frac, target;
     unsigned long long seed;
@@ -71,7 +72,11 @@ static const char usage_text[] =
     "  --batch B                images per rank and iteration (default 32)\n"
     "  --lr LR                  learning rate of each rank's update (default 0.05)\n"
     "  --hidden H               hidden units (default 100)\n"
-    "  --straggler SPEC         none | slow:P:MIN:MAX | fail:P:MS | hetero:F (default none)\n"
+    "  --straggler SPEC         none | slow:P:MIN:MAX | fail:P:MS | hetero:F |\n"
+    "                           burst:F:START:LEN (default none)\n"
+    "  --split iid|noniid:F     shards: every N-th training image (iid, default), or each\n"
+    "                           image to the rank owning its class (label % N) with\n"
+    "                           probability F, else to the ranks in turn\n"
     "  --straggler-ranks LIST   ranks that straggle, e.g. 0,2 (default: all)\n"
     "  --mean-iter-ms T         mean iteration time the delays scale with; default: this\n"
     "                           rank's mean over the warm-up iterations\n"
@@ -82,6 +87,9 @@ static const char usage_text[] =
     "  --test-eval N            test images scored per snapshot (default 1000; the final\n"
     "                           model is scored on the whole test split)\n"
     "  --test-frac F            share of the images held out for testing (default 0.2)\n"
+    "  --metrics FILE           rank 0 appends 'CLOCK LOSS' (the mean training loss of the\n"
+    "                           last --eval-every iterations) at every snapshot, for\n"
+    "                           serene-ctl run --metrics\n"
     "  --target-acc A           test accuracy for time-to-accuracy (default 0.91)\n"
     "  --frac-bits B            store fixed-point fraction bits (default 24)\n";
 
@@ -130,13 +138,15 @@ static void parse_opts(int argc, char **argv, opts *o)
         {"mean-iter-ms", required_argument, NULL, 'T'}, {"warmup", required_argument, NULL, 'w'},
         {"seed", required_argument, NULL, 'S'},        {"eval-every", required_argument, NULL, 'e'},
         {"train-eval", required_argument, NULL, 'E'},  {"test-eval", required_argument, NULL, 'X'},
-        {"test-frac", required_argument, NULL, 'f'},
+        {"test-frac", required_argument, NULL, 'f'},   {"split", required_argument, NULL, 'P'},
+        {"metrics", required_argument, NULL, 'M'},
         {"target-acc", required_argument, NULL, 'a'},  {"frac-bits", required_argument, NULL, 'F'},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0},
     };
     *o = (opts){.store_mode = 1, .iters = 300, .batch = 32, .hidden = 100, .eval_every = 10,
                 .warmup = 10, .train_eval = 1000, .test_eval = 1000, .frac_bits = 24,
-                .lr = 0.05, .test_frac = 0.2, .target = 0.91, .seed = 1, .straggler = "none"};
+                .lr = 0.05, .test_frac = 0.2, .target = 0.91, .seed = 1, .straggler = "none",
+                .split = "iid", .noniid = -1};
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
@@ -160,6 +170,16 @@ static void parse_opts(int argc, char **argv, opts *o)
         case 'E': o->train_eval = opt_long("--train-eval", optarg, 0, 1000000); break;
         case 'X': o->test_eval = opt_long("--test-eval", optarg, 1, 1000000); break;
         case 'f': o->test_frac = opt_double("--test-frac", optarg, 0.01, 0.9); break;
+        case 'P':
+            o->split = optarg;
+            if (strcmp(optarg, "iid") == 0)
+                o->noniid = -1;
+            else if (strncmp(optarg, "noniid:", 7) == 0)
+                o->noniid = opt_double("--split noniid:F", optarg + 7, 0, 1);
+            else
+                usage_error("--split: '%s' is not iid or noniid:F (0 <= F <= 1)", optarg);
+            break;
+        case 'M': o->metrics = optarg; break;
         case 'a': o->target = opt_double("--target-acc", optarg, 0, 1); break;
         case 'F': o->frac_bits = opt_long("--frac-bits", optarg, 0, 30); break;
         case 'h': fputs(usage_text, stdout); exit(0);
@@ -378,12 +398,21 @@ static int write_outputs(run *r, double final_acc, double cum_wait)
             "mean_iter_ms=%.3f\nstraggler=%s\ndelayed_iters=%ld\ndelay_s=%.6f\nstart_ns=%lld\n"
             "end_ns=%lld\n"
             "wall_s=%.6f\ncum_wait_s=%.6f\nfinal_test_acc=%.4f\ntime_to_target_s=%.6f\n"
-            "target_acc=%.4f\nsaturations=%llu\nretransmissions=%llu\nholds=%llu\n",
+            "split=%s\nshard_images=%zu\ntarget_acc=%.4f\nsaturations=%llu\nretransmissions=%llu\nholds=%llu\n",
             r->rank, r->world, o->store_mode ? "store" : "allreduce", o->iters, o->batch, o->lr,
             r->m.n_params, r->mean_s * 1e3, r->straggles ? o->straggler : "none", delayed, delay,
-            r->start_ns, r->end_ns, r->rows[o->iters - 1].t, cum_wait, final_acc, tta, o->target,
+            r->start_ns, r->end_ns, r->rows[o->iters - 1].t, cum_wait, final_acc, tta, o->split,
+            r->n_shard, o->target,
             (unsigned long long)st.saturations, (unsigned long long)st.retransmissions,
             (unsigned long long)st.holds);
+    fprintf(f, "shard_classes=");
+    for (uint32_t c = 0; c < r->ds.classes; c++) {
+        size_t nc = 0;
+        for (size_t i = 0; i < r->n_shard; i++)
+            nc += r->ds.y[r->shard[i]] == c;
+        fprintf(f, "%s%zu", c ? "," : "", nc);
+    }
+    fputc('\n', f);
     if (fclose(f)) {
         fprintf(stderr, "serene-train: rank %d: writing %s: %s\n", r->rank, path, strerror(errno));
         return 1;
@@ -405,7 +434,9 @@ static int setup(run *r)
         fprintf(stderr, "serene-train: out of memory\n");
         return 1;
     }
-    r->n_shard = digit_set_shard(&r->ds, r->rank, r->world, &r->shard);
+    r->n_shard = o->noniid < 0 ? digit_set_shard(&r->ds, r->rank, r->world, &r->shard)
+                               : digit_set_shard_noniid(&r->ds, r->rank, r->world, o->noniid,
+                                                        SPLIT_SEED, &r->shard);
     if (r->n_shard == 0) {
         fprintf(stderr, "serene-train: rank %d of %d gets no training image (%u images)\n",
                 r->rank, r->world, r->ds.n - r->ds.n_test);
@@ -464,19 +495,39 @@ static int train(run *r)
                 np, serene_store_capacity(r->ctx), np);
         return 1;
     }
-    if (start_barrier(r))
+    FILE *mf = NULL;
+    if (o->metrics && r->rank == 0 && !(mf = fopen(o->metrics, "w"))) {
+        fprintf(stderr, "serene-train: cannot write --metrics %s: %s\n", o->metrics,
+                strerror(errno));
         return 1;
+    }
+    if (start_barrier(r)) {
+        if (mf)
+            fclose(mf);
+        return 1;
+    }
     r->start_ns = real_ns();
     r->t_start = mono_s();
     uint64_t batch_rng = o->seed * 0x2545f4914f6cdd1dull + (uint64_t)r->rank;
     size_t pos = 0, s = 0;
     double ar_min = INFINITY;
     for (long it = 0; it < o->iters; it++) {
-        if (iterate(r, it, &batch_rng, &pos, &ar_min))
+        if (iterate(r, it, &batch_rng, &pos, &ar_min)) {
+            if (mf)
+                fclose(mf);
             return 1;
+        }
         if ((it + 1) % o->eval_every == 0 || it + 1 == o->iters) {
             memcpy(r->snaps + s * np, r->w, np * sizeof *r->w);
             r->snap_iter[s++] = it;
+            if (mf) { /* the clock this iteration ended is it */
+                double sum = 0;
+                long k0 = s > 1 ? r->snap_iter[s - 2] + 1 : 0;
+                for (long k = k0; k <= it; k++)
+                    sum += r->rows[k].loss;
+                fprintf(mf, "%ld %.6f\n", it, sum / (double)(it + 1 - k0));
+                fflush(mf);
+            }
             if (r->rank == 0) {
                 printf("progress %ld/%ld\n", it + 1, o->iters);
                 fflush(stdout);
@@ -485,6 +536,10 @@ static int train(run *r)
     }
     r->end_ns = real_ns();
     r->n_snaps = s;
+    if (mf && fclose(mf)) {
+        fprintf(stderr, "serene-train: writing --metrics %s: %s\n", o->metrics, strerror(errno));
+        return 1;
+    }
     double cum_wait = 0.0;
     for (long it = 0; it < o->iters; it++) {
         if (!o->store_mode)

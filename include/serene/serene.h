@@ -91,7 +91,8 @@ extern "C" {
     X(SHUTDOWN, 17, "context is shutting down")                                \
     X(JOB_IN_USE, 18, "the job's previous run still has workers bound at the switch")     \
     X(CONCURRENT, 19, "another thread is inside a call on this context")            \
-    X(DENIED, 20, "the switch refused the job's admission token (SERENE_JOB_TOKEN)")
+    X(DENIED, 20, "the switch refused the job's admission token (SERENE_JOB_TOKEN)")     \
+    X(NODEV, 21, "the transport's device was not found (no RDMA device, or none of that name)")
 
 typedef enum serene_err {
     SERENE_OK = 0,
@@ -150,8 +151,10 @@ typedef struct serene_config {
     /* Local address to bind, "host[:port]"; empty = any, ephemeral port
      * (dpdk: see below). Default "". Env SERENE_BIND. */
     char bind_addr[SERENE_ADDR_MAX];
-    /* Transport name: "udp" (built in), "dpdk", "rdma" when built.
-     * Default "udp". Env SERENE_TRANSPORT. */
+    /* Transport name: "udp" (built in), "dpdk", "rdma" when built;
+     * "rdma:DEVICE" names the RDMA device (e.g. "rdma:mlx5_0"; "rdma" takes
+     * the first; lib/transport/rdma/README.md). Default "udp".
+     * Env SERENE_TRANSPORT. */
     char transport[SERENE_NAME_MAX];
     /* Deadline of every call, in milliseconds from its start (create, each
      * allreduce). Default 30000. Env SERENE_TIMEOUT_MS. */
@@ -278,7 +281,10 @@ typedef struct serene_ctx serene_ctx;
  * SERENE_ERR_JOB_IN_USE (a new job_nonce while workers of the job's previous
  * run are still bound: they leave when their contexts are destroyed, or the
  * operator resets the job on the switch), SERENE_ERR_DENIED (the JOIN did
- * not carry the job's admission token), or -errno.
+ * not carry the job's admission token), SERENE_ERR_NODEV (transport rdma:
+ * no RDMA device on this host, or none of the name given; the log says
+ * which), SERENE_ERR_TRANSPORT (the device or its port cannot be set up),
+ * or -errno.
  * The admission token is read here from the environment, SERENE_JOB_TOKEN
  * (1 to 16 hex digits; unset: none, which only a job without a token
  * admits; serene-run sets a fresh one per launch); this struct has no room

@@ -63,7 +63,8 @@ static const sr_transport *find_transport(const serene_config *cfg, const sr_log
 {
     const sr_transport *tp = sr_transport_find(cfg->transport);
     if (!tp) {
-        int known = !strcmp(cfg->transport, "dpdk") || !strcmp(cfg->transport, "rdma");
+        int known = !strcmp(cfg->transport, "dpdk") || !strcmp(cfg->transport, "rdma") ||
+                    !strncmp(cfg->transport, "rdma:", 5);
         SR_ERR(log, "transport \"%s\" %s", cfg->transport,
                known ? "is not built into this libserene" : "is unknown (try \"udp\")");
         *rc = known ? SERENE_ERR_UNSUPPORTED : SERENE_ERR_CONFIG;

@@ -23,6 +23,12 @@
  *   followed by every static rule that starts later: the switch drops the
  *   rules a change overtakes, so they are installed again.
  * - From the first `when clock >= N` clock on, no reactive change is made.
+ * - spread OP N for K clocks holds when every one of the same samples has
+ *   its high - low (how far the slowest worker trails the fastest) OP N:
+ *   the smallest is compared for > and >=, the largest for < and <=. Unlike
+ *   wait_fraction it does not vanish once the bound is raised above the
+ *   lag, so `spread < N` tells that a straggler caught up, where
+ *   `wait_fraction < X` only tells that nobody is held any more.
  * - loss_plateau counts from the sample where the signal turned on.
  */
 #include <errno.h>
@@ -37,7 +43,8 @@
 
 typedef struct sample {
     uint32_t high;
-    int waiting; /* some worker held: high - low > s */
+    uint32_t spread; /* high - low (0 when low is ahead: a sample between updates) */
+    int waiting;     /* some worker held: high - low > s */
 } sample;
 
 struct serene_ctl_controller {
@@ -131,11 +138,14 @@ static int compare(double x, enum ctl_op op, double t)
     return 0;
 }
 
-/* The window of the last k clocks ending at cur (already recorded): 0 and
- * *wf, or -1 when it is not complete yet. */
-static int window(const serene_ctl_controller *c, const sample *cur, uint32_t k, double *wf)
+/* The window of the last k clocks ending at cur (already recorded): 0 with
+ * the wait fraction *wf and the smallest and largest spread, or -1 when it
+ * is not complete yet. */
+static int window(const serene_ctl_controller *c, const sample *cur, uint32_t k, double *wf,
+                  uint32_t *spread_lo, uint32_t *spread_hi)
 {
     unsigned total = 0, waiting = 0;
+    uint32_t lo = UINT32_MAX, hi = 0;
 
     for (unsigned i = c->count; i-- > 0;) {
         const sample *h = &c->hist[(c->head + i) % HISTORY];
@@ -145,12 +155,18 @@ static int window(const serene_ctl_controller *c, const sample *cur, uint32_t k,
             break;
         total++;
         waiting += h->waiting != 0;
+        if (h->spread > hi)
+            hi = h->spread;
+        if (h->spread < lo)
+            lo = h->spread;
         if (i == 0)
             return -1; /* no sample old enough yet */
     }
     if (total == 0)
         return -1;
     *wf = (double)waiting / (double)total;
+    *spread_lo = lo;
+    *spread_hi = hi;
     return 0;
 }
 
@@ -191,7 +207,8 @@ unsigned serene_ctl_controller_step(serene_ctl_controller *c, const serene_ctl_s
     for (unsigned i = 1; i < p->n_rules; i++)
         if (p->rules[i].from <= next && p->rules[i].from > c->armed && st->high != UINT32_MAX)
             c->armed = p->rules[i].from;
-    cur = (sample){st->high, (int32_t)(st->high - st->low) > (int32_t)applied_s(st)};
+    int32_t lag = (int32_t)(st->high - st->low);
+    cur = (sample){st->high, lag > 0 ? (uint32_t)lag : 0, lag > (int32_t)applied_s(st)};
     if (st->high != UINT32_MAX) {
         if (c->count == HISTORY) {
             c->head = (c->head + 1) % HISTORY;
@@ -213,11 +230,15 @@ unsigned serene_ctl_controller_step(serene_ctl_controller *c, const serene_ctl_s
         serene_ctl_mode nm;
         uint32_t ns;
         double wf = 0;
+        uint32_t spread = 0, lo, hi;
 
         if (r->cond == CTL_COND_CLOCK)
             continue;
-        if (r->cond == CTL_COND_WAIT) {
-            if (window(c, &cur, r->clocks, &wf) || !compare(wf, r->op, r->threshold))
+        if (r->cond == CTL_COND_WAIT || r->cond == CTL_COND_SPREAD) {
+            if (window(c, &cur, r->clocks, &wf, &lo, &hi))
+                continue;
+            spread = r->op == CTL_OP_GT || r->op == CTL_OP_GE ? lo : hi;
+            if (!compare(r->cond == CTL_COND_WAIT ? wf : (double)spread, r->op, r->threshold))
                 continue;
         } else if (!c->plateau_on || c->plateau_since < c->armed ||
                    st->high - c->plateau_since < r->clocks) {
@@ -229,6 +250,10 @@ unsigned serene_ctl_controller_step(serene_ctl_controller *c, const serene_ctl_s
         if (r->cond == CTL_COND_WAIT)
             snprintf(out[n].why, sizeof out[n].why,
                      "wait_fraction %.3f %s %g over %" PRIu32 " clocks (rule at %d:%d)", wf,
+                     ctl_op_name(r->op), r->threshold, r->clocks, r->line, r->col);
+        else if (r->cond == CTL_COND_SPREAD)
+            snprintf(out[n].why, sizeof out[n].why,
+                     "spread %" PRIu32 " %s %g over %" PRIu32 " clocks (rule at %d:%d)", spread,
                      ctl_op_name(r->op), r->threshold, r->clocks, r->line, r->col);
         else
             snprintf(out[n].why, sizeof out[n].why,

@@ -21,6 +21,7 @@ enum ctl_cond {
     CTL_COND_WAIT,    /* wait_fraction OP X for K clocks */
     CTL_COND_CLOCK,   /* clock >= N */
     CTL_COND_PLATEAU, /* loss_plateau for K clocks */
+    CTL_COND_SPREAD,  /* spread OP N for K clocks */
 };
 
 enum ctl_op { CTL_OP_GT, CTL_OP_GE, CTL_OP_LT, CTL_OP_LE };
@@ -34,7 +35,7 @@ enum ctl_act {
 typedef struct ctl_reactive {
     enum ctl_cond cond;
     enum ctl_op op;
-    double threshold;    /* wait_fraction */
+    double threshold;    /* wait_fraction; spread: N */
     uint32_t clocks;     /* K of "for K clocks", or N of "clock >= N" */
     enum ctl_act act;
     serene_ctl_mode mode; /* CTL_ACT_MODE */

@@ -14,6 +14,7 @@
  *   stop      := 'stop' 'at' 'clock' NUM
  *   when      := 'when' cond ':' action
  *   cond      := 'wait_fraction' cmp REAL 'for' NUM 'clocks'
+ *              | 'spread' cmp NUM 'for' NUM 'clocks'
  *              | 'loss_plateau' 'for' NUM 'clocks'
  *              | 'clock' '>=' NUM
  *   cmp       := '>' | '>=' | '<' | '<='
@@ -32,10 +33,13 @@
  *   wins); it is compiled into the static rules, and once clock N is reached
  *   the controller makes no more reactive changes (the job converges under
  *   a fixed policy).
- * - `when wait_fraction ...` and `when loss_plateau ...` are reactive: only
+ * - `when wait_fraction ...`, `when spread ...` and `when loss_plateau ...` are reactive: only
  *   `serene-ctl run` evaluates them (see controller.c). wait_fraction is the
  *   fraction of the controller's status samples over the last K clocks in
- *   which some worker was held (high - low > s).
+ *   which some worker was held (high - low > s). `spread OP N` holds when
+ *   the clock spread high - low (how far the slowest worker trails the
+ *   fastest, whatever the policy lets them do) is OP N in every one of
+ *   those samples.
  *   loss_plateau needs a loss signal the switch does not have: it comes from
  *   a metrics file (serene-ctl run --metrics FILE); without one it never
  *   fires.
@@ -391,25 +395,34 @@ static int when_stmt(parser *ps)
     next(ps); /* when */
     if (ps->pol->n_reactive == CTL_MAX_REACTIVE)
         return fail_at(ps, &at, "more than %d 'when' rules", CTL_MAX_REACTIVE);
-    if (is_word(&ps->t, "wait_fraction")) {
-        r.cond = CTL_COND_WAIT;
+    if (is_word(&ps->t, "wait_fraction") || is_word(&ps->t, "spread")) {
+        int spread = is_word(&ps->t, "spread");
+        r.cond = spread ? CTL_COND_SPREAD : CTL_COND_WAIT;
         next(ps);
         switch (ps->t.kind) {
         case T_GT: r.op = CTL_OP_GT; break;
         case T_GE: r.op = CTL_OP_GE; break;
         case T_LT: r.op = CTL_OP_LT; break;
         case T_LE: r.op = CTL_OP_LE; break;
-        default: return unexpected(ps, "'>', '>=', '<' or '<=' after 'wait_fraction'");
+        default: return unexpected(ps, spread ? "'>', '>=', '<' or '<=' after 'spread'"
+                                              : "'>', '>=', '<' or '<=' after 'wait_fraction'");
         }
         next(ps);
-        if (ps->t.kind != T_NUM)
-            return unexpected(ps, "a fraction in 0..1");
-        char buf[40];
-        snprintf(buf, sizeof buf, "%.*s", ps->t.len > 39 ? 39 : (int)ps->t.len, ps->t.p);
-        r.threshold = strtod(buf, NULL);
-        if (r.threshold > 1.0 || ps->t.len > 39)
-            return fail_at(ps, &ps->t, "wait_fraction threshold %s is outside 0..1", buf);
-        next(ps);
+        if (spread) {
+            uint32_t n;
+            if ((rc = number(ps, "a number of clocks after the comparison", &n)))
+                return rc;
+            r.threshold = n;
+        } else {
+            if (ps->t.kind != T_NUM)
+                return unexpected(ps, "a fraction in 0..1");
+            char buf[40];
+            snprintf(buf, sizeof buf, "%.*s", ps->t.len > 39 ? 39 : (int)ps->t.len, ps->t.p);
+            r.threshold = strtod(buf, NULL);
+            if (r.threshold > 1.0 || ps->t.len > 39)
+                return fail_at(ps, &ps->t, "wait_fraction threshold %s is outside 0..1", buf);
+            next(ps);
+        }
         if ((rc = for_clocks(ps, "the threshold", &r.clocks)))
             return rc;
     } else if (is_word(&ps->t, "loss_plateau")) {
@@ -426,10 +439,10 @@ static int when_stmt(parser *ps)
         if ((rc = number(ps, "a clock after 'clock >='", &r.clocks)))
             return rc;
     } else if (ps->t.kind == T_WORD) {
-        return fail_at(ps, &ps->t, "unknown condition '%.*s' (wait_fraction, loss_plateau or clock)",
+        return fail_at(ps, &ps->t, "unknown condition '%.*s' (wait_fraction, spread, loss_plateau or clock)",
                        ps->t.len > 32 ? 32 : (int)ps->t.len, ps->t.p);
     } else {
-        return unexpected(ps, "a condition (wait_fraction, loss_plateau or clock)");
+        return unexpected(ps, "a condition (wait_fraction, spread, loss_plateau or clock)");
     }
     if (ps->t.kind != T_COLON)
         return unexpected(ps, "':' before the action");
@@ -682,6 +695,9 @@ int serene_ctl_policy_print(const serene_ctl_policy *p, FILE *f)
         if (r->cond == CTL_COND_WAIT)
             fprintf(f, "wait_fraction %s %g for %" PRIu32 " clocks", ctl_op_name(r->op),
                     r->threshold, r->clocks);
+        else if (r->cond == CTL_COND_SPREAD)
+            fprintf(f, "spread %s %g for %" PRIu32 " clocks", ctl_op_name(r->op), r->threshold,
+                    r->clocks);
         else if (r->cond == CTL_COND_PLATEAU)
             fprintf(f, "loss_plateau for %" PRIu32 " clocks", r->clocks);
         else

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "proto/roce.h"
 #include "proto/wire.h"
 
 /* ---- the P4 header serene_h --------------------------------------------- */
@@ -161,6 +162,20 @@ static const struct constant constants[] = {
     DEFINE(SR_FRAME_HLEN, "bytes in front of the Serene header"),
     CONST(SR_ETHERTYPE_IPV4, 16, 1, "EtherType of IPv4"),
     CONST(SR_IPPROTO_UDP, 8, 0, "IPv4 protocol number of UDP"),
+
+    SEC("RoCEv2 (lib/proto/roce.h): Serene messages as UC packets, the rdma transport"),
+    CONST(SR_ROCE_UDP_PORT, 16, 0, "IANA: RoCEv2"),
+    CONST(SR_ROCE_SEND_ONLY_IMM, 8, 1, "BTH opcode: UC SEND Only with Immediate (every op but AR_DATA)"),
+    CONST(SR_ROCE_WRITE_ONLY_IMM, 8, 1, "BTH opcode: UC RDMA WRITE Only with Immediate (AR_DATA)"),
+    CONST(SR_ROCE_PKEY, 16, 1, "BTH P_Key: the default partition"),
+    CONST(SR_ROCE_QPN_TAG, 24, 1, "tag bit of the switch's QP numbers: tag | job << 6 | worker"),
+    DEFINE(SR_ROCE_WORKER_BITS, "worker bits of a switch QP number"),
+    CONST(SR_ROCE_SPORT_BASE, 16, 1, "UDP source port of the switch's answers: base | QP & mask"),
+    CONST(SR_ROCE_SPORT_QP_MASK, 16, 1, "QP bits of the answers' UDP source port"),
+    DEFINE(SR_ROCE_BTH_LEN, "Base Transport Header bytes"),
+    DEFINE(SR_ROCE_RETH_LEN, "RDMA Extended Transport Header bytes (WRITE)"),
+    DEFINE(SR_ROCE_IMM_LEN, "Immediate Data bytes"),
+    DEFINE(SR_ROCE_ICRC_LEN, "Invariant CRC bytes, least significant byte first"),
 };
 
 /* ---- output ------------------------------------------------------------- */

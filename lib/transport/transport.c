@@ -12,12 +12,16 @@ static const sr_transport *const transports[] = {
 #ifdef SERENE_HAVE_DPDK
     &sr_transport_dpdk,
 #endif
+#ifdef SERENE_HAVE_RDMA
+    &sr_transport_rdma,
+#endif
 };
 
 const sr_transport *sr_transport_find(const char *name)
 {
+    size_t len = strcspn(name, ":");
     for (size_t i = 0; i < sizeof transports / sizeof transports[0]; i++)
-        if (!strcmp(transports[i]->name, name))
+        if (strlen(transports[i]->name) == len && !strncmp(transports[i]->name, name, len))
             return transports[i];
     return NULL;
 }

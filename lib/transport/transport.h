@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * transport.h - the table every transport fills (udp now; dpdk, rdma later).
+ * transport.h - the table every transport fills (udp; dpdk and rdma when built).
  *
  * A transport moves whole Serene messages (header + payload) between this
  * worker and the switch. It is unreliable by contract: it may drop, and the
@@ -69,8 +69,12 @@ extern const sr_transport sr_transport_udp;
 #ifdef SERENE_HAVE_DPDK
 extern const sr_transport sr_transport_dpdk; /* transport/dpdk/dpdk.c */
 #endif
+#ifdef SERENE_HAVE_RDMA
+extern const sr_transport sr_transport_rdma; /* transport/rdma/rdma.c */
+#endif
 
-/* The transport called name, or NULL if this build has none of that name. */
+/* The transport called name, or NULL if this build has none of that name.
+ * What follows a ':' in name is the transport's own (rdma: the device). */
 const sr_transport *sr_transport_find(const char *name);
 
 /* Parse "host:port" (host: IPv4 literal or a name resolved to IPv4) into a

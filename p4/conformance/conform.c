@@ -142,7 +142,9 @@ int cf_ctx_init(cf_ctx *c, const char *job_path, const char *policy_path,
         return -1;
     }
     c->out = calloc(1, sizeof *c->out);
-    if (!c->out || sr_pipe_create(&c->pipe) || sr_pipe_job_add(c->pipe, c->job.id, &jp)) {
+    c->roce = sr_roce_sw_create();
+    if (!c->out || !c->roce || sr_pipe_create(&c->pipe) ||
+        sr_pipe_job_add(c->pipe, c->job.id, &jp)) {
         fprintf(stderr, "cannot set up the pipeline: out of memory\n");
         cf_ctx_fini(c);
         return -1;
@@ -157,6 +159,7 @@ int cf_ctx_init(cf_ctx *c, const char *job_path, const char *policy_path,
 void cf_ctx_fini(cf_ctx *c)
 {
     sr_pipe_destroy(&c->pipe);
+    sr_roce_sw_destroy(&c->roce);
     free(c->out);
     c->out = NULL;
     cf_frames_free(&c->in);
@@ -165,9 +168,9 @@ void cf_ctx_fini(cf_ctx *c)
 
 /* The frames of one action, replica by replica. */
 static int emit_action(cf_ctx *c, const sr_pipe_action *a, const sr_frame_addr *req,
-                       uint64_t ts)
+                       const sr_roce_req *rreq, uint64_t ts)
 {
-    static uint8_t frame[SR_FRAME_HLEN + SR_WIRE_MAX_MSG];
+    static uint8_t frame[SR_ROCE_FRAME_MAX];
 
     for (unsigned k = 0; k < a->n_dests; k++) {
         sr_frame_addr o;
@@ -184,9 +187,15 @@ static int emit_action(cf_ctx *c, const sr_pipe_action *a, const sr_frame_addr *
         }
         o.dst_ip = a->dests[k].peer.ip;
         o.dst_port = a->dests[k].peer.port;
-        sr_pipe_replica_hdr(a, k, frame + SR_FRAME_HLEN);
-        memcpy(frame + SR_FRAME_HLEN + SR_WIRE_HDR_LEN, a->payload, a->payload_len);
-        len = sr_frame_pack(frame, sizeof frame, &o, SR_WIRE_HDR_LEN + a->payload_len);
+        if (sr_roce_sw_is_roce(c->roce, rreq, a, k)) {
+            len = sr_roce_sw_egress(c->roce, rreq, a, k, &o, frame, sizeof frame);
+            if (!len) /* no QP to answer on: nothing goes out */
+                continue;
+        } else {
+            sr_pipe_replica_hdr(a, k, frame + SR_FRAME_HLEN);
+            memcpy(frame + SR_FRAME_HLEN + SR_WIRE_HDR_LEN, a->payload, a->payload_len);
+            len = sr_frame_pack(frame, sizeof frame, &o, SR_WIRE_HDR_LEN + a->payload_len);
+        }
         if (!len)
             return -EINVAL;
         rc = cf_frames_add(&c->res, frame, len, ts);
@@ -202,6 +211,7 @@ int cf_step(cf_ctx *c, const uint8_t *frame, size_t len, uint64_t ts, int record
     const uint8_t *msg;
     size_t msg_len;
     sr_peer src;
+    sr_roce_req req, *rreq = NULL;
     int rc;
 
     if (record && (rc = cf_frames_add(&c->in, frame, len, ts)))
@@ -210,14 +220,29 @@ int cf_step(cf_ctx *c, const uint8_t *frame, size_t len, uint64_t ts, int record
      * program hands such frames to its forwarding table, which the
      * conformance setup leaves empty, and the software switch never sees
      * them. Either way nothing comes out. */
-    if (sr_frame_parse(frame, len, &a, &msg, &msg_len) != SR_FRAME_OK ||
-        a.dst_port != SR_WIRE_UDP_PORT)
+    if (sr_frame_parse(frame, len, &a, &msg, &msg_len) != SR_FRAME_OK)
         return 0;
-    src.ip = a.src_ip;
-    src.port = a.src_port;
-    sr_pipe_process(c->pipe, &src, msg, msg_len, c->out);
+    if (a.dst_port == SR_ROCE_UDP_PORT) {
+        /* RoCEv2: a frame the port rejects (bad ICRC, another opcode, a
+         * SEND naming another binding) is dropped, as by any target. */
+        static uint8_t roce_msg[SR_WIRE_MAX_MSG];
+        int n = sr_roce_sw_ingress(c->roce, frame, len, roce_msg, &src, &req);
+
+        if (n < 0)
+            return 0;
+        rreq = &req;
+        sr_pipe_process(c->pipe, &src, roce_msg, (size_t)n, c->out);
+        sr_roce_sw_learn(c->roce, &req, c->out);
+    } else if (a.dst_port == SR_WIRE_UDP_PORT) {
+        src.ip = a.src_ip;
+        src.port = a.src_port;
+        sr_pipe_process(c->pipe, &src, msg, msg_len, c->out);
+        sr_roce_sw_learn(c->roce, NULL, c->out);
+    } else {
+        return 0;
+    }
     for (unsigned i = 0; i < c->out->n; i++)
-        if ((rc = emit_action(c, &c->out->act[i], &a, ts)))
+        if ((rc = emit_action(c, &c->out->act[i], &a, rreq, ts)))
             return rc;
     return 0;
 }

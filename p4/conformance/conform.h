@@ -13,7 +13,11 @@
  * - a multicast copy (AR_RESULT, RELEASE) to rank r goes from the request's
  *   destination to rank r's address from the job file, Ethernet destination
  *   broadcast (the job file names no MAC; each rank has its own port);
- * - every frame is built by sr_frame_pack: IPv4 id 0, DF, TTL 64.
+ * - every frame is built by sr_frame_pack: IPv4 id 0, DF, TTL 64;
+ * - a RoCEv2 frame (UDP port 4791, lib/proto/roce.h) goes through the
+ *   switch's RoCE port (p4/swswitch/roce.h); a replica to a worker bound
+ *   over RoCE is a RoCEv2 frame from UDP port SR_ROCE_SPORT_BASE | the
+ *   switch QP's low bits to port 4791, addressed as above otherwise.
  * Comparisons ignore the UDP checksum (a P4 switch may send 0, which IPv4
  * allows) and nothing else.
  */
@@ -24,6 +28,7 @@
 
 #include "pcap.h"
 #include "pipeline.h"
+#include "roce.h"
 #include "serene/ctl.h"
 
 #define CF_SWITCH_IP 0x0a0000feu /* 10.0.0.254 */
@@ -39,6 +44,7 @@ typedef struct cf_ctx {
     serene_ctl_job job;
     uint32_t elems, slots; /* the P4 program's lanes and slots per job */
     sr_pipe_out *out;
+    sr_roce_sw *roce; /* frames to UDP 4791: RoCEv2 in, RoCEv2 answers out */
     cf_frames in;  /* frames given to the switch */
     cf_frames res; /* frames the switch sent, in order */
     uint64_t ts;   /* timestamp of the next input frame */
@@ -73,5 +79,7 @@ extern const unsigned cf_n_scenarios;
  * `rank`'s address from the job file. */
 int cf_send(cf_ctx *c, unsigned rank, uint32_t src_ip, uint16_t dst_port, const sr_hdr *h,
             const uint32_t *vals, unsigned nvals);
+/* The scenario of the RoCEv2 port (scenarios_roce.c). */
+int cf_run_roce(cf_ctx *c);
 
 #endif /* SERENE_CONFORM_H */

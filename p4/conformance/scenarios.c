@@ -382,5 +382,6 @@ static int run_ssp(cf_ctx *c)
 const cf_scenario cf_scenarios[] = {
     {"allreduce", run_allreduce},
     {"ssp", run_ssp},
+    {"roce", cf_run_roce},
 };
 const unsigned cf_n_scenarios = sizeof cf_scenarios / sizeof cf_scenarios[0];

@@ -59,9 +59,19 @@ static void normalise(uint8_t *f, size_t len)
 
 static void describe(const char *what, const cf_frame *f)
 {
+    static uint8_t msg[SR_WIRE_MAX_MSG];
+    sr_roce_pkt p;
     sr_hdr h;
+    int n;
 
-    if (f->len >= SR_FRAME_HLEN + SR_WIRE_HDR_LEN &&
+    if (sr_roce_frame_parse(f->data, f->len, &p) == SR_ROCE_OK &&
+        (n = sr_roce_to_msg(&p.m, p.dst_qpn, msg, sizeof msg)) > 0 &&
+        sr_msg_parse(msg, (size_t)n, &h, NULL) == SR_PARSE_OK)
+        fprintf(stderr, "    %s: %zu bytes, RoCEv2 opcode %#x qp %#x psn %u: %s job %u worker %u "
+                        "seq %u slot %u/%u count %u status %u offset %u aux %u\n",
+                what, f->len, p.m.opcode, p.dst_qpn, p.psn, sr_op_name(h.op), h.job, h.worker,
+                h.seq, h.slot, h.shadow, h.count, h.status, h.offset, h.aux);
+    else if (f->len >= SR_FRAME_HLEN + SR_WIRE_HDR_LEN &&
         sr_msg_parse(f->data + SR_FRAME_HLEN, f->len - SR_FRAME_HLEN, &h, NULL) == SR_PARSE_OK)
         fprintf(stderr, "    %s: %zu bytes, %s job %u worker %u seq %u slot %u/%u count %u "
                         "status %u offset %u aux %u\n",

@@ -13,7 +13,9 @@
  *   the addresses ingress wrote, Ethernet SR_P4_SWITCH_MAC both ways;
  * - every Serene copy leaves with IPv4 id 0, DF, TTL 64, lengths for its
  *   count, and UDP checksum 0 (allowed over IPv4), as sr_frame_pack builds
- *   frames but for that checksum.
+ *   frames but for that checksum;
+ * - a copy to a worker bound over RoCEv2 then becomes a RoCEv2 SEND
+ *   (roce_out.p4).
  */
 #ifndef SERENE_P4_EGRESS_P4_
 #define SERENE_P4_EGRESS_P4_
@@ -23,6 +25,7 @@
 
 #include "headers.p4"
 #include "lanes.p4"
+#include "roce_out.p4"
 #include "types.p4"
 
 #define SR_PKT_INSTANCE_TYPE_REPLICATION 5 // simple_switch: a multicast copy
@@ -32,6 +35,8 @@
     }
 
 control SereneEgress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    RoceOut() roce_out;
+
     @name(".set_rank_addr") action set_rank_addr(bit<32> addr, bit<16> port) {
         hdr.ipv4.dst_addr = addr;
         hdr.udp.dst_port = port;
@@ -107,6 +112,9 @@ control SereneEgress(inout headers_t hdr, inout meta_t meta, inout standard_meta
         hdr.ipv4.flags = 2; // DF
         hdr.ipv4.frag_offset = 0;
         hdr.ipv4.ttl = 64;
+        if (meta.route != SR_P4_OUT_UP) { // a leaf talks to its parent over UDP
+            roce_out.apply(hdr, meta, sm, sm.instance_type == SR_PKT_INSTANCE_TYPE_REPLICATION);
+        }
     }
 }
 

@@ -25,6 +25,28 @@
  * |                     aux (op-specific)                         |
  * +---------------------------------------------------------------+
  * |            vals[0 .. count): int32, big-endian ...            |
+ *
+ * RoCEv2 (the rdma transport; lib/proto/roce.h maps the fields), to UDP
+ * port SR_ROCE_UDP_PORT:
+ *
+ *  UC RDMA WRITE Only with Immediate (AR_DATA, worker -> switch):
+ *   ... UDP | BTH (12) | RETH (16) | ImmDt (4) | count x int32 | ICRC (4)
+ *   serene_h is made by the parser from them: job, worker = BTH.DestQP;
+ *   seq, offset = RETH.VA; aux = RETH.R_Key; count = RETH.DMALen / 4;
+ *   shadow, slot, exp, next_exp = ImmDt.
+ *  UC SEND Only with Immediate (every other message, both ways):
+ *   ... UDP | BTH (12) | ImmDt (4) = source QP | Serene header | vals | ICRC (4)
+ *
+ *  BTH:
+ *  0                   1                   2                   3
+ *  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+ * +---------------+-+-+---+-------+-------------------------------+
+ * |    opcode     |S|M|Pad| TVer  |        P_Key 0xffff           |
+ * +-+-+-----------+---------------+-------------------------------+
+ * |F|B|  resv6    |              DestQP (24 bits)                 |
+ * +-+-------------+-----------------------------------------------+
+ * |A|  resv7      |               PSN (24 bits)                   |
+ * +-+-------------+-----------------------------------------------+
  */
 #ifndef SERENE_P4_HEADERS_P4_
 #define SERENE_P4_HEADERS_P4_
@@ -60,6 +82,36 @@ header udp_h {
     bit<16> checksum;
 }
 
+// RoCEv2 Base Transport Header (IBTA vol. 1, 9.2).
+header roce_bth_h {
+    bit<8> opcode;
+    bit<1> se;        // solicited event
+    bit<1> migreq;
+    bit<2> pad;       // pad bytes before the ICRC (0: whole words)
+    bit<4> tver;      // transport header version 0
+    bit<16> pkey;
+    bit<8> fecn_becn; // FECN, BECN, 6 reserved bits: masked in the ICRC
+    bit<24> dst_qp;
+    bit<8> ack_req;   // AckReq and 7 reserved bits
+    bit<24> psn;
+}
+
+// RDMA Extended Transport Header (WRITE).
+header roce_reth_h {
+    bit<64> va;
+    bit<32> rkey;
+    bit<32> dma_len;
+}
+
+header roce_immdt_h {
+    bit<32> data;
+}
+
+// Invariant CRC: CRC-32 stored least significant byte first.
+header roce_icrc_h {
+    bit<32> icrc;
+}
+
 // One payload word: a lane of the aggregation.
 header val_h {
     bit<32> v;
@@ -69,8 +121,12 @@ struct headers_t {
     ethernet_h eth;
     ipv4_h ipv4;
     udp_h udp;
+    roce_bth_h bth;
+    roce_reth_h reth;
+    roce_immdt_h immdt;
     serene_h serene;
     val_h[SR_P4_ELEMS] vals;
+    roce_icrc_h icrc;
 }
 
 #endif /* SERENE_P4_HEADERS_P4_ */

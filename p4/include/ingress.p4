@@ -24,6 +24,7 @@
 #include "headers.p4"
 #include "lanes.p4"
 #include "membership.p4"
+#include "roce_in.p4"
 #include "store.p4"
 #include "types.p4"
 #include "upstream.p4"
@@ -38,6 +39,7 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
     Allreduce() allreduce;
     Store() store;
     Barrier() barrier;
+    RoceIn() roce_in;
     UpstreamJob() upstream_job;
     ParentAnswer() parent_answer;
     RelayDown() relay_back;
@@ -105,13 +107,17 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
 
     apply {
         bool reset_clocks = false;
+        bool roce_ok = true;
         bit<8> op = hdr.serene.op;
+        // UDP bytes in front of the values, and behind them (ICRC).
+        bit<32> udp_fixed = SR_UDP_HLEN + SR_WIRE_HDR_LEN;
         bool request;
 
         meta.err = 0;
         meta.route = SR_P4_OUT_DROP;
         meta.worker_ok = false;
         meta.ans_op = 0;
+        meta.roce_learn = SR_P4_ROCE_KEEP;
         meta.leaf = false;
         meta.relay = false;
         meta.from_parent = false;
@@ -132,9 +138,22 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
             }
             return;
         }
+        if (meta.roce) {
+            // RoCEv2 (roce_in.p4): ICRC, DMA length, the binding its QP names.
+            roce_in.apply(hdr, meta, roce_ok);
+            if (!roce_ok) {
+                drop(SR_P4_DROP_ROCE);
+                return;
+            }
+            udp_fixed = meta.roce_opcode == SR_ROCE_WRITE_ONLY_IMM ?
+                (bit<32>)(SR_UDP_HLEN + SR_ROCE_BTH_LEN + SR_ROCE_RETH_LEN + SR_ROCE_IMM_LEN +
+                          SR_ROCE_ICRC_LEN) :
+                (bit<32>)(SR_UDP_HLEN + SR_ROCE_BTH_LEN + SR_ROCE_IMM_LEN + SR_WIRE_HDR_LEN +
+                          SR_ROCE_ICRC_LEN);
+        }
         // sr_msg_parse: count within the wire's limit and lengths that agree.
         if ((bit<32>)hdr.serene.count > SR_WIRE_MAX_ELEMS ||
-            (bit<32>)hdr.udp.length != SR_UDP_HLEN + SR_WIRE_HDR_LEN + 4 * (bit<32>)hdr.serene.count ||
+            (bit<32>)hdr.udp.length != udp_fixed + 4 * (bit<32>)hdr.serene.count ||
             hdr.ipv4.total_len != SR_IPV4_HLEN + hdr.udp.length) {
             drop(SR_P4_DROP_LENGTH);
             return;
@@ -169,6 +188,10 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
             if (request) {
                 membership.apply(hdr, meta, sm, reset_clocks);
             }
+            if (op == SR_OP_JOIN && hdr.serene.op == SR_OP_JOIN_ACK) {
+                // What the answer teaches the RoCE QP table (roce_out.p4).
+                meta.roce_learn = meta.roce ? SR_P4_ROCE_BIND : SR_P4_ROCE_UNBIND;
+            }
             if (meta.err == 0) {
                 if (!request || op == SR_OP_AR_DATA || op == SR_OP_AR_PROBE) {
                     allreduce.apply(hdr, meta, sm); // from_parent: the parent's answer
@@ -200,8 +223,11 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
             meta.route = SR_P4_OUT_UNICAST;
         }
         if (meta.too_many) {
-            // The payload was not parsed: cut it off the answer.
-            truncate((bit<32>)(SR_FRAME_HLEN + SR_WIRE_HDR_LEN) + 4 * (bit<32>)hdr.serene.count);
+            // The payload was not parsed: cut it off the answer (a RoCE one
+            // is a SEND with its ICRC: roce_out.p4).
+            truncate((bit<32>)(SR_FRAME_HLEN + SR_WIRE_HDR_LEN) + 4 * (bit<32>)hdr.serene.count +
+                     (meta.roce ? (bit<32>)(SR_ROCE_BTH_LEN + SR_ROCE_IMM_LEN + SR_ROCE_ICRC_LEN)
+                                : 32w0));
         }
         if (meta.route == SR_P4_OUT_UNICAST) {
             sm.egress_spec = sm.ingress_port;

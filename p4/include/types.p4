@@ -23,7 +23,15 @@ const bit<32> SR_P4_DROP_UNBOUND = 4;    // not a bound worker of the job at thi
 const bit<32> SR_P4_DROP_DUP = 5;        // duplicate contribution to an open round
 const bit<32> SR_P4_DROP_STALE = 6;      // late copy from a worker that moved on
 const bit<32> SR_P4_DROP_FOREIGN = 7;    // not Serene: no forwarding entry
-const bit<32> SR_P4_DROP_REASONS = 8;
+const bit<32> SR_P4_DROP_ROCE = 8;       // RoCEv2: bad ICRC, DMA length, or a SEND naming
+                                         // another binding than its DestQP; or an answer
+                                         // with no learnt QP to go to
+const bit<32> SR_P4_DROP_REASONS = 9;
+
+// What a JOIN_ACK teaches the RoCE QP table (meta.roce_learn).
+const bit<2> SR_P4_ROCE_KEEP = 0;
+const bit<2> SR_P4_ROCE_BIND = 1;   // answered a SEND: the binding's QP is its source QP
+const bit<2> SR_P4_ROCE_UNBIND = 2; // answered a UDP JOIN: answers go as UDP
 
 // Kinds of copies leaving the switch (meta.route).
 const bit<3> SR_P4_OUT_DROP = 0;
@@ -39,6 +47,17 @@ struct meta_t {
     bool serene;          // a Serene header of our version to our port
     bool too_many;        // count above SR_P4_ELEMS: payload not parsed
     bit<16> vals_left;    // parser loop counter
+    // RoCEv2 (roce_in.p4, roce_out.p4): the request came as RoCEv2; a
+    // SEND's source QP (its ImmDt); what the answer teaches the QP table.
+    @field_list(SR_P4_CPU_CLONE_FL)
+    bool roce;
+    @field_list(SR_P4_CPU_CLONE_FL)
+    bit<24> roce_src_qp;
+    @field_list(SR_P4_CPU_CLONE_FL)
+    bit<8> roce_opcode;
+    @field_list(SR_P4_CPU_CLONE_FL)
+    bit<2> roce_learn;    // SR_P4_ROCE_*: a JOIN_ACK binds the QP, or ends it
+    bit<32> roce_icrc;    // the ICRC computed
 
     // worker_table: the sender's job and rank.
     job_id_t src_job;

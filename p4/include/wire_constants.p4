@@ -197,6 +197,33 @@ const bit<16> SR_ETHERTYPE_IPV4 = 0x0800;
 // IPv4 protocol number of UDP
 const bit<8> SR_IPPROTO_UDP = 17;
 
+/* ---- RoCEv2 (lib/proto/roce.h): Serene messages as UC packets, the rdma transport */
+
+// IANA: RoCEv2
+const bit<16> SR_ROCE_UDP_PORT = 4791;
+// BTH opcode: UC SEND Only with Immediate (every op but AR_DATA)
+const bit<8> SR_ROCE_SEND_ONLY_IMM = 0x25;
+// BTH opcode: UC RDMA WRITE Only with Immediate (AR_DATA)
+const bit<8> SR_ROCE_WRITE_ONLY_IMM = 0x2b;
+// BTH P_Key: the default partition
+const bit<16> SR_ROCE_PKEY = 0xffff;
+// tag bit of the switch's QP numbers: tag | job << 6 | worker
+const bit<24> SR_ROCE_QPN_TAG = 0x800000;
+// worker bits of a switch QP number
+#define SR_ROCE_WORKER_BITS 6
+// UDP source port of the switch's answers: base | QP & mask
+const bit<16> SR_ROCE_SPORT_BASE = 0xc000;
+// QP bits of the answers' UDP source port
+const bit<16> SR_ROCE_SPORT_QP_MASK = 0x3fff;
+// Base Transport Header bytes
+#define SR_ROCE_BTH_LEN 12
+// RDMA Extended Transport Header bytes (WRITE)
+#define SR_ROCE_RETH_LEN 16
+// Immediate Data bytes
+#define SR_ROCE_IMM_LEN 4
+// Invariant CRC bytes, least significant byte first
+#define SR_ROCE_ICRC_LEN 4
+
 /* ---- Serene header: 28 bytes, follows UDP */
 
 header serene_h {

@@ -13,6 +13,10 @@
  *   worker's sr_peer, as in UDP mode; the port it came in on and its source
  *   Ethernet address are learnt for that peer, and answers to the peer go
  *   out of that port to that address (no ARP).
+ * - RoCEv2 frames (UDP port 4791 to the switch's address, as a worker's
+ *   rdma transport sends them) go through the RoCE port (roce.h) into the
+ *   same pipeline; answers to a worker bound over RoCE leave as RoCEv2
+ *   SENDs built there, whole frames copied into an mbuf.
  * - Every buffer (mbuf pools, the peer table, frame scratch) is allocated
  *   at open; nothing allocates per packet.
  * - No descriptor to poll: the loop calls recv, which takes one burst from
@@ -30,6 +34,7 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
+#include "roce.h"
 #include "sw_io.h"
 #include "transport/dpdk/dpdk_port.h"
 
@@ -72,6 +77,7 @@ typedef struct io_msg {
     const uint8_t *data;
     size_t len;
     sr_peer src;
+    int roce; /* a RoCEv2 frame: its request is rreq[] of the same index */
 } io_msg;
 
 typedef struct dpdk_counters {
@@ -82,6 +88,9 @@ typedef struct dpdk_counters {
     uint64_t tx_no_route; /* replicas for a peer never heard from */
     uint64_t tx_dropped;  /* frames a port refused for too long, or no mbuf */
     uint64_t learnt;      /* peer table updates (new peer, moved port or MAC) */
+    uint64_t roce_rx;     /* RoCEv2 frames handed to the pipeline */
+    uint64_t roce_bad;    /* RoCEv2 frames the RoCE port refused (ICRC, opcode, binding) */
+    uint64_t roce_tx;     /* RoCEv2 frames the ports took */
 } dpdk_counters;
 
 typedef struct sr_dpdk_io {
@@ -99,6 +108,14 @@ typedef struct sr_dpdk_io {
     io_msg msgs[SR_DPDK_BURST];
     dpdk_counters c;
     uint8_t scratch[SR_DPDK_BURST][SR_DPDK_MAX_FRAME]; /* chained frames made flat */
+    /* RoCEv2: the port, the last burst's requests and their messages, the
+     * request being answered (NULL: a UDP one), a frame being built. */
+    sr_roce_sw *roce;
+    const sr_roce_req *cur;
+    sr_roce_req rreq[SR_DPDK_BURST];
+    uint8_t roce_msg[SR_DPDK_BURST][SR_WIRE_MAX_MSG];
+    uint8_t roce_frame[SR_ROCE_FRAME_MAX];
+    uint8_t tx_msg[SR_WIRE_MAX_MSG]; /* a held copy's message, for the RoCE port */
 } sr_dpdk_io;
 
 static void flush_port(sr_dpdk_io *d, io_port *p)
@@ -203,6 +220,23 @@ static int dpdk_recv(void *state, int *full)
                 d->c.rx_bad++;
                 continue;
             }
+            if (a.dst_port == SR_ROCE_UDP_PORT && (!d->ip || a.dst_ip == d->ip)) {
+                io_msg *m = &d->msgs[got];
+                int n = sr_roce_sw_ingress(d->roce, pl - SR_FRAME_HLEN, SR_FRAME_HLEN + len,
+                                           d->roce_msg[got], &m->src, &d->rreq[got]);
+                if (n < 0) {
+                    d->c.roce_bad++;
+                    continue;
+                }
+                m->data = d->roce_msg[got];
+                m->len = (size_t)n;
+                m->roce = 1;
+                got++;
+                learn(d, pi, &a, &m->src);
+                d->c.rx++;
+                d->c.roce_rx++;
+                continue;
+            }
             if (a.dst_port != d->udp_port || (d->ip && a.dst_ip != d->ip)) {
                 d->c.rx_foreign++;
                 continue;
@@ -212,6 +246,7 @@ static int dpdk_recv(void *state, int *full)
             m->len = len;
             m->src.ip = a.src_ip;
             m->src.port = a.src_port;
+            m->roce = 0;
             learn(d, pi, &a, &m->src);
             d->c.rx++;
         }
@@ -229,6 +264,30 @@ static const uint8_t *dpdk_rx(const void *state, unsigned i, size_t *len, sr_pee
     return d->msgs[i].data;
 }
 
+/* msg is one of the last burst's: the replicas that follow answer its
+ * RoCE request, if it was one (d->cur). */
+static void dpdk_learn(void *state, const uint8_t *msg, const sr_pipe_out *out)
+{
+    sr_dpdk_io *d = state;
+
+    d->cur = NULL;
+    for (unsigned i = 0; i < SR_DPDK_BURST && !d->cur; i++)
+        if (d->msgs[i].roce && d->msgs[i].data == msg)
+            d->cur = &d->rreq[i];
+    sr_roce_sw_learn(d->roce, d->cur, out);
+}
+
+/* The addresses of a peer's answer template. */
+static void tmpl_addr(const sr_dpdk_tmpl *t, sr_frame_addr *a)
+{
+    memcpy(a->dst_mac, t->hdr, 6);
+    memcpy(a->src_mac, t->hdr + 6, 6);
+    a->src_ip = sr_get_be32(t->hdr + SR_ETH_HLEN + 12);
+    a->dst_ip = sr_get_be32(t->hdr + SR_ETH_HLEN + 16);
+    a->src_port = sr_get_be16(t->hdr + SR_ETH_HLEN + SR_IPV4_HLEN);
+    a->dst_port = sr_get_be16(t->hdr + SR_ETH_HLEN + SR_IPV4_HLEN + 2);
+}
+
 /* Queue m on port p; a port's queue is sent when it holds SR_DPDK_BURST
  * frames. */
 static void queue_frame(sr_dpdk_io *d, io_port *p, struct rte_mbuf *m)
@@ -236,6 +295,29 @@ static void queue_frame(sr_dpdk_io *d, io_port *p, struct rte_mbuf *m)
     p->tx[p->tx_n++] = m;
     if (p->tx_n == SR_DPDK_BURST)
         flush_port(d, p);
+}
+
+/* A whole frame of n bytes (d->roce_frame, built by the RoCE port) queued
+ * on e's port; counted. */
+static void queue_raw(sr_dpdk_io *d, const io_peer *e, size_t n)
+{
+    io_port *p = &d->ports[e->port];
+    struct rte_mbuf *m = rte_pktmbuf_alloc(p->pool);
+    char *data;
+
+    if (!m) {
+        flush_port(d, p);
+        m = rte_pktmbuf_alloc(p->pool);
+    }
+    if (!m || !(data = rte_pktmbuf_append(m, (uint16_t)n))) {
+        if (m)
+            rte_pktmbuf_free(m);
+        d->c.tx_dropped++;
+        return;
+    }
+    memcpy(data, d->roce_frame, n);
+    d->c.roce_tx++;
+    queue_frame(d, p, m);
 }
 
 /* One frame to the learnt peer e: its template, then hdr and payload. */
@@ -290,6 +372,23 @@ static void dpdk_send(void *state, const sr_peer *dst, const uint8_t *hdr, size_
         d->c.tx_no_route++;
         return;
     }
+    if (hlen + plen <= SR_WIRE_MAX_MSG) {
+        /* A copy held by the fault injector: RoCE when its binding has a
+         * QP from dst (the request it answers is gone by now). */
+        uint8_t *msg = d->tx_msg;
+        sr_frame_addr addr;
+        size_t n;
+
+        memcpy(msg, hdr, hlen);
+        memcpy(msg + hlen, payload, plen);
+        tmpl_addr(&e->tmpl, &addr);
+        n = sr_roce_sw_egress_msg(d->roce, dst, msg, hlen + plen, &addr, d->roce_frame,
+                                  sizeof d->roce_frame);
+        if (n) {
+            queue_raw(d, e, n);
+            return;
+        }
+    }
     send_frame(d, e, hdr, hlen, payload, plen);
 }
 
@@ -313,6 +412,17 @@ static void dpdk_send_replicas(void *state, const sr_pipe_action *a)
 
         if (!e) {
             d->c.tx_no_route++;
+            continue;
+        }
+        if (sr_roce_sw_is_roce(d->roce, d->cur, a, k)) {
+            sr_frame_addr addr;
+            size_t n;
+
+            tmpl_addr(&e->tmpl, &addr);
+            n = sr_roce_sw_egress(d->roce, d->cur, a, k, &addr, d->roce_frame,
+                                  sizeof d->roce_frame);
+            if (n)
+                queue_raw(d, e, n);
             continue;
         }
         sr_pipe_replica_hdr(a, k, hdr);
@@ -357,8 +467,10 @@ static void dpdk_counters_format(const void *state, char *buf, size_t len)
     snprintf(buf, len,
              " dpdk_rx=%" PRIu64 " dpdk_rx_foreign=%" PRIu64 " dpdk_rx_bad=%" PRIu64
              " dpdk_tx=%" PRIu64 " dpdk_tx_no_route=%" PRIu64 " dpdk_tx_dropped=%" PRIu64
-             " dpdk_learnt=%" PRIu64,
-             c->rx, c->rx_foreign, c->rx_bad, c->tx, c->tx_no_route, c->tx_dropped, c->learnt);
+             " dpdk_learnt=%" PRIu64 " dpdk_roce_rx=%" PRIu64 " dpdk_roce_bad=%" PRIu64
+             " dpdk_roce_tx=%" PRIu64,
+             c->rx, c->rx_foreign, c->rx_bad, c->tx, c->tx_no_route, c->tx_dropped, c->learnt,
+             c->roce_rx, c->roce_bad, c->roce_tx);
 }
 
 /* "as ADDR:PORT on dpdk NAME (port ID), ...". */
@@ -403,6 +515,7 @@ static void dpdk_close(void *state)
     }
     if (d->eal_ours)
         rte_eal_cleanup();
+    sr_roce_sw_destroy(&d->roce);
     free(d);
 }
 
@@ -434,6 +547,10 @@ static int ports_open(sr_dpdk_io **out, const char *eal_args, const char *const 
     char pool[32];
     int rc;
 
+    if (d && !(d->roce = sr_roce_sw_create())) {
+        free(d);
+        d = NULL;
+    }
     if (!d) {
         snprintf(err, SR_DPDK_ERR_MAX, "out of memory");
         return -1;
@@ -442,6 +559,7 @@ static int ports_open(sr_dpdk_io **out, const char *eal_args, const char *const 
     d->udp_port = udp_port;
     rc = sr_dpdk_eal_start(eal_args, "serene-switch", err);
     if (rc < 0) {
+        sr_roce_sw_destroy(&d->roce);
         free(d);
         return -1;
     }
@@ -523,6 +641,7 @@ const sw_io_ops sw_io_dpdk = {
     .rx = dpdk_rx,
     .send = dpdk_send,
     .send_replicas = dpdk_send_replicas,
+    .learn = dpdk_learn,
     .flush = dpdk_flush,
     .counters = dpdk_counters_format,
     .describe = dpdk_describe,

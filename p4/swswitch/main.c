@@ -258,6 +258,8 @@ static void handle(sw *s, const sr_peer *src, const uint8_t *msg, size_t len, ui
     if (sr_chaos_drop_rx(&s->chaos))
         return;
     sr_pipe_process(s->pipe, src, msg, len, s->out);
+    if (s->io->learn)
+        s->io->learn(s->io_state, msg, s->out);
     if (s->o->log_level >= LOG_DEBUG)
         log_packet(s, src, msg, len);
     for (unsigned i = 0; i < s->out->n; i++) {

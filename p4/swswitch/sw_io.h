@@ -84,6 +84,12 @@ typedef struct sw_io_ops {
      * into the first replica's frame, the others copying it from there).
      * a is only read during the call. Blocks and drops as send does. */
     void (*send_replicas)(void *state, const sr_pipe_action *a);
+    /* Optional (NULL: none). What the pipeline answered (out) to msg, a
+     * message of the last recv as rx returned it, before its replicas are
+     * sent: an I/O that keeps state per binding from the answers learns it
+     * here, and which request the replicas answer (DPDK: the RoCEv2 QP a
+     * JOIN_ACK binds, p4/swswitch/roce.h). Both are only read. */
+    void (*learn)(void *state, const uint8_t *msg, const sr_pipe_out *out);
     /* Send every queued message. May wait briefly, which paces the switch
      * instead of dropping: UDP while the kernel's send buffer is full; DPDK
      * while a port's queue is full, at most 200 us, then it drops. */

@@ -243,6 +243,79 @@ static void test_plateau(void **state)
     serene_ctl_policy_free(&p);
 }
 
+/* spread: high - low OP N in every sample of the last K clocks, whatever the
+ * policy in force. A lag of 4 under SSP(8) holds nobody (wait_fraction 0)
+ * and fires neither rule; a lag of 7 raises s; once the straggler catches
+ * up (lag 1) s comes down, though nobody was held meanwhile. */
+static void feed_lag(serene_ctl_status *st, uint32_t lag)
+{
+    st->high++;
+    st->low = st->high - lag;
+    st->clocks += 4;
+}
+
+static void test_spread(void **state)
+{
+    (void)state;
+    serene_ctl_policy *p = parse_ok("ssp 8\n"
+                                    "when spread > 5 for 3 clocks: staleness += 4 max 12\n"
+                                    "when spread < 2 for 4 clocks: staleness -= 6 min 2",
+                                    64);
+    serene_ctl_controller *c = NULL;
+    serene_ctl_decision d[4];
+    serene_ctl_status st;
+    memset(&st, 0, sizeof st);
+    st.high = UINT32_MAX;
+    st.ring = 64;
+    st.mode = SERENE_CTL_SSP;
+    st.s = 8;
+    assert_int_equal(serene_ctl_controller_create(&c, p), 0);
+    assert_int_equal(serene_ctl_controller_step(c, &st, -1, d, 4), 1);
+    st.high = 10; /* low trails by the lag given to each sample */
+    for (int i = 0; i < 10; i++) {
+        feed_lag(&st, 4);
+        assert_int_equal(serene_ctl_controller_step(c, &st, -1, d, 4), 0);
+    }
+    unsigned n = 0;
+    int k;
+    for (k = 0; k < 6 && !n; k++) {
+        feed_lag(&st, 7);
+        n = serene_ctl_controller_step(c, &st, -1, d, 4);
+    }
+    assert_int_equal(n, 1);
+    assert_int_equal(k, 3); /* the window holds 3 clocks of lag 7 */
+    assert_int_equal(d[0].new_mode, SERENE_CTL_SSP);
+    assert_int_equal(d[0].new_s, 12);
+    assert_non_null(strstr(d[0].why, "spread 7 > 5 over 3 clocks"));
+    serene_ctl_controller_applied(c, &d[0], st.high + 1);
+    st.s = 12;
+    /* Lag 7 under SSP(12): nobody held, and s stays (spread > 5 again, but
+     * the bound is at its max). */
+    for (int i = 0; i < 8; i++) {
+        feed_lag(&st, 7);
+        assert_int_equal(serene_ctl_controller_step(c, &st, -1, d, 4), 0);
+    }
+    n = 0;
+    for (k = 0; k < 8 && !n; k++) {
+        feed_lag(&st, 1);
+        n = serene_ctl_controller_step(c, &st, -1, d, 4);
+    }
+    assert_int_equal(n, 1);
+    assert_int_equal(k, 4);
+    assert_int_equal(d[0].new_s, 6);
+    assert_non_null(strstr(d[0].why, "spread 1 < 2 over 4 clocks"));
+    serene_ctl_controller_destroy(&c);
+    serene_ctl_policy_free(&p);
+
+    /* The threshold is a whole number of clocks. */
+    serene_ctl_policy *q = NULL;
+    char err[SERENE_CTL_ERR_MAX] = "";
+    const char *bad = "when spread < 0.5 for 3 clocks: bsp";
+    assert_int_not_equal(serene_ctl_policy_parse(bad, strlen(bad), 0, &q, err, sizeof err), 0);
+    assert_non_null(strstr(err, "must be a whole number"));
+    assert_null(q);
+}
+
 static void test_job_defaults(void **state)
 {
     (void)state;
@@ -266,7 +339,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_schedule_rules), cmocka_unit_test(test_empty_and_clock_override),
         cmocka_unit_test(test_errors),         cmocka_unit_test(test_status_parse),
-        cmocka_unit_test(test_controller),     cmocka_unit_test(test_plateau),
+        cmocka_unit_test(test_controller),     cmocka_unit_test(test_plateau), cmocka_unit_test(test_spread),
         cmocka_unit_test(test_job_defaults),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

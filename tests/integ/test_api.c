@@ -47,6 +47,60 @@ static void base_cfg(serene_config *cfg, int job, int rank, int n)
     cfg->log_fn = sw_quiet_log;
 }
 
+/* The last error message logged, for the cases that check what it says. */
+static char last_err[512];
+static void capture_log(void *cookie, serene_log_level level, const char *msg)
+{
+    (void)cookie;
+    if (level == SERENE_LOG_ERROR)
+        snprintf(last_err, sizeof last_err, "%s", msg);
+}
+
+/* Does this host list no RDMA device? (What libibverbs reads.) */
+static int no_rdma_devices(void)
+{
+    FILE *f = popen("ls /sys/class/infiniband 2>/dev/null | wc -l", "r");
+    int n = -1;
+    if (f) {
+        if (fscanf(f, "%d", &n) != 1)
+            n = -1;
+        pclose(f);
+    }
+    return n == 0;
+}
+
+/* The rdma transport refuses cleanly, naming why: no RDMA device on this
+ * host, or none of the name asked for. Not built, it is UNSUPPORTED. */
+static void test_rdma_refusal(void **state)
+{
+    (void)state;
+    serene_config cfg;
+    serene_ctx *ctx = (serene_ctx *)&cfg;
+    base_cfg(&cfg, 1, 0, 2);
+    cfg.log_fn = capture_log;
+    snprintf(cfg.transport, sizeof cfg.transport, "rdma:sr-nodev9");
+    last_err[0] = '\0';
+#ifdef SERENE_HAVE_RDMA
+    assert_int_equal(serene_ctx_create(&ctx, &cfg), SERENE_ERR_NODEV);
+    assert_null(ctx);
+    print_message("rdma:sr-nodev9: %s\n", last_err);
+    assert_true(strstr(last_err, "no RDMA device found") ||
+                strstr(last_err, "RDMA device \"sr-nodev9\" not found"));
+    if (no_rdma_devices()) {
+        snprintf(cfg.transport, sizeof cfg.transport, "rdma");
+        last_err[0] = '\0';
+        assert_int_equal(serene_ctx_create(&ctx, &cfg), SERENE_ERR_NODEV);
+        print_message("rdma: %s\n", last_err);
+        assert_non_null(strstr(last_err, "rdma: no RDMA device found"));
+    }
+    assert_string_equal(serene_err_name(SERENE_ERR_NODEV), "SERENE_ERR_NODEV");
+#else
+    (void)no_rdma_devices;
+    assert_int_equal(serene_ctx_create(&ctx, &cfg), SERENE_ERR_UNSUPPORTED);
+    assert_non_null(strstr(last_err, "is not built into this libserene"));
+#endif
+}
+
 static void test_errors_and_version(void **state)
 {
     (void)state;
@@ -56,7 +110,7 @@ static void test_errors_and_version(void **state)
                    SERENE_ERR_PROTO,    SERENE_ERR_MISMATCH,    SERENE_ERR_BROKEN,
                    SERENE_ERR_BUSY,     SERENE_ERR_AGAIN,       SERENE_ERR_STALE,
                    SERENE_ERR_RANGE,    SERENE_ERR_SHUTDOWN,    SERENE_ERR_JOB_IN_USE,
-                   SERENE_ERR_CONCURRENT};
+                   SERENE_ERR_CONCURRENT, SERENE_ERR_DENIED,    SERENE_ERR_NODEV};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
         assert_true(codes[i] <= SERENE_ERR_BASE_);
         assert_string_not_equal(serene_strerror(codes[i]), "unknown error");
@@ -132,8 +186,10 @@ static void test_create_errors(void **state)
     base_cfg(&cfg, 1, 2, 2); /* rank outside 0..1 */
     assert_int_equal(serene_ctx_create(&ctx, &cfg), SERENE_ERR_CONFIG);
     base_cfg(&cfg, 1, 0, 2);
+#ifndef SERENE_HAVE_RDMA
     snprintf(cfg.transport, sizeof cfg.transport, "rdma"); /* known, not built */
     assert_int_equal(serene_ctx_create(&ctx, &cfg), SERENE_ERR_UNSUPPORTED);
+#endif
     snprintf(cfg.transport, sizeof cfg.transport, "carrier-pigeon");
     assert_int_equal(serene_ctx_create(&ctx, &cfg), SERENE_ERR_CONFIG);
     base_cfg(&cfg, 1, 0, 2);
@@ -292,6 +348,7 @@ int main(void)
         cmocka_unit_test(test_errors_and_version),
         cmocka_unit_test(test_config_env),
         cmocka_unit_test(test_create_errors),
+        cmocka_unit_test(test_rdma_refusal),
         cmocka_unit_test(test_single_worker_and_args),
         cmocka_unit_test(test_two_contexts_nonfinite_and_busy),
     };

@@ -16,6 +16,8 @@
 #      chance by far; rank 1 straggled, rank 0 did not.
 #   2. the same in allreduce mode, with one 30 ms failure pause per rank.
 #   3. SSP(3) on a switch this script starts, with a heterogeneous straggler.
+#   3b. a transient burst (burst:F:START:LEN) with a non-IID split, and
+#      rank 0's loss in the --metrics file (serene-ctl run --metrics).
 #   4. errors: missing and truncated data file, bad straggler spec, a store
 #      too small for the model (each with its message and exit status).
 # Every run is bounded by serene-run --timeout; processes are stopped by
@@ -119,6 +121,41 @@ mkdir "$work/ssp"
 stop_switch
 check_run "$work/ssp" ssp3
 
+# 3b. a transient burst on rank 1 (3x, delay calls 10..24: iterations 16..30
+# after a warm-up of 5) with a non-IID split that gives each rank only its
+# own classes (label % 2): rank 1 straggles at exactly those iterations,
+# rank 0 never; rank 0's shard holds only even classes, rank 1's only odd.
+mkdir "$work/burst"
+"$RUN" -n 2 --timeout 120 -- "$TRAIN" "${common[@]}" --out "$work/burst" --warmup 5 \
+    --straggler burst:3:10:15 --straggler-ranks 1 --mean-iter-ms 2 --split noniid:1 \
+    --metrics "$work/burst/metrics" \
+    >"$work/out.log" 2>&1 || fail "burst run exited with $?"
+check_run "$work/burst" burst
+got=$(awk -F, 'NR > 1 && $8 > 0 { printf "%s%s", sep, $1; sep = " " }' "$work/burst/rank1.csv")
+[ "$got" = "$(seq -s ' ' 16 30)" ] || fail "burst: rank 1 delayed at iterations '$got', not 16..30"
+awk -F, 'NR > 1 && $8 > 0 && ($8 < 0.0039 || $8 > 0.0041) { exit 1 }' "$work/burst/rank1.csv" ||
+    fail "burst: a delay is not (3 - 1) x 2 ms"
+grep -qx "delayed_iters=0" "$work/burst/rank0.summary" || fail "burst: rank 0 straggled"
+c0=$(sed -n 's/^shard_classes=//p' "$work/burst/rank0.summary")
+c1=$(sed -n 's/^shard_classes=//p' "$work/burst/rank1.summary")
+own() { # COUNTS RANK: every class c has images in the shard iff c % 2 == RANK
+    awk -v l="$1" -v r="$2" 'BEGIN { n = split(l, a, ","); if (n < 2) exit 1
+        for (c = 0; c < n; c++) if ((a[c + 1] > 0) != (c % 2 == r)) exit 1 }'
+}
+own "$c0" 0 && own "$c1" 1 ||
+    fail "noniid:1 shards: rank 0 classes $c0, rank 1 classes $c1 (expected even / odd classes only)"
+grep -qx "split=noniid:1" "$work/burst/rank0.summary" || fail "burst: summary lacks split=noniid:1"
+# --metrics: rank 0's "CLOCK LOSS" lines, one per snapshot (every 10
+# iterations: clocks 9, 19, ..., 59), the mean loss of those iterations,
+# falling from the first to the last.
+awk -v n="$ITERS" '
+    { if (NF != 2 || $1 != 10 * NR - 1 || !($2 > 0)) { print "FAIL: train: metrics line " NR ": " $0; exit 1 }
+      if (NR == 1) first = $2; last = $2 }
+    END { if (NR != n / 10) { print "FAIL: train: " NR " metrics lines, expected " n / 10; exit 1 }
+          if (!(last < first)) { print "FAIL: train: metrics loss " first " -> " last " did not fall"; exit 1 } }
+' "$work/burst/metrics" || exit 1
+echo "burst + noniid:1: rank 1 delayed at 16..30; shards by class $c0 / $c1"
+
 # 4. errors.
 expect_error() { # NAME STATUS PATTERN COMMAND...
     local name=$1 want=$2 pat=$3 rc
@@ -131,6 +168,14 @@ expect_error() { # NAME STATUS PATTERN COMMAND...
 }
 expect_error "bad straggler" 2 "is not none, slow:P:MIN:MAX" \
     "$TRAIN" --data x --out "$work" --straggler slow:2:1:1
+expect_error "metrics unwritable" 1 "cannot write --metrics $work/none/m" \
+    "$RUN" -n 1 --timeout 60 -- "$TRAIN" --data "$work/digits.bin" --out "$work" --metrics "$work/none/m"
+expect_error "bad burst" 2 "burst:F:START:LEN" \
+    "$TRAIN" --data x --out "$work" --straggler burst:3:1.5:10
+expect_error "bad split" 2 "is not iid or noniid:F" \
+    "$TRAIN" --data x --out "$work" --split noniid
+expect_error "split out of range" 2 "noniid:F: '1.5' is not a number" \
+    "$TRAIN" --data x --out "$work" --split noniid:1.5
 expect_error "missing data" 1 "cannot open $work/none" \
     "$RUN" -n 1 --timeout 60 -- "$TRAIN" --data "$work/none" --out "$work"
 head -c 5000 "$work/digits.bin" >"$work/short.bin"
