@@ -85,6 +85,21 @@ static void emit_sw(FILE *f, const serene_ctl_policy *p, const serene_ctl_job *j
     }
 }
 
+/* BMv2: job j's policy rows (clock ranges from its first clock) and its
+ * barrier's low and high registers, one clock before the first. */
+static void bmv2_barrier(FILE *f, const serene_ctl_policy *p, const serene_ctl_job *j)
+{
+    for (unsigned i = 0; i < p->n_rules; i++) {
+        const serene_ctl_rule *r = &p->rules[i];
+        fprintf(f, "table_add policy_table set_policy %u %" PRIu32 "->%" PRIu32 " => %d %" PRIu32
+                   " %u\n",
+                (unsigned)j->id, r->from + j->first_clock, rule_last(p, i, j->first_clock),
+                (int)r->mode, r->s, i + 1);
+    }
+    fprintf(f, "register_write low_reg %u %" PRIu32 "\n", (unsigned)j->id, j->first_clock - 1);
+    fprintf(f, "register_write high_reg %u %" PRIu32 "\n", (unsigned)j->id, j->first_clock - 1);
+}
+
 static void emit_bmv2(FILE *f, const serene_ctl_policy *p, const serene_ctl_job *j)
 {
     char a[16];
@@ -119,15 +134,7 @@ static void emit_bmv2(FILE *f, const serene_ctl_policy *p, const serene_ctl_job 
         fprintf(f, "table_add rank_table set_rank_addr %u %" PRIu32 " => %s %u\n", (unsigned)j->id,
                 w, a, (unsigned)j->workers[w].udp_port);
     }
-    for (unsigned i = 0; i < p->n_rules; i++) {
-        const serene_ctl_rule *r = &p->rules[i];
-        fprintf(f, "table_add policy_table set_policy %u %" PRIu32 "->%" PRIu32 " => %d %" PRIu32
-                   " %u\n",
-                (unsigned)j->id, r->from + j->first_clock, rule_last(p, i, j->first_clock),
-                (int)r->mode, r->s, i + 1);
-    }
-    fprintf(f, "register_write low_reg %u %" PRIu32 "\n", (unsigned)j->id, j->first_clock - 1);
-    fprintf(f, "register_write high_reg %u %" PRIu32 "\n", (unsigned)j->id, j->first_clock - 1);
+    bmv2_barrier(f, p, j);
 }
 
 static void emit_tofino(FILE *f, const serene_ctl_policy *p, const serene_ctl_job *j)
@@ -252,15 +259,7 @@ static void tree_bmv2_root(FILE *f, const serene_ctl_policy *p, const serene_ctl
         fprintf(f, "table_add rank_table set_rank_addr %u %" PRIu32 " => %s %u\n",
                 (unsigned)j->up_job, k, a, P4_SERENE_PORT);
     }
-    for (unsigned i = 0; i < p->n_rules; i++) {
-        const serene_ctl_rule *r = &p->rules[i];
-        fprintf(f, "table_add policy_table set_policy %u %" PRIu32 "->%" PRIu32 " => %d %" PRIu32
-                   " %u\n",
-                (unsigned)j->id, r->from + j->first_clock, rule_last(p, i, j->first_clock),
-                (int)r->mode, r->s, i + 1);
-    }
-    fprintf(f, "register_write low_reg %u %" PRIu32 "\n", (unsigned)j->id, j->first_clock - 1);
-    fprintf(f, "register_write high_reg %u %" PRIu32 "\n", (unsigned)j->id, j->first_clock - 1);
+    bmv2_barrier(f, p, j);
     fprintf(f, "register_write bound_reg %u %" PRIu64 "\n", (unsigned)j->up_job, full_mask(nl));
 }
 
