@@ -162,56 +162,56 @@ if [ -n "$retable" ]; then
     mv "$tmp" "$csv"
     IFS=, read -r -a pol_list <<<"$(tail -n +2 "$csv" | cut -d, -f5 | awk '!s[$0]++' | paste -sd,)"
 else
-nreg=${#reg_list[@]}
-IFS=, read -r -a seed_list <<<"$seeds"
-IFS=, read -r -a pol_list <<<"$policies"
-echo "matrix: $nreg regime(s) x ${#pol_list[@]} policies x ${#seed_list[@]} seed(s), $workers workers," \
-    "$iters iterations, lr $lr, target test accuracy $target"
-echo "$header" >"$csv"
-k=0
-for reg in "${reg_list[@]}"; do
-    k=$((k + 1))
-    pat=${reg%-*} split=${reg#*-}
-    if [ -z "$mean_ms" ]; then
-        echo "[calibration] T: $workers workers, BSP, no stragglers"
-        "$here/demo.sh" --build "$build" --out "$out/calibration" --workers "$workers" \
-            --iters 200 --lr "$lr" --timeout "$timeout" "${extra[@]}" --calibrate-only \
-            >"$out/calibration.log" 2>&1 || { tail -n 20 "$out/calibration.log" >&2; exit 1; }
-        mean_ms=$(sed -n 's/^mean iteration time without stragglers T = \([0-9.]*\) ms$/\1/p' \
-            "$out/calibration.log")
-        [ -n "$mean_ms" ] || { echo "matrix.sh: no T in $out/calibration.log" >&2; exit 1; }
-        echo "[calibration] T = $mean_ms ms"
-    fi
-    # shellcheck disable=SC2207
-    targs=($(regime_args "$pat" "$split"))
-    echo "[$k/$nreg] $reg: ${targs[*]} ($((SECONDS - t0)) s so far)"
-    "$here/demo.sh" --build "$build" --out "$out/$reg" --policies "$policies" --seeds "$seeds" \
-        --workers "$workers" --iters "$iters" --lr "$lr" --target-acc "$target" --eval-every 10 \
-        --mean-iter-ms "$mean_ms" --timeout "$timeout" "${extra[@]}" "${plot_args[@]}" \
-        "${targs[@]}" >"$out/$reg.log" 2>&1 &
-    dpid=$!
-    # one progress line per finished run
-    shown=0
-    while kill -0 "$dpid" 2>/dev/null; do
-        sleep 0.5
-        n=$(grep -c ' done in ' "$out/$reg.log" 2>/dev/null) || true
-        while [ "$shown" -lt "${n:-0}" ]; do
-            shown=$((shown + 1))
-            grep ' done in ' "$out/$reg.log" | sed -n "${shown}p" | sed "s/^ */  /"
+    nreg=${#reg_list[@]}
+    IFS=, read -r -a seed_list <<<"$seeds"
+    IFS=, read -r -a pol_list <<<"$policies"
+    echo "matrix: $nreg regime(s) x ${#pol_list[@]} policies x ${#seed_list[@]} seed(s), $workers workers," \
+        "$iters iterations, lr $lr, target test accuracy $target"
+    echo "$header" >"$csv"
+    k=0
+    for reg in "${reg_list[@]}"; do
+        k=$((k + 1))
+        pat=${reg%-*} split=${reg#*-}
+        if [ -z "$mean_ms" ]; then
+            echo "[calibration] T: $workers workers, BSP, no stragglers"
+            "$here/demo.sh" --build "$build" --out "$out/calibration" --workers "$workers" \
+                --iters 200 --lr "$lr" --timeout "$timeout" "${extra[@]}" --calibrate-only \
+                >"$out/calibration.log" 2>&1 || { tail -n 20 "$out/calibration.log" >&2; exit 1; }
+            mean_ms=$(sed -n 's/^mean iteration time without stragglers T = \([0-9.]*\) ms$/\1/p' \
+                "$out/calibration.log")
+            [ -n "$mean_ms" ] || { echo "matrix.sh: no T in $out/calibration.log" >&2; exit 1; }
+            echo "[calibration] T = $mean_ms ms"
+        fi
+        # shellcheck disable=SC2207
+        targs=($(regime_args "$pat" "$split"))
+        echo "[$k/$nreg] $reg: ${targs[*]} ($((SECONDS - t0)) s so far)"
+        "$here/demo.sh" --build "$build" --out "$out/$reg" --policies "$policies" --seeds "$seeds" \
+            --workers "$workers" --iters "$iters" --lr "$lr" --target-acc "$target" --eval-every 10 \
+            --mean-iter-ms "$mean_ms" --timeout "$timeout" "${extra[@]}" "${plot_args[@]}" \
+            "${targs[@]}" >"$out/$reg.log" 2>&1 &
+        dpid=$!
+        # one progress line per finished run
+        shown=0
+        while kill -0 "$dpid" 2>/dev/null; do
+            sleep 0.5
+            n=$(grep -c ' done in ' "$out/$reg.log" 2>/dev/null) || true
+            while [ "$shown" -lt "${n:-0}" ]; do
+                shown=$((shown + 1))
+                grep ' done in ' "$out/$reg.log" | sed -n "${shown}p" | sed "s/^ */  /"
+            done
         done
+        wait "$dpid" || { tail -n 20 "$out/$reg.log" >&2; echo "matrix.sh: $reg failed (log: $out/$reg.log)" >&2; exit 1; }
+        grep ' done in ' "$out/$reg.log" | sed -n "$((shown + 1)),\$p" | sed "s/^ */  /"
+        strag=${targs[1]} ranks=""
+        [ "${targs[2]}" = --straggler-ranks ] && ranks=${targs[3]}
+        while IFS=, read -r pol seed jct wait acc _; do
+            echo "$reg,$strag,$ranks,${targs[${#targs[@]} - 1]},$pol,$seed,$jct,$wait,$acc,$(run_times \
+                "$out/$reg/$pol-s$seed/rank0.csv" "$acc")"
+        done < <(tail -n +2 "$out/$reg/summary.csv") >>"$csv"
     done
-    wait "$dpid" || { tail -n 20 "$out/$reg.log" >&2; echo "matrix.sh: $reg failed (log: $out/$reg.log)" >&2; exit 1; }
-    grep ' done in ' "$out/$reg.log" | sed -n "$((shown + 1)),\$p" | sed "s/^ */  /"
-    strag=${targs[1]} ranks=""
-    [ "${targs[2]}" = --straggler-ranks ] && ranks=${targs[3]}
-    while IFS=, read -r pol seed jct wait acc _; do
-        echo "$reg,$strag,$ranks,${targs[${#targs[@]} - 1]},$pol,$seed,$jct,$wait,$acc,$(run_times \
-            "$out/$reg/$pol-s$seed/rank0.csv" "$acc")"
-    done < <(tail -n +2 "$out/$reg/summary.csv") >>"$csv"
-done
-load=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
-printf 'workers=%s\niters=%s\nlr=%s\nnoniid=%s\nmean_ms=%s\nseeds=%s\nload=%s\n' \
-    "$workers" "$iters" "$lr" "$noniid" "$mean_ms" "$seeds" "$load" >"$params"
+    load=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
+    printf 'workers=%s\niters=%s\nlr=%s\nnoniid=%s\nmean_ms=%s\nseeds=%s\nload=%s\n' \
+        "$workers" "$iters" "$lr" "$noniid" "$mean_ms" "$seeds" "$load" >"$params"
 fi
 
 # ---- the table: medians over seeds, per regime and policy --------------
@@ -245,7 +245,7 @@ awk -F, -v target="$target" -v seeds="$seeds" -v load="$load" -v iters="$iters" 
     }
     END {
         printf "Time to %s test accuracy (s), median over seeds %s: the end of rank 0'"'"'s first 3 consecutive snapshots (10 iterations apart) averaging at least %s, if the final model reaches %s too; n/r: not reached (the median run never held it, or its final model ended below it). In brackets the median final test accuracy and the JCT (s).\n", target, seeds, target, target
-        printf "%d workers, %d iterations, lr %s, non-IID F = %s, T = %s ms; load average at the end: %s.\n\n", workers, iters, lr, noniid, T, load
+        printf "%s workers, %s iterations, lr %s, non-IID F = %s, T = %s ms; load average at the end: %s.\n\n", workers, iters, lr, noniid, T, load
         printf "| regime |"
         for (i = 1; i <= np; i++) printf " %s |", pols[i]
         printf " best static | dynamic vs best |\n|---|"
