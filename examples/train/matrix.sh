@@ -311,9 +311,10 @@ if [ "$plots" = 1 ]; then
     }
     medians 12 >"$out/time_to_target.dat"
     medians 9 >"$out/final_accuracy.dat"
-    # the accuracy axis from 0.05 under the lowest median, in steps of 0.05
-    afloor=$(awk 'NR > 1 { for (i = 2; i <= NF; i++) if ($i != "NaN" && (m == "" || $i < m)) m = $i }
-        END { f = int((m == "" ? 0 : m) * 20) / 20 - 0.05; printf "%.2f", f < 0 ? 0 : f }' \
+    # the accuracy axis from 0.05 under the lowest median or the target,
+    # in steps of 0.05
+    afloor=$(awk -v m="$target" 'NR > 1 { for (i = 2; i <= NF; i++) if ($i != "NaN" && $i < m) m = $i }
+        END { f = int(m * 20) / 20 - 0.05; printf "%.2f", f < 0 ? 0 : f }' \
         "$out/final_accuracy.dat")
     term="pngcairo size 1200,900 font 'sans,10'"
     gnuplot -e "set terminal $term" >/dev/null 2>&1 || term="png size 1200,900"
@@ -332,10 +333,11 @@ set title 'Time to $target test accuracy, held over 3 snapshots and by the final
 set ylabel 'seconds'
 set yrange [0:*]
 plot for [i=2:$((np + 1))] '$out/time_to_target.dat' using i:xtic(1) title columnheader(i)
-set title 'Final test accuracy (median over seeds $seeds)'
+set title 'Final test accuracy (median over seeds $seeds; dashed: the target $target)'
 set ylabel 'test accuracy'
 set yrange [$afloor:*]
-set key bottom left
+set key below horizontal
+set arrow 1 from graph 0, first $target to graph 1, first $target nohead dashtype 2 linewidth 2 front
 plot for [i=2:$((np + 1))] '$out/final_accuracy.dat' using i:xtic(1) title columnheader(i)
 unset multiplot
 EOF
