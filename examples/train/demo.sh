@@ -18,9 +18,9 @@
 #   asp        no barrier (bounded only by the switch's clock ring, 64)
 #   dynamic    starts SSP(60) (nearly ASP); serene-ctl run lowers s to 10
 #              once the clock spread stayed under 3 for 20 clocks (the
-#              workers run together), raises it back to 60 on the first 2
-#              clocks in which some worker was held (one 11 clocks behind:
-#              a straggler), and returns to BSP for the last 10% of the
+#              workers run together), raises it back to 60 when some
+#              worker was held in over 20% of the samples of 2 clocks (one
+#              11 clocks behind: a straggler), and returns to BSP for the last 10% of the
 #              clocks, so the final model is everyone's (see README.md)
 #   dynbsp     the earlier dynamic policy: starts BSP, raises the staleness
 #              by 5 (at most 10) whenever workers were held in more than 30%
@@ -157,9 +157,9 @@ run_one() {
         # for a straggler from clock 0 on. Once the clock spread stayed
         # under 3 for 20 clocks (the workers run together), s drops to 10,
         # which costs no waiting then and bounds how stale a late straggler's
-        # updates get; the first 2 clocks in which some worker was held
-        # (a worker 11 or more clocks behind: a straggler, not the host's
-        # jitter) put s back to 60. BSP for the last 10% of the clocks: the
+        # updates get; a worker held in over 20% of the samples of 2 clocks
+        # (one 11 or more clocks behind: a straggler, not the host's
+        # jitter) puts s back to 60. BSP for the last 10% of the clocks: the
         # final model is then everyone's, not a lagging worker's alone
         # (with non-IID shards those last stale updates cost ASP 2-5 points).
         cat >"$dir/policy" <<EOF
