@@ -509,6 +509,10 @@ static int contribute(sr_pipe_job *j, size_t cell, uint64_t bit, const sr_hdr *h
     j->seen[cell] |= bit;
     j->seen[cell ^ 1u] &= ~bit; /* w is done with the other version */
     if (j->cnt[cell] == 0) {
+        /* A new round: whatever a leaf's parent still says about the
+         * cell's last one no longer applies to it (up_wait marks a round
+         * complete here, its partial up). */
+        j->up_wait[cell] = 0;
         j->m_seq[cell] = h->seq;
         j->m_off[cell] = h->offset;
         j->m_total[cell] = h->aux;

@@ -15,8 +15,9 @@
  * (AR_PROBE, AR_NAK, the partial again); mismatches between leaves and
  * within a leaf, learnt by every worker; a parent that refuses the leaves'
  * JOIN, and a root whose job does not fit the leaves', learnt by the
- * workers; PUSH, PULL, CLOCK and RELEASE
- * through the leaves; the tree's options of the job spec and their errors.
+ * workers; a new round in a cell whose partial is up, which the parent's
+ * answers no longer match; PUSH, PULL, CLOCK and RELEASE through the
+ * leaves; the tree's options of the job spec and their errors.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -629,6 +630,77 @@ static void test_mismatch_within_leaf(void **state)
     }
 }
 
+/* h (worker id w, count values vals) from worker w straight to its leaf:
+ * what the leaf sends is left in n->out, not put on the network. */
+static void direct(net *n, unsigned w, sr_hdr h, const int32_t *vals)
+{
+    uint8_t b[SR_WIRE_MAX_MSG];
+    sr_peer src = worker_addr(w);
+
+    h.version = SR_WIRE_VERSION;
+    h.job = JOB;
+    h.worker = (uint16_t)w;
+    sr_hdr_pack(b, &h);
+    for (unsigned i = 0; i < h.count; i++)
+        sr_put_be32(b + SR_WIRE_HDR_LEN + 4u * i, (uint32_t)vals[i]);
+    sr_pipe_process(n->sw[leaf_sw(n, w)], &src, b, SR_WIRE_HDR_LEN + 4u * h.count, n->out);
+}
+
+/* The parent's AR_NAK to leaf 0 (member 0) about (slot 0, version 0, seq). */
+static void nak_leaf0(net *n, uint32_t seq)
+{
+    sr_hdr h = ar(0, 0, seq, 0, 3, 0);
+    uint8_t b[SR_WIRE_HDR_LEN];
+
+    h.version = SR_WIRE_VERSION;
+    h.op = SR_OP_AR_NAK;
+    h.job = UPJOB;
+    h.worker = 0;
+    h.aux = 8;
+    sr_hdr_pack(b, &h);
+    sr_pipe_process(n->sw[1], &n->addr[0], b, sizeof b, n->out);
+}
+
+/* Leaf 0's workers complete a round (its partial lost on the way up), move
+ * on to the slot's other version without its result and open a new round
+ * in the first one: the parent's answers about the old round, or naming
+ * the new one, no longer match a cell awaiting them. Found by fuzz_tree:
+ * the parent's NAK sent the open round's partial sums up, and once the
+ * new round was poisoned, its count (SR_WIRE_COUNT_POISON words) overran
+ * the action's payload and the cell. */
+static void test_new_round_not_awaited(void **state)
+{
+    net *n = *state;
+    int32_t v[8];
+    uint64_t dropped;
+
+    join_all(n);
+    for (unsigned w = 0; w < 2; w++) {
+        vals_of(w, v);
+        direct(n, w, ar(0, 0, 1, 8, 3, 2), v);
+    }
+    assert_int_equal(n->out->n, 1); /* the partial up, lost */
+    assert_int_equal(n->out->act[0].hdr.op, SR_OP_AR_DATA);
+    for (unsigned w = 0; w < 2; w++) {
+        vals_of(w, v);
+        direct(n, w, ar(0, 1, 2, 8, 3, 2), v);
+    }
+    vals_of(0, v);
+    direct(n, 0, ar(0, 0, 3, 8, 3, 2), v); /* a new round, open */
+    assert_int_equal(n->out->n, 0);
+    dropped = cnt(n, 1, JOB).up_dropped;
+    nak_leaf0(n, 3);
+    assert_int_equal(n->out->n, 0);
+    assert_int_equal(cnt(n, 1, JOB).up_dropped, dropped + 1);
+    vals_of(1, v);
+    direct(n, 1, ar(0, 0, 3, 7, 3, 2), v); /* poisons it */
+    assert_int_equal(n->out->act[0].hdr.op, SR_OP_ERROR);
+    assert_int_equal(n->out->act[0].hdr.status, SR_ST_MISMATCH);
+    nak_leaf0(n, 3);
+    assert_int_equal(n->out->n, 0);
+    assert_int_equal(cnt(n, 1, JOB).up_dropped, dropped + 2);
+}
+
 static void test_ssp(void **state)
 {
     net *n = *state;
@@ -723,6 +795,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_root_misfit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mismatch_between_leaves, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mismatch_within_leaf, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_new_round_not_awaited, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ssp, setup, teardown),
         cmocka_unit_test(test_spec),
     };
