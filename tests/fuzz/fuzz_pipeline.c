@@ -42,14 +42,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "fuzz_pipeline: check failed at %s:%d: %s\n", __FILE__, __LINE__,     \
-                    #cond);                                                                        \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
+#define CHECK FZ_CHECK
 
 /* What the harness knows of a job: its setup and, from the JOIN_ACKs it
  * saw, the bindings of the current incarnation. */
@@ -66,18 +59,6 @@ typedef struct job_model {
 static sr_pipe *g_pipe;
 static sr_pipe_out *g_out;
 static job_model g_jobs[2];
-static uint8_t g_rep[SR_WIRE_MAX_MSG];
-
-static int peer_eq(const sr_peer *a, const sr_peer *b)
-{
-    return a->ip == b->ip && a->port == b->port;
-}
-
-static int is_request(unsigned op)
-{
-    return op == SR_OP_JOIN || op == SR_OP_LEAVE || op == SR_OP_AR_DATA ||
-           op == SR_OP_AR_PROBE || op == SR_OP_PUSH || op == SR_OP_PULL || op == SR_OP_CLOCK;
-}
 
 static job_model *model_of(uint16_t job)
 {
@@ -90,7 +71,7 @@ static job_model *model_of(uint16_t job)
 static int member(const job_model *m, uint16_t w, const sr_peer *src)
 {
     return w < m->jp.n_workers && ((m->bound & ~m->left) >> w & 1u) &&
-           peer_eq(&m->peer[w], src);
+           fz_peer_eq(&m->peer[w], src);
 }
 
 /* s as the barrier applies it (barrier.h): 0 for BSP, R - 2 for ASP. */
@@ -172,31 +153,6 @@ static void check_info(const job_model *m)
     CHECK(info.n_workers == m->jp.n_workers && info.elems_per_pkt == m->jp.elems_per_pkt);
 }
 
-static void check_hdr_eq(const sr_hdr *got, const sr_hdr *tmpl, uint16_t worker)
-{
-    CHECK(got->version == tmpl->version && got->op == tmpl->op && got->job == tmpl->job);
-    CHECK(got->worker == worker && got->seq == tmpl->seq);
-    CHECK(got->slot == tmpl->slot && got->shadow == tmpl->shadow && got->count == tmpl->count);
-    CHECK(got->exp == tmpl->exp && got->next_exp == tmpl->next_exp);
-    CHECK(got->flags == tmpl->flags && got->status == tmpl->status);
-    CHECK(got->offset == tmpl->offset && got->aux == tmpl->aux);
-}
-
-/* Each replica as wire bytes parses back to the template. */
-static void check_replicas(const sr_pipe_action *a)
-{
-    for (unsigned k = 0; k < a->n_dests; k++) {
-        sr_hdr h;
-        const uint8_t *payload;
-        size_t len = SR_WIRE_HDR_LEN + a->payload_len;
-
-        sr_pipe_replica_hdr(a, k, g_rep);
-        memcpy(g_rep + SR_WIRE_HDR_LEN, a->payload, a->payload_len);
-        CHECK(sr_msg_parse(g_rep, len, &h, &payload) == SR_PARSE_OK);
-        check_hdr_eq(&h, &a->hdr, a->dests[k].worker);
-    }
-}
-
 /* Destinations: the source for a unicast; exactly the bound workers of the
  * job, each at its own address, for a multicast. */
 static void check_dests(const job_model *m, const sr_hdr *req, const sr_peer *src,
@@ -204,7 +160,7 @@ static void check_dests(const job_model *m, const sr_hdr *req, const sr_peer *sr
 {
     if (!a->multicast) {
         CHECK(a->n_dests == 1);
-        CHECK(peer_eq(&a->dests[0].peer, src));
+        CHECK(fz_peer_eq(&a->dests[0].peer, src));
         CHECK(a->dests[0].worker == req->worker);
         return;
     }
@@ -214,7 +170,7 @@ static void check_dests(const job_model *m, const sr_hdr *req, const sr_peer *sr
         uint16_t w = a->dests[k].worker;
 
         CHECK(w < m->jp.n_workers && ((m->bound & ~m->left) >> w & 1u));
-        CHECK(peer_eq(&a->dests[k].peer, &m->peer[w]));
+        CHECK(fz_peer_eq(&a->dests[k].peer, &m->peer[w]));
         CHECK(k == 0 || w > a->dests[k - 1].worker);
     }
 }
@@ -230,7 +186,7 @@ static void check_action(const job_model *m, const sr_hdr *req, const sr_peer *s
     CHECK(h->count <= SR_WIRE_MAX_ELEMS && a->payload_len == 4u * (size_t)h->count);
     CHECK(h->slot <= SR_WIRE_SLOT_MASK && h->shadow <= 1);
     check_dests(m, req, src, a);
-    check_replicas(a);
+    fz_check_replicas(a);
 
     /* Only the second action may be a RELEASE, and only RELEASE and
      * AR_RESULT go to many. */
@@ -334,7 +290,7 @@ static void step_msg(unsigned k, const uint8_t *bytes, size_t len)
     /* A second LEAVE of a worker that already left (the library sends
      * two) is neither a member's request nor a stranger's. */
     left_again = m && req.op == SR_OP_LEAVE && req.worker < m->jp.n_workers &&
-                 (m->left >> req.worker & 1u) && peer_eq(&m->peer[req.worker], &src) &&
+                 (m->left >> req.worker & 1u) && fz_peer_eq(&m->peer[req.worker], &src) &&
                  m->token[req.worker] == req.seq;
     if (m)
         CHECK(sr_pipe_job_counters_get(g_pipe, m->id, &jb) == 0);
@@ -355,7 +311,7 @@ static void step_msg(unsigned k, const uint8_t *bytes, size_t len)
         CHECK(after.rejected[-pr] == before.rejected[-pr] + 1);
         return;
     }
-    if (!is_request(req.op)) {
+    if (!fz_is_request(req.op)) {
         CHECK(g_out->n == 0);
         CHECK(after.answers_dropped == before.answers_dropped + 1);
         return;
@@ -403,7 +359,7 @@ static void step_msg(unsigned k, const uint8_t *bytes, size_t len)
             CHECK(ja.resets == jb.resets + 1);
         }
         if (m->bound >> w & 1u) {
-            CHECK(peer_eq(&m->peer[w], &src)); /* bindings never move */
+            CHECK(fz_peer_eq(&m->peer[w], &src)); /* bindings never move */
         } else {
             m->bound |= UINT64_C(1) << w;
             m->peer[w] = src;

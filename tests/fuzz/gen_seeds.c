@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * gen_seeds.c - writes the binary seed corpora of fuzz_pipeline and (in
- * part) fuzz_wire, so they can be regenerated when the wire format or the
+ * gen_seeds.c - writes the binary seed corpora of fuzz_pipeline, fuzz_tree
+ * and (in part) fuzz_wire, so they can be regenerated when the wire format or the
  * fixture of fuzz_pipeline.h changes:
  *
  *   ninja -C BUILD tests/fuzz/fuzz_gen_seeds
@@ -252,6 +252,272 @@ static void pipeline_seeds(const char *dir)
     seed_job_b(dir);
 }
 
+/* ---- fuzz_tree: a leaf, forged parent answers, or a root behind it ---------- */
+
+/* A message with every header field, from source k (fuzz_pipeline.h,
+ * FZ_TREE_SRC_*), and count payload words w[]. */
+static void tmsg(unsigned k, sr_hdr h, const uint32_t *w)
+{
+    uint8_t m[SR_WIRE_HDR_LEN + 64 * 4];
+
+    h.version = SR_WIRE_VERSION;
+    sr_hdr_pack(m, &h);
+    for (unsigned i = 0; i < h.count; i++)
+        sr_put_be32(m + SR_WIRE_HDR_LEN + 4 * i, w[i]);
+    put_rec((uint8_t)k, m, SR_WIRE_HDR_LEN + 4u * h.count);
+}
+
+static void tcfg(uint8_t cfg)
+{
+    g_buf[g_len++] = cfg;
+}
+
+static void ttick(uint16_t ms)
+{
+    uint8_t b[2];
+
+    sr_put_be16(b, ms);
+    put_rec(FZ_REC_CTL | FZ_TREE_CTL_TICK, b, 2);
+}
+
+/* What the network does with its oldest packet (fuzz_pipeline.h). */
+enum { NET_DELIVER, NET_DROP, NET_LATER, NET_DUP, NET_ALL };
+static void tnet(uint8_t op)
+{
+    put_rec(FZ_REC_CTL | FZ_TREE_CTL_NET, &op, 1);
+}
+
+/* Local workers 1 and 2 join from their own addresses (peers 1 and 2). */
+static void tjoin_all(uint32_t nonce)
+{
+    for (uint16_t w = FZ_TREE_LOCAL_A; w <= FZ_TREE_LOCAL_B; w++)
+        tmsg(w, (sr_hdr){.op = SR_OP_JOIN, .job = FZ_TREE_JOB, .worker = w, .seq = 500u + w,
+                         .aux = nonce},
+             NULL);
+}
+
+static void tar(unsigned k, uint8_t op, uint16_t w, uint16_t slot, uint8_t v, uint32_t seq,
+                uint16_t count, int8_t exp, int8_t nexp)
+{
+    uint32_t vals[FZ_TREE_ELEMS] = {10u * w + 1u, 0xfffffff0u + w};
+
+    tmsg(k, (sr_hdr){.op = op, .job = FZ_TREE_JOB, .worker = w, .seq = seq, .slot = slot,
+                     .shadow = v, .count = op == SR_OP_AR_PROBE ? 0 : count, .exp = exp,
+                     .next_exp = nexp, .aux = FZ_TREE_ELEMS},
+         vals);
+}
+
+static void tround(uint16_t slot, uint8_t v, uint32_t seq, int8_t exp)
+{
+    for (uint16_t w = FZ_TREE_LOCAL_A; w <= FZ_TREE_LOCAL_B; w++)
+        tar(w, SR_OP_AR_DATA, w, slot, v, seq, FZ_TREE_ELEMS, exp, (int8_t)w);
+}
+
+/* A JOIN_ACK from the parent: for one of the root job's workers, or for
+ * the leaf itself (job FZ_TREE_UPJOB, member k). */
+static void tack(uint16_t job, uint16_t w, uint32_t seq, uint32_t nonce, uint32_t n,
+                 uint32_t elems, uint32_t slots)
+{
+    uint8_t b[4 * SR_JOIN_PARAMS_WORDS];
+    uint32_t words[SR_JOIN_PARAMS_WORDS];
+    sr_join_params jp = {.n_workers = n, .elems_per_pkt = elems, .pool_slots = slots,
+                         .store_capacity = FZ_TREE_STORE};
+
+    sr_join_params_pack(b, &jp);
+    for (unsigned i = 0; i < SR_JOIN_PARAMS_WORDS; i++)
+        words[i] = sr_get_be32(b + 4 * i);
+    tmsg(FZ_TREE_SRC_PARENT,
+         (sr_hdr){.op = SR_OP_JOIN_ACK, .job = job, .worker = w, .seq = seq, .aux = nonce,
+                  .count = SR_JOIN_PARAMS_WORDS},
+         words);
+}
+
+/* The parent's answer to the leaf (member k) about a round: its header,
+ * count words of payload. */
+static void tup(uint8_t op, uint16_t k, uint16_t slot, uint8_t v, uint32_t seq, uint16_t count,
+                int8_t exp, uint8_t status, uint32_t aux)
+{
+    uint32_t vals[FZ_TREE_ELEMS] = {42, 0x80000000u};
+
+    tmsg(FZ_TREE_SRC_PARENT,
+         (sr_hdr){.op = op, .job = FZ_TREE_UPJOB, .worker = k, .seq = seq, .slot = slot,
+                  .shadow = v, .count = count, .exp = exp, .next_exp = 5, .status = status,
+                  .aux = aux},
+         vals);
+}
+
+/* With a root (this leaf its only member): JOIN, two rounds, the store
+ * and the barrier through the leaf, a lost result, then LEAVE. */
+static void seed_tree_root(const char *dir)
+{
+    const uint16_t J = FZ_TREE_JOB;
+    uint32_t one[1] = {5};
+
+    tcfg(FZ_TREE_CFG_ROOT | FZ_TREE_CFG_FLUSH | FZ_TREE_CFG_SOLO);
+    tjoin_all(7);
+    tround(0, 0, 1, 3);
+    tround(1, 0, 1, 3);
+    tar(1, SR_OP_AR_DATA, 1, 0, 0, 1, FZ_TREE_ELEMS, 3, 1); /* shadow copy */
+    tround(0, 1, 2, 4);
+    for (uint16_t w = FZ_TREE_LOCAL_A; w <= FZ_TREE_LOCAL_B; w++) {
+        tmsg(w, (sr_hdr){.op = SR_OP_PUSH, .job = J, .worker = w, .seq = 1, .count = 1}, one);
+        tmsg(w, (sr_hdr){.op = SR_OP_CLOCK, .job = J, .worker = w, .seq = 0}, NULL);
+    }
+    tmsg(1, (sr_hdr){.op = SR_OP_PULL, .job = J, .worker = 1, .seq = 1, .aux = 1}, NULL);
+    tmsg(2, (sr_hdr){.op = SR_OP_CLOCK, .job = J, .worker = 2, .seq = 1}, NULL);
+    for (uint16_t w = FZ_TREE_LOCAL_A; w <= FZ_TREE_LOCAL_B; w++)
+        tmsg(w, (sr_hdr){.op = SR_OP_LEAVE, .job = J, .worker = w, .seq = 500u + w}, NULL);
+    save(dir, "root");
+}
+
+/* With a root whose job of the leaves has another leaf (the phantom,
+ * member 0) and a network that loses, reorders and duplicates. */
+static void seed_tree_pair(const char *dir)
+{
+    uint32_t req[SR_JOIN_REQ_WORDS] = {0};
+
+    tcfg(FZ_TREE_CFG_ROOT);
+    tmsg(FZ_TREE_SRC_PHANTOM,
+         (sr_hdr){.op = SR_OP_JOIN, .job = FZ_TREE_UPJOB, .worker = 0, .seq = 7, .aux = 7,
+                  .count = SR_JOIN_REQ_WORDS},
+         req);
+    tjoin_all(7);
+    tnet(NET_ALL);
+    tnet(NET_ALL);
+    tround(0, 0, 1, 3);
+    tnet(NET_DROP); /* the partial lost */
+    ttick(10);
+    tar(1, SR_OP_AR_PROBE, 1, 0, 0, 1, 0, 3, 0);
+    tnet(NET_DUP);
+    tnet(NET_LATER);
+    tnet(NET_ALL);
+    tmsg(FZ_TREE_SRC_PHANTOM,
+         (sr_hdr){.op = SR_OP_AR_DATA, .job = FZ_TREE_UPJOB, .worker = 0, .seq = 1,
+                  .count = FZ_TREE_ELEMS, .exp = 3, .next_exp = 9, .aux = FZ_TREE_ELEMS},
+         req);
+    tnet(NET_ALL);
+    tround(1, 0, 1, 3);
+    tnet(NET_ALL);
+    ttick(10);
+    tar(2, SR_OP_AR_PROBE, 2, 1, 0, 1, 0, 3, 0);
+    tnet(NET_DELIVER);
+    tnet(NET_ALL);
+    save(dir, "pair");
+}
+
+/* Without a root: the parent's answers forged, right and wrong. */
+static void seed_tree_forged(const char *dir)
+{
+    const uint16_t J = FZ_TREE_JOB, K = FZ_TREE_MEMBER;
+
+    tcfg(0);
+    tjoin_all(7);
+    tack(J, 1, 501, 7, FZ_TREE_N, FZ_TREE_ELEMS, FZ_TREE_SLOTS);
+    tack(J, 2, 502, 7, FZ_TREE_N, FZ_TREE_ELEMS + 1, FZ_TREE_SLOTS); /* misfit */
+    tack(J, 3, 503, 7, FZ_TREE_N, FZ_TREE_ELEMS, FZ_TREE_SLOTS);     /* not here */
+    tack(FZ_TREE_UPJOB, K, 7, 7, 2, FZ_TREE_ELEMS, FZ_TREE_SLOTS);   /* the leaf bound */
+    tround(0, 0, 1, 3);                                              /* a partial up */
+    tup(SR_OP_AR_HELD, K, 0, 0, 1, 0, 3, 0, FZ_TREE_ELEMS);
+    tup(SR_OP_AR_NAK, K, 0, 0, 1, 0, 3, 0, FZ_TREE_ELEMS);           /* again */
+    tup(SR_OP_AR_RESULT, K, 0, 0, 1, FZ_TREE_ELEMS, 3, 0, FZ_TREE_ELEMS);
+    tup(SR_OP_AR_RESULT, K, 0, 0, 1, FZ_TREE_ELEMS, 3, 0, FZ_TREE_ELEMS); /* duplicate */
+    tround(1, 0, 1, 3);
+    tup(SR_OP_ERROR, K, 1, 0, 1, 0, 3, SR_ST_MISMATCH, SR_OP_AR_DATA);
+    ttick(10);
+    tar(1, SR_OP_AR_PROBE, 1, 1, 0, 1, 0, 3, 0);                     /* MISMATCH, marker */
+    tup(SR_OP_AR_RESULT, 0, 0, 0, 1, FZ_TREE_ELEMS, 3, 0, FZ_TREE_ELEMS); /* not member K */
+    tmsg(FZ_TREE_SRC_PHANTOM,
+         (sr_hdr){.op = SR_OP_AR_RESULT, .job = FZ_TREE_UPJOB, .worker = K, .seq = 1}, NULL);
+    tmsg(FZ_TREE_SRC_PARENT, (sr_hdr){.op = SR_OP_PROCEED, .job = J, .worker = 1, .seq = 0},
+         NULL);
+    tmsg(FZ_TREE_SRC_STRANGER, (sr_hdr){.op = SR_OP_CLOCK, .job = J, .worker = 1}, NULL);
+    tar(FZ_TREE_SRC_STRANGER + 1, SR_OP_AR_DATA, 2, 0, 1, 2, 1, 0, 0);
+    tmsg(0, (sr_hdr){.op = SR_OP_JOIN, .job = J, .worker = 0, .seq = 9, .aux = 7}, NULL);
+    tmsg(3, (sr_hdr){.op = SR_OP_JOIN, .job = J, .worker = 2, .seq = 502, .aux = 7}, NULL);
+    tmsg(FZ_TREE_SRC_PARENT, (sr_hdr){.op = SR_OP_JOIN, .job = J, .worker = 1, .aux = 8}, NULL);
+    tmsg(1, (sr_hdr){.op = SR_OP_LEAVE, .job = J, .worker = 1, .seq = 501}, NULL);
+    tmsg(2, (sr_hdr){.op = SR_OP_LEAVE, .job = J, .worker = 2, .seq = 502}, NULL);
+    tmsg(2, (sr_hdr){.op = SR_OP_LEAVE, .job = J, .worker = 2, .seq = 502}, NULL);
+    tjoin_all(8);                                                    /* a new incarnation */
+    save(dir, "forged");
+}
+
+/* Without a root: the parent refuses the leaf; the workers learn it. */
+static void seed_tree_refused(const char *dir)
+{
+    tcfg(FZ_TREE_CFG_LEASE);
+    tjoin_all(7);
+    tmsg(FZ_TREE_SRC_PARENT,
+         (sr_hdr){.op = SR_OP_ERROR, .job = FZ_TREE_UPJOB, .worker = FZ_TREE_MEMBER, .seq = 7,
+                  .aux = SR_OP_JOIN, .status = SR_ST_DENIED},
+         NULL);
+    tround(0, 0, 1, 3);
+    ttick(10);
+    tar(1, SR_OP_AR_PROBE, 1, 0, 0, 1, 0, 3, 0);
+    tar(2, SR_OP_AR_DATA, 2, 0, 0, 1, FZ_TREE_ELEMS, 3, 2);
+    ttick(500);
+    tjoin_all(9);                                                    /* leases lapsed */
+    save(dir, "refused");
+}
+
+/* With a root: workers of the leaf disagree, the marker goes up. */
+static void seed_tree_mismatch(const char *dir)
+{
+    tcfg(FZ_TREE_CFG_ROOT | FZ_TREE_CFG_FLUSH);
+    tjoin_all(7);
+    tar(1, SR_OP_AR_DATA, 1, 0, 0, 1, FZ_TREE_ELEMS, 3, 0);
+    tar(2, SR_OP_AR_DATA, 2, 0, 0, 1, 1, 3, 0);
+    ttick(10);
+    tar(1, SR_OP_AR_PROBE, 1, 0, 0, 1, 0, 3, 0);
+    tar(2, SR_OP_AR_PROBE, 2, 0, 0, 1, 0, 3, 0);
+    save(dir, "mismatch");
+}
+
+/* With a root that does not fit: its job's packets, its job of the
+ * leaves' packets or pool, or its admission token. */
+static void seed_tree_misfit(const char *dir)
+{
+    static const uint8_t cfgs[] = {1u << 3, 2u << 3, 3u << 3, FZ_TREE_CFG_TOKEN};
+    static const char *const names[] = {"misfit_job", "misfit_upjob", "misfit_pool", "token"};
+
+    for (unsigned i = 0; i < 4; i++) {
+        tcfg(FZ_TREE_CFG_ROOT | FZ_TREE_CFG_FLUSH | cfgs[i]);
+        tjoin_all(7);
+        tround(0, 0, 1, 3);
+        ttick(10);
+        tar(1, SR_OP_AR_PROBE, 1, 0, 0, 1, 0, 3, 0);
+        save(dir, names[i]);
+    }
+}
+
+/* Without a root: the workers open a new round in a cell whose partial is
+ * up, and poison it; the parent's NAK names it (the finding fixed with
+ * test_pipeline_tree's test_new_round_not_awaited). */
+static void seed_tree_new_round(const char *dir)
+{
+    tcfg(0);
+    tjoin_all(7);
+    tack(FZ_TREE_UPJOB, FZ_TREE_MEMBER, 7, 7, 2, FZ_TREE_ELEMS, FZ_TREE_SLOTS);
+    tround(0, 0, 1, 3);
+    tround(0, 1, 2, 3);
+    tar(1, SR_OP_AR_DATA, 1, 0, 0, 3, FZ_TREE_ELEMS, 3, 0);
+    tup(SR_OP_AR_NAK, FZ_TREE_MEMBER, 0, 0, 3, 0, 3, 0, FZ_TREE_ELEMS);
+    tar(2, SR_OP_AR_DATA, 2, 0, 0, 3, 1, 3, 0);
+    tup(SR_OP_AR_NAK, FZ_TREE_MEMBER, 0, 0, 3, 0, 3, 0, FZ_TREE_ELEMS);
+    save(dir, "new_round");
+}
+
+static void tree_seeds(const char *dir)
+{
+    seed_tree_new_round(dir);
+    seed_tree_root(dir);
+    seed_tree_pair(dir);
+    seed_tree_forged(dir);
+    seed_tree_refused(dir);
+    seed_tree_mismatch(dir);
+    seed_tree_misfit(dir);
+}
+
 static void one_msg(const char *dir, const char *name, uint8_t op, uint16_t count)
 {
     msg(0, op, 0x0102, 3, 0xdeadbeefu, 5, 1, count, 64, 0x0badcafeu, 0x80000000u);
@@ -301,5 +567,7 @@ int main(int argc, char **argv)
     pipeline_seeds(dir);
     snprintf(dir, sizeof dir, "%s/fuzz_wire", argv[1]);
     wire_seeds(dir);
+    snprintf(dir, sizeof dir, "%s/fuzz_tree", argv[1]);
+    tree_seeds(dir);
     return 0;
 }

@@ -1,0 +1,744 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fuzz_tree.c - libFuzzer target for a leaf of an aggregation tree in the
+ * software switch's pipeline (p4/swswitch: upstream.c, the leaf's side of
+ * allreduce.c, membership.c and ingress.c; p4/README.md, "Trees").
+ *
+ * Each input runs on fresh pipelines (fuzz_pipeline.h, "fuzz_tree.c's
+ * fixture"): a leaf whose job of the tree's 4 workers serves ids 1-2 and
+ * goes up, as member K of the parent's job of the leaves, to a parent
+ * address; with FZ_TREE_CFG_ROOT, a real root pipeline at that address
+ * (the root's job of the workers and its job of the leaves, as
+ * test_pipeline_tree sets them up) and a network between the two that
+ * the input drives (deliver, drop, reorder, duplicate). Records are
+ * messages to the leaf from the workers' addresses, from strangers, from
+ * the parent's address (forged answers of either of the parent's jobs)
+ * and, with a root, messages to the root from another leaf. Every message
+ * is copied to a heap buffer of exactly its length, so ASan catches a
+ * read past it.
+ *
+ * After every step at the leaf (abort() on a violation):
+ * - at most SR_PIPE_MAX_ACTIONS actions; each replica, packed with
+ *   sr_pipe_replica_hdr and its payload, parses with sr_msg_parse to the
+ *   template with the replica's worker;
+ * - requests (JOIN, LEAVE, AR_DATA, AR_PROBE, PUSH, PULL, CLOCK) go only to
+ *   the parent, and only as member K of the parent's job of the leaves
+ *   (the leaf's JOIN while the parent has not acknowledged it in this
+ *   incarnation, and then only partials, probes and markers; its LEAVE
+ *   when its last worker left) or as a worker's own request relayed
+ *   unchanged to the root's job: a JOIN the leaf accepted (which binds
+ *   the worker here), or a LEAVE, PUSH, PULL or CLOCK of a worker bound at
+ *   this leaf (ids 1-2) at its bound address;
+ * - answers go back to the request's sender (only ERROR to anyone but a
+ *   bound worker at its address, and never a JOIN_ACK: the root answers
+ *   JOINs), or come from the parent's address: the root's answers relayed
+ *   unchanged to the worker they name, if bound here, at its address (a
+ *   JOIN_ACK whose parameters are not the leaf's becomes the ERROR that
+ *   says why), and the parent's results multicast, as they came, to
+ *   exactly the workers bound here;
+ * - a model of the bindings, kept from the relayed JOINs and LEAVEs, and
+ *   of the parent's acknowledgement agrees with sr_pipe_job_info_get;
+ * - counters: rx_total moves by one, tx_total and the job's tx by the
+ *   copies sent; up_relayed, down_relayed, up_results, results,
+ *   up_partials, errors_sent and resets by what the step did; an answer
+ *   from anyone but the parent is counted dropped and gets nothing.
+ * And at the root: at most SR_PIPE_MAX_ACTIONS actions whose replicas
+ * parse, and what it sends to the leaf's address names a worker of the
+ * leaf's range (its job) or member K (its job of the leaves).
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz_pipeline.h"
+#include "pipeline.h"
+#include "proto/wire.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define CHECK FZ_CHECK
+
+#define NQ 32u        /* packets in flight between leaf and root */
+#define NET_STEPS 64u /* deliveries per "deliver everything" */
+
+typedef struct fz_pkt {
+    uint8_t down; /* 1: root to leaf; 0: leaf to root */
+    size_t len;
+    uint8_t b[SR_WIRE_MAX_MSG];
+} fz_pkt;
+
+/* What the harness knows of the leaf's job: the bindings of the current
+ * incarnation (from the JOINs and LEAVEs it relayed) and whether the
+ * parent acknowledged the leaf's JOIN (from the parent's JOIN_ACKs). */
+typedef struct leaf_model {
+    uint32_t nonce;
+    uint64_t bound, left;
+    sr_peer peer[FZ_TREE_N];
+    uint32_t token[FZ_TREE_N];
+    uint8_t up;
+    uint32_t up_nonce;
+} leaf_model;
+
+static const sr_peer g_leaf_addr = {FZ_TREE_LEAF_IP, FZ_TREE_SW_PORT};
+static const sr_peer g_parent = {FZ_TREE_PARENT_IP, FZ_TREE_SW_PORT};
+static const sr_peer g_phantom = {FZ_TREE_PHANTOM_IP, FZ_TREE_SW_PORT};
+
+static sr_pipe *g_leaf, *g_root;
+static sr_pipe_out *g_out;
+static uint8_t g_cfg;
+static uint16_t g_k; /* the leaf's member id in the parent's job of the leaves */
+static uint64_t g_now;
+static leaf_model g_m;
+static fz_pkt g_q[NQ];
+static unsigned g_qhead, g_qn;
+static uint8_t g_rep[SR_WIRE_MAX_MSG];
+
+static sr_peer src_of(unsigned k)
+{
+    sr_peer p = {FZ_PEER_IP(k), FZ_PEER_PORT(k)};
+
+    if (k == FZ_TREE_SRC_PARENT)
+        return g_parent;
+    if (k == FZ_TREE_SRC_PHANTOM)
+        return g_phantom;
+    if (k >= FZ_TREE_SRC_STRANGER)
+        p.ip = FZ_TREE_STRANGER_IP(k - FZ_TREE_SRC_STRANGER);
+    return p;
+}
+
+static int local(uint32_t w)
+{
+    return w >= FZ_TREE_LOCAL_A && w <= FZ_TREE_LOCAL_B;
+}
+
+static uint64_t live(const leaf_model *m)
+{
+    return m->bound & ~m->left;
+}
+
+static int member(const leaf_model *m, uint32_t w, const sr_peer *src)
+{
+    return w < FZ_TREE_N && (live(m) >> w & 1u) && fz_peer_eq(&m->peer[w], src);
+}
+
+static int up_bound(const leaf_model *m)
+{
+    return m->up && m->up_nonce == m->nonce;
+}
+
+/* ---- fixture ------------------------------------------------------------------ */
+
+static void add_job(sr_pipe *p, uint16_t id, uint32_t n, uint32_t elems, uint32_t slots,
+                    uint32_t store, uint64_t token, const sr_pipe_job_params *leaf)
+{
+    sr_pipe_job_params jp;
+
+    if (leaf) {
+        jp = *leaf;
+    } else {
+        sr_pipe_job_params_init(&jp);
+        jp.n_workers = n;
+        jp.elems_per_pkt = elems;
+        jp.pool_slots = slots;
+        jp.store_words = store;
+        jp.ring = FZ_TREE_RING;
+        jp.mode = SR_SYNC_SSP;
+        jp.s = 1;
+        jp.token = token;
+    }
+    CHECK(sr_pipe_job_add(p, id, &jp) == 0);
+}
+
+static void fixture_setup(uint8_t cfg)
+{
+    unsigned misfit = FZ_TREE_CFG_MISFIT(cfg);
+    sr_pipe_job_params jp;
+
+    g_cfg = cfg;
+    g_k = (cfg & FZ_TREE_CFG_SOLO) ? 0 : FZ_TREE_MEMBER;
+    g_now = 1000;
+    memset(&g_m, 0, sizeof g_m);
+    g_qhead = g_qn = 0;
+    if (!g_out) {
+        g_out = malloc(sizeof *g_out);
+        CHECK(g_out != NULL);
+    }
+
+    CHECK(sr_pipe_create(&g_leaf) == 0);
+    sr_pipe_job_params_init(&jp);
+    jp.n_workers = FZ_TREE_N;
+    jp.elems_per_pkt = FZ_TREE_ELEMS;
+    jp.pool_slots = FZ_TREE_SLOTS;
+    jp.store_words = 0;
+    jp.ring = FZ_TREE_RING;
+    jp.local_first = FZ_TREE_LOCAL_A;
+    jp.local_n = FZ_TREE_LOCAL_B - FZ_TREE_LOCAL_A + 1u;
+    jp.up = 1;
+    jp.up_peer = g_parent;
+    jp.up_job = FZ_TREE_UPJOB;
+    jp.up_member = g_k;
+    add_job(g_leaf, FZ_TREE_JOB, 0, 0, 0, 0, 0, &jp);
+    sr_pipe_tick(g_leaf, g_now);
+    if (cfg & FZ_TREE_CFG_LEASE)
+        sr_pipe_set_lease(g_leaf, FZ_TREE_LEASE_MS);
+
+    if (!(cfg & FZ_TREE_CFG_ROOT))
+        return;
+    CHECK(sr_pipe_create(&g_root) == 0);
+    add_job(g_root, FZ_TREE_JOB, FZ_TREE_N, FZ_TREE_ELEMS + (misfit == 1), FZ_TREE_SLOTS,
+            FZ_TREE_STORE, 0, NULL);
+    add_job(g_root, FZ_TREE_UPJOB, (cfg & FZ_TREE_CFG_SOLO) ? 1u : FZ_TREE_MEMBERS,
+            FZ_TREE_ELEMS + (misfit == 2), FZ_TREE_SLOTS - (misfit == 3), 0,
+            (cfg & FZ_TREE_CFG_TOKEN) ? FZ_TREE_TOKEN : 0, NULL);
+    sr_pipe_tick(g_root, g_now);
+    if (cfg & FZ_TREE_CFG_LEASE)
+        sr_pipe_set_lease(g_root, FZ_TREE_LEASE_MS);
+}
+
+static void fixture_teardown(void)
+{
+    sr_pipe_destroy(&g_leaf);
+    sr_pipe_destroy(&g_root);
+}
+
+/* ---- the network between leaf and root ----------------------------------------- */
+
+static void net_push(uint8_t down, const uint8_t *b, size_t len)
+{
+    fz_pkt *p;
+
+    if (!g_root || g_qn == NQ) /* no root, or the link is full: lost */
+        return;
+    p = &g_q[(g_qhead + g_qn++) % NQ];
+    p->down = down;
+    p->len = len;
+    memcpy(p->b, b, len);
+}
+
+/* The replicas of the last sr_pipe_process that go to dst, onto the link. */
+static void net_emit(const sr_peer *dst, uint8_t down)
+{
+    for (unsigned i = 0; i < g_out->n; i++) {
+        const sr_pipe_action *a = &g_out->act[i];
+
+        for (unsigned k = 0; k < a->n_dests; k++)
+            if (fz_peer_eq(&a->dests[k].peer, dst))
+                net_push(down, g_rep, fz_replica(a, k, g_rep));
+    }
+}
+
+/* ---- the leaf ------------------------------------------------------------------ */
+
+/* The root's JOIN_ACK must announce the leaf's job (upstream.c): 0, or the
+ * status the leaf refuses the worker with. */
+static unsigned ack_misfit(const sr_hdr *h, const uint8_t *payload)
+{
+    sr_join_params jp;
+
+    if (h->count != SR_JOIN_PARAMS_WORDS)
+        return SR_ST_BAD_COUNT;
+    sr_join_params_unpack(payload, &jp);
+    return jp.n_workers != FZ_TREE_N            ? SR_ST_NOT_MEMBER
+           : jp.elems_per_pkt != FZ_TREE_ELEMS  ? SR_ST_BAD_COUNT
+           : jp.pool_slots != FZ_TREE_SLOTS     ? SR_ST_BAD_SLOT
+                                                : 0;
+}
+
+/* What one step at the leaf sent, by kind. */
+typedef struct tally {
+    unsigned relay_up, relay_join, relay_leave, self_join, self_leave, partials, probes,
+        markers, down, misfits, mcast, errors;
+} tally;
+
+/* A message the leaf sent to its parent (a request op). */
+static void check_up(const sr_pipe_action *a, const sr_hdr *req, const uint8_t *req_payload,
+                     const sr_peer *src, int was_member, const leaf_model *before, tally *t)
+{
+    const sr_hdr *h = &a->hdr;
+
+    CHECK(fz_peer_eq(&a->dests[0].peer, &g_parent));
+    if (h->job == FZ_TREE_UPJOB) {
+        /* The leaf itself, as member K (the replica's worker: the marker's
+         * template leaves it to the destination). */
+        CHECK(a->dests[0].worker == g_k);
+        switch (h->op) {
+        case SR_OP_JOIN: {
+            sr_join_req rq;
+
+            CHECK(!up_bound(&g_m));
+            CHECK(h->seq == g_m.nonce && h->aux == g_m.nonce);
+            CHECK(sr_join_req_unpack(a->payload, h->count, &rq) == 0 && h->count != 0);
+            CHECK(rq.token == 0 && rq.cookie == 0);
+            t->self_join++;
+            break;
+        }
+        case SR_OP_LEAVE:
+            /* The last local worker left: once, while bound. */
+            CHECK(up_bound(before) && h->count == 0);
+            CHECK(h->seq == g_m.nonce && h->aux == g_m.nonce);
+            CHECK(req->op == SR_OP_LEAVE && g_m.bound && !live(&g_m));
+            g_m.up = 0;
+            t->self_leave++;
+            break;
+        case SR_OP_AR_DATA:
+        case SR_OP_AR_PROBE:
+            CHECK(up_bound(&g_m));
+            CHECK(h->slot < FZ_TREE_SLOTS && h->count <= FZ_TREE_ELEMS);
+            /* Driven by a local worker's contribution or probe, or by the
+             * parent's NAK of this very round. */
+            if (fz_is_request(req->op)) {
+                CHECK(was_member && req->job == FZ_TREE_JOB);
+                CHECK(req->op == SR_OP_AR_DATA || req->op == SR_OP_AR_PROBE);
+                CHECK(h->slot == req->slot && h->shadow == req->shadow);
+            } else {
+                CHECK(fz_peer_eq(src, &g_parent) && req->job == FZ_TREE_UPJOB);
+                CHECK(req->op == SR_OP_AR_NAK && h->op == SR_OP_AR_DATA);
+                CHECK(h->seq == req->seq && h->slot == req->slot && h->shadow == req->shadow);
+                CHECK(h->offset == req->offset && h->exp == req->exp && h->aux == req->aux);
+            }
+            if (h->op == SR_OP_AR_PROBE) {
+                CHECK(h->count == 0 && a->payload_len == 0);
+                t->probes++;
+            } else if (h->exp == SR_WIRE_EXP_NONE && h->count == 0) {
+                t->markers++; /* a poisoned round */
+            } else {
+                t->partials++;
+            }
+            break;
+        default:
+            CHECK(!"the leaf sends its parent's job of the leaves another op");
+        }
+        return;
+    }
+    /* A worker's own request, relayed unchanged to the root's job. */
+    CHECK(h->job == FZ_TREE_JOB && a->dests[0].worker == h->worker);
+    CHECK(fz_is_request(req->op) && req->job == FZ_TREE_JOB && h->op == req->op);
+    fz_check_hdr_eq(h, req, req->worker);
+    CHECK(a->payload_len == 4u * (size_t)req->count);
+    CHECK(a->payload_len == 0 || memcmp(a->payload, req_payload, a->payload_len) == 0);
+    CHECK(local(req->worker));
+    t->relay_up++;
+    switch (h->op) {
+    case SR_OP_JOIN: {
+        uint16_t w = req->worker;
+        uint64_t bit = UINT64_C(1) << w;
+
+        /* The leaf accepted it: the worker is bound here, at src. */
+        if (g_m.bound & bit) {
+            CHECK(fz_peer_eq(&g_m.peer[w], src) && g_m.token[w] == req->seq);
+            CHECK(!(g_m.left & bit));
+        } else {
+            g_m.bound |= bit;
+            g_m.peer[w] = *src;
+            g_m.token[w] = req->seq;
+        }
+        t->relay_join++;
+        break;
+    }
+    case SR_OP_LEAVE: {
+        uint16_t w = req->worker;
+        uint64_t bit = UINT64_C(1) << w;
+
+        /* From the binding's address; a LEAVE with its token ends it (a
+         * second LEAVE of a worker that left goes up as well). */
+        CHECK((g_m.bound & bit) && fz_peer_eq(&g_m.peer[w], src));
+        if (was_member && g_m.token[w] == req->seq)
+            g_m.left |= bit;
+        CHECK(g_m.left & bit);
+        t->relay_leave++;
+        break;
+    }
+    case SR_OP_PUSH:
+    case SR_OP_PULL:
+    case SR_OP_CLOCK:
+        CHECK(was_member);
+        break;
+    default:
+        CHECK(!"a worker's AR_DATA or AR_PROBE relayed to the root's job");
+    }
+}
+
+/* A message the leaf sent to one address (an answer op). */
+static void check_answer(const sr_pipe_action *a, const sr_hdr *req, const uint8_t *req_payload,
+                         const sr_peer *src, int was_member, int known, const leaf_model *before,
+                         tally *t)
+{
+    const sr_hdr *h = &a->hdr;
+    const sr_pipe_dest *d = &a->dests[0];
+
+    if (!fz_is_request(req->op)) {
+        /* The root's answer to one of the leaf's workers, passed down. */
+        uint16_t w = req->worker;
+        unsigned misfit = req->op == SR_OP_JOIN_ACK ? ack_misfit(req, req_payload) : 0;
+
+        CHECK(fz_peer_eq(src, &g_parent) && req->job == FZ_TREE_JOB);
+        CHECK(w < FZ_TREE_N && local(w) && (live(before) >> w & 1u));
+        CHECK(fz_peer_eq(&d->peer, &before->peer[w]) && d->worker == w);
+        if (misfit) {
+            CHECK(h->op == SR_OP_ERROR && h->status == misfit && h->aux == SR_OP_JOIN);
+            CHECK(h->count == 0 && h->offset == 0 && h->seq == req->seq && h->job == req->job);
+            t->misfits++;
+        } else {
+            fz_check_hdr_eq(h, req, w);
+            CHECK(a->payload_len == 0 || memcmp(a->payload, req_payload, a->payload_len) == 0);
+        }
+        t->down++;
+        return;
+    }
+    /* The answer to a request: to its sender, for the worker it named. */
+    CHECK(fz_peer_eq(&d->peer, src) && d->worker == req->worker);
+    CHECK(h->job == req->job && h->slot == req->slot && h->shadow == req->shadow);
+    /* Every answer but the shadow copy echoes the request's seq. */
+    CHECK(h->seq == req->seq || h->op == SR_OP_AR_RESULT);
+    /* Anyone but a bound worker at its address gets an ERROR at most. */
+    CHECK(was_member || h->op == SR_OP_ERROR);
+    switch (h->op) {
+    case SR_OP_ERROR:
+        CHECK(h->count == 0 && h->aux == req->op && h->offset == req->offset);
+        CHECK(h->status >= SR_ST_UNKNOWN_JOB && h->status <= SR_ST_DENIED);
+        if (!known) {
+            CHECK(h->status == SR_ST_UNKNOWN_JOB);
+        } else if (req->op == SR_OP_JOIN) {
+            CHECK(h->status == SR_ST_NOT_MEMBER || h->status == SR_ST_STALE ||
+                  h->status == SR_ST_JOB_IN_USE || h->status == SR_ST_DENIED);
+            /* The leaf's job has no admission token: only a malformed one. */
+            CHECK(h->status != SR_ST_DENIED ||
+                  (req->count != 0 && req->count != SR_JOIN_REQ_WORDS));
+            CHECK(h->status != SR_ST_NOT_MEMBER || !local(req->worker) ||
+                  (before->bound >> req->worker & 1u));
+        } else {
+            /* Refusals of the round, or the parent's refusal of the leaf. */
+            CHECK(req->op == SR_OP_AR_DATA || req->op == SR_OP_AR_PROBE);
+            CHECK(h->status != SR_ST_STALE && h->status != SR_ST_UNSUPPORTED &&
+                  h->status != SR_ST_RANGE && h->status != SR_ST_CLOCK_AHEAD);
+        }
+        t->errors += known;
+        break;
+    case SR_OP_AR_HELD:
+    case SR_OP_AR_NAK:
+        CHECK(req->op == SR_OP_AR_PROBE || (req->op == SR_OP_AR_DATA && h->op == SR_OP_AR_HELD));
+        CHECK(h->count == 0 && h->flags == 0 && h->status == 0);
+        CHECK(h->offset == req->offset && h->exp == req->exp && h->aux == req->aux);
+        CHECK(h->slot < FZ_TREE_SLOTS);
+        break;
+    case SR_OP_AR_RESULT:
+        /* The leaf's shadow copy of the tree's result. */
+        CHECK(req->op == SR_OP_AR_DATA && h->count <= FZ_TREE_ELEMS);
+        CHECK(h->slot < FZ_TREE_SLOTS);
+        break;
+    default:
+        CHECK(!"the leaf answers a request with an op it never sends (JOIN_ACK: the root's)");
+    }
+}
+
+/* The parent's result of a round, multicast to the leaf's workers. */
+static void check_mcast(const sr_pipe_action *a, const sr_hdr *req, const uint8_t *req_payload,
+                        const sr_peer *src, tally *t)
+{
+    const sr_hdr *h = &a->hdr;
+
+    CHECK(h->op == SR_OP_AR_RESULT && h->job == FZ_TREE_JOB);
+    CHECK(fz_peer_eq(src, &g_parent) && req->op == SR_OP_AR_RESULT);
+    CHECK(req->job == FZ_TREE_UPJOB && req->worker == g_k);
+    CHECK(h->seq == req->seq && h->slot == req->slot && h->shadow == req->shadow);
+    CHECK(h->count == req->count && h->exp == req->exp && h->next_exp == req->next_exp);
+    CHECK(h->offset == req->offset && h->aux == req->aux);
+    CHECK(a->payload_len == 0 || memcmp(a->payload, req_payload, a->payload_len) == 0);
+    CHECK(a->n_dests == (unsigned)__builtin_popcountll(live(&g_m)));
+    for (unsigned k = 0; k < a->n_dests; k++) {
+        uint16_t w = a->dests[k].worker;
+
+        CHECK(w < FZ_TREE_N && local(w) && (live(&g_m) >> w & 1u));
+        CHECK(fz_peer_eq(&a->dests[k].peer, &g_m.peer[w]));
+        CHECK(k == 0 || w > a->dests[k - 1].worker);
+    }
+    t->mcast++;
+}
+
+/* One message from src to the leaf, and every check after it. */
+static void step_leaf(const sr_peer *src, const uint8_t *bytes, size_t len)
+{
+    uint8_t *msg = malloc(len ? len : 1);
+    const uint8_t *payload = NULL;
+    sr_pipe_counters sb, sa;
+    sr_pipe_job_counters jb, ja;
+    sr_pipe_job_info info;
+    leaf_model before = g_m;
+    tally t = {0};
+    sr_hdr req;
+    uint64_t copies = 0;
+    int pr, is_req, known, was_member, from_parent, consumed;
+
+    CHECK(msg != NULL);
+    if (len)
+        memcpy(msg, bytes, len);
+    pr = sr_msg_parse(msg, len, &req, &payload);
+    is_req = pr == SR_PARSE_OK && fz_is_request(req.op);
+    known = is_req && req.job == FZ_TREE_JOB;
+    was_member = known && member(&g_m, req.worker, src);
+    from_parent = fz_peer_eq(src, &g_parent);
+    consumed = pr == SR_PARSE_OK && !is_req && from_parent &&
+               (req.job == FZ_TREE_JOB || (req.job == FZ_TREE_UPJOB && req.worker == g_k));
+    sr_pipe_counters_get(g_leaf, &sb);
+    CHECK(sr_pipe_job_counters_get(g_leaf, FZ_TREE_JOB, &jb) == 0);
+
+    g_out->n = 0xdeadu;
+    sr_pipe_process(g_leaf, src, msg, len, g_out);
+
+    sr_pipe_counters_get(g_leaf, &sa);
+    CHECK(sr_pipe_job_counters_get(g_leaf, FZ_TREE_JOB, &ja) == 0);
+    CHECK(sr_pipe_job_info_get(g_leaf, FZ_TREE_JOB, &info) == 0);
+    CHECK(g_out->n <= SR_PIPE_MAX_ACTIONS);
+    for (unsigned i = 0; i < g_out->n; i++) {
+        copies += g_out->act[i].n_dests;
+        fz_check_replicas(&g_out->act[i]);
+    }
+    CHECK(sa.rx_total == sb.rx_total + 1);
+    CHECK(sa.tx_total == sb.tx_total + copies);
+    if (pr != SR_PARSE_OK) {
+        CHECK(g_out->n == 0 && sa.rejected[-pr] == sb.rejected[-pr] + 1);
+        goto out;
+    }
+    if (!is_req && !consumed) {
+        /* Not the parent, or about nothing of this leaf's. */
+        CHECK(g_out->n == 0 && sa.answers_dropped == sb.answers_dropped + 1);
+        CHECK(ja.rx == jb.rx);
+        goto out;
+    }
+    CHECK(sa.answers_dropped == sb.answers_dropped);
+    if (is_req && !known) {
+        CHECK(g_out->n == 1 && g_out->act[0].hdr.op == SR_OP_ERROR);
+        CHECK(sa.unknown_job == sb.unknown_job + 1 && ja.rx == jb.rx && ja.tx == jb.tx);
+    } else {
+        CHECK(ja.rx == jb.rx + 1 && ja.tx == jb.tx + copies);
+    }
+
+    /* A new incarnation: only a worker's JOIN with its nonce starts one. */
+    if (info.nonce != g_m.nonce) {
+        CHECK(known && req.op == SR_OP_JOIN && req.aux == info.nonce);
+        CHECK(ja.resets == jb.resets + 1);
+        g_m.nonce = info.nonce;
+        g_m.bound = g_m.left = 0;
+    } else {
+        CHECK(ja.resets == jb.resets);
+    }
+    /* The parent's acknowledgement of the leaf's JOIN, in this incarnation,
+     * for the leaf's packets and at least its pool. */
+    if (consumed && req.job == FZ_TREE_UPJOB && req.op == SR_OP_JOIN_ACK &&
+        req.seq == g_m.nonce && req.aux == g_m.nonce && req.count == SR_JOIN_PARAMS_WORDS) {
+        sr_join_params jp;
+
+        sr_join_params_unpack(payload, &jp);
+        if (jp.elems_per_pkt == FZ_TREE_ELEMS && jp.pool_slots >= FZ_TREE_SLOTS) {
+            g_m.up = 1;
+            g_m.up_nonce = g_m.nonce;
+        }
+    }
+
+    for (unsigned i = 0; i < g_out->n; i++) {
+        const sr_pipe_action *a = &g_out->act[i];
+
+        CHECK(a->hdr.version == SR_WIRE_VERSION && a->hdr.count <= SR_WIRE_MAX_ELEMS);
+        CHECK(a->hdr.slot <= SR_WIRE_SLOT_MASK && a->hdr.shadow <= 1);
+        if (a->multicast) {
+            check_mcast(a, &req, payload, src, &t);
+            continue;
+        }
+        CHECK(a->n_dests == 1);
+        if (fz_is_request(a->hdr.op))
+            check_up(a, &req, payload, src, was_member, &before, &t);
+        else
+            check_answer(a, &req, payload, src, was_member, known, &before, &t);
+    }
+
+    /* Exactly the sends the step calls for. The root's answer to a
+     * worker bound here goes down, any other is dropped; of the parent's
+     * answers to the leaf, only a result, a NAK and a MISMATCH about a
+     * round move anything. */
+    if (consumed && req.job == FZ_TREE_JOB) {
+        int here = req.worker < FZ_TREE_N && (live(&before) >> req.worker & 1u);
+
+        CHECK(g_out->n == (unsigned)here && t.down == (unsigned)here);
+        CHECK(ja.up_dropped == jb.up_dropped + (!here || t.misfits));
+    }
+    if (consumed && req.job == FZ_TREE_UPJOB && req.op != SR_OP_AR_RESULT &&
+        req.op != SR_OP_AR_NAK)
+        CHECK(g_out->n == 0);
+    if (t.relay_join)
+        CHECK(t.self_join == !up_bound(&g_m));
+    if (t.relay_leave)
+        CHECK(t.self_leave == (up_bound(&before) && g_m.bound && !live(&g_m)));
+    CHECK(ja.up_relayed == jb.up_relayed + t.relay_up);
+    CHECK(ja.down_relayed == jb.down_relayed + t.down);
+    CHECK(ja.up_results == jb.up_results + t.mcast && ja.results == jb.results + t.mcast);
+    CHECK(ja.errors_sent == jb.errors_sent + t.errors + t.misfits);
+    CHECK(ja.joins == jb.joins); /* the root answers the JOINs */
+    if (ja.up_partials != jb.up_partials && t.markers) {
+        /* A round of exponent SR_WIRE_EXP_NONE and count 0 completed:
+         * its partial looks like a marker. */
+        t.markers--;
+        t.partials++;
+    }
+    CHECK(ja.up_resends >= jb.up_resends + t.probes + t.markers);
+    CHECK(ja.up_resends <= jb.up_resends + t.probes + t.markers + t.self_join);
+    CHECK(ja.up_partials <= jb.up_partials + 1);
+    if (ja.up_partials != jb.up_partials) {
+        /* A local round completed: its sum goes up with the round's
+         * metadata, that of its last contribution (or, before the parent
+         * acknowledged the leaf, the leaf's JOIN instead). */
+        const sr_pipe_action *a = &g_out->act[0];
+
+        CHECK(was_member && req.op == SR_OP_AR_DATA && g_out->n == 1);
+        if (a->hdr.op == SR_OP_AR_DATA) {
+            CHECK(t.partials == 1 && a->hdr.count == req.count && a->hdr.seq == req.seq);
+            CHECK(a->hdr.offset == req.offset && a->hdr.exp == req.exp && a->hdr.aux == req.aux);
+            CHECK(a->hdr.next_exp >= req.next_exp);
+        } else {
+            CHECK(t.self_join == 1);
+        }
+    } else if (fz_is_request(req.op)) {
+        CHECK(t.partials == 0); /* a worker's request sends a partial only so */
+    }
+    CHECK(info.n_bound == (uint32_t)__builtin_popcountll(g_m.bound));
+    CHECK(info.nonce == g_m.nonce);
+
+out:
+    net_emit(&g_parent, 0);
+    free(msg);
+}
+
+/* ---- the root ------------------------------------------------------------------ */
+
+static void step_root(const sr_peer *src, const uint8_t *bytes, size_t len)
+{
+    uint8_t *msg = malloc(len ? len : 1);
+    sr_pipe_counters sb, sa;
+    uint64_t copies = 0;
+
+    CHECK(msg != NULL);
+    if (len)
+        memcpy(msg, bytes, len);
+    sr_pipe_counters_get(g_root, &sb);
+    g_out->n = 0xdeadu;
+    sr_pipe_process(g_root, src, msg, len, g_out);
+    free(msg);
+    sr_pipe_counters_get(g_root, &sa);
+    CHECK(g_out->n <= SR_PIPE_MAX_ACTIONS);
+    for (unsigned i = 0; i < g_out->n; i++)
+        copies += g_out->act[i].n_dests;
+    CHECK(sa.rx_total == sb.rx_total + 1 && sa.tx_total == sb.tx_total + copies);
+    for (unsigned i = 0; i < g_out->n; i++) {
+        const sr_pipe_action *a = &g_out->act[i];
+
+        fz_check_replicas(a);
+        for (unsigned k = 0; k < a->n_dests; k++) {
+            if (!fz_peer_eq(&a->dests[k].peer, &g_leaf_addr))
+                continue;
+            /* The root binds at the leaf's address only what the leaf
+             * relayed: its workers, and itself as member K. */
+            if (a->hdr.job == FZ_TREE_JOB)
+                CHECK(local(a->dests[k].worker));
+            else
+                CHECK(a->hdr.job == FZ_TREE_UPJOB && a->dests[k].worker == g_k);
+        }
+    }
+    net_emit(&g_leaf_addr, 1);
+}
+
+/* ---- steps --------------------------------------------------------------------- */
+
+static void net_deliver(void)
+{
+    fz_pkt *p = &g_q[g_qhead];
+    static fz_pkt cur;
+
+    cur = *p;
+    g_qhead = (g_qhead + 1) % NQ;
+    g_qn--;
+    if (cur.down)
+        step_leaf(&g_parent, cur.b, cur.len);
+    else
+        step_root(&g_leaf_addr, cur.b, cur.len);
+}
+
+static void net_flush(void)
+{
+    for (unsigned n = 0; g_qn && n < NET_STEPS; n++)
+        net_deliver();
+}
+
+static void step_net(const uint8_t *bytes, size_t len)
+{
+    fz_pkt *p = &g_q[g_qhead];
+
+    if (!g_root || !g_qn || !len)
+        return;
+    switch (bytes[0] % FZ_TREE_NET_OPS) {
+    case 0:
+        net_deliver();
+        break;
+    case 1: /* lost */
+        g_qhead = (g_qhead + 1) % NQ;
+        g_qn--;
+        break;
+    case 2: /* overtaken by the rest */
+        if (g_qn < NQ) {
+            g_q[(g_qhead + g_qn) % NQ] = *p;
+            g_qhead = (g_qhead + 1) % NQ;
+        }
+        break;
+    case 3: /* duplicated */
+        if (g_qn < NQ)
+            g_q[(g_qhead + g_qn++) % NQ] = *p;
+        break;
+    default:
+        net_flush();
+    }
+}
+
+static void step_tick(const uint8_t *bytes, size_t len)
+{
+    g_now += len >= 2 ? sr_get_be16(bytes) : len ? bytes[0] : 1u;
+    sr_pipe_tick(g_leaf, g_now);
+    if (g_root)
+        sr_pipe_tick(g_root, g_now);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    fixture_setup(size ? data[0] : 0);
+    if (size) {
+        data++;
+        size--;
+    }
+    for (unsigned n = 0; size >= FZ_REC_HDR && n < FZ_MAX_RECORDS; n++) {
+        uint8_t kind = data[0];
+        size_t len = sr_get_be16(data + 1);
+        unsigned k = kind & 7u;
+
+        data += FZ_REC_HDR;
+        size -= FZ_REC_HDR;
+        if (len > size)
+            len = size;
+        if (kind & FZ_REC_CTL) {
+            if ((kind & 1u) == FZ_TREE_CTL_TICK)
+                step_tick(data, len);
+            else
+                step_net(data, len);
+        } else if (k == FZ_TREE_SRC_PHANTOM && g_root) {
+            step_root(&g_phantom, data, len);
+        } else {
+            sr_peer src = src_of(k);
+
+            step_leaf(&src, data, len);
+        }
+        if (g_cfg & FZ_TREE_CFG_FLUSH)
+            net_flush();
+        data += len;
+        size -= len;
+    }
+    fixture_teardown();
+    return 0;
+}
