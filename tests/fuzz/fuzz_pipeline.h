@@ -101,6 +101,7 @@
 #define FZ_TREE_CFG_MISFIT(c) (((c) >> 3) & 3u) /* 1: root job's packets, 2: upjob's, 3: its pool */
 #define FZ_TREE_CFG_LEASE 0x20u /* leases of FZ_TREE_LEASE_MS at the leaf and the root */
 #define FZ_TREE_CFG_TOKEN 0x40u /* the root's job of the leaves wants FZ_TREE_TOKEN */
+#define FZ_TREE_CFG_PROOF 0x80u /* address proof on at the leaf and the root */
 
 /* Sources: workers' addresses FZ_PEER_IP(0..3) (any may claim any id),
  * two strangers, the parent, and the phantom (with a root: to the root, as

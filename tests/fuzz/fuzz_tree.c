@@ -153,6 +153,7 @@ static void add_job(sr_pipe *p, uint16_t id, uint32_t n, uint32_t elems, uint32_
 
 static void fixture_setup(uint8_t cfg)
 {
+    static const uint64_t key[2] = {0x0123456789abcdefu, 0xfedcba9876543210u};
     unsigned misfit = FZ_TREE_CFG_MISFIT(cfg);
     sr_pipe_job_params jp;
 
@@ -183,6 +184,8 @@ static void fixture_setup(uint8_t cfg)
     sr_pipe_tick(g_leaf, g_now);
     if (cfg & FZ_TREE_CFG_LEASE)
         sr_pipe_set_lease(g_leaf, FZ_TREE_LEASE_MS);
+    if (cfg & FZ_TREE_CFG_PROOF)
+        sr_pipe_set_proof(g_leaf, key);
 
     if (!(cfg & FZ_TREE_CFG_ROOT))
         return;
@@ -195,6 +198,8 @@ static void fixture_setup(uint8_t cfg)
     sr_pipe_tick(g_root, g_now);
     if (cfg & FZ_TREE_CFG_LEASE)
         sr_pipe_set_lease(g_root, FZ_TREE_LEASE_MS);
+    if (cfg & FZ_TREE_CFG_PROOF)
+        sr_pipe_set_proof(g_root, key);
 }
 
 static void fixture_teardown(void)

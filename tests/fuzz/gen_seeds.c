@@ -474,18 +474,22 @@ static void seed_tree_mismatch(const char *dir)
 }
 
 /* With a root that does not fit: its job's packets, its job of the
- * leaves' packets or pool, or its admission token. */
+ * leaves' packets or pool, or its admission token; and with address
+ * proof (a CLOCK before the proof: UNPROVEN from the root). */
 static void seed_tree_misfit(const char *dir)
 {
-    static const uint8_t cfgs[] = {1u << 3, 2u << 3, 3u << 3, FZ_TREE_CFG_TOKEN};
-    static const char *const names[] = {"misfit_job", "misfit_upjob", "misfit_pool", "token"};
+    static const uint8_t cfgs[] = {1u << 3, 2u << 3, 3u << 3, FZ_TREE_CFG_TOKEN,
+                                   FZ_TREE_CFG_PROOF | FZ_TREE_CFG_SOLO};
+    static const char *const names[] = {"misfit_job", "misfit_upjob", "misfit_pool", "token",
+                                         "proof"};
 
-    for (unsigned i = 0; i < 4; i++) {
+    for (unsigned i = 0; i < 5; i++) {
         tcfg(FZ_TREE_CFG_ROOT | FZ_TREE_CFG_FLUSH | cfgs[i]);
         tjoin_all(7);
         tround(0, 0, 1, 3);
         ttick(10);
         tar(1, SR_OP_AR_PROBE, 1, 0, 0, 1, 0, 3, 0);
+        tmsg(2, (sr_hdr){.op = SR_OP_CLOCK, .job = FZ_TREE_JOB, .worker = 2, .seq = 0}, NULL);
         save(dir, names[i]);
     }
 }
