@@ -69,11 +69,13 @@
  * FZ_TREE_MEMBERS (member 0 of 1 with FZ_TREE_CFG_SOLO). Input: one
  * configuration byte (FZ_TREE_CFG_*), then records as above, whose kind
  * & 7 without FZ_REC_CTL is the source (FZ_TREE_SRC_*); with FZ_REC_CTL,
- * kind & 1 picks a control: FZ_TREE_CTL_TICK (time advances by the
- * record's first two bytes, big-endian, in ms) or FZ_TREE_CTL_NET (with a
- * root: the record's first byte % FZ_TREE_NET_OPS is what the network
+ * kind & 3 picks a control: FZ_TREE_CTL_TICK (and 3: time advances by
+ * the record's first two bytes, big-endian, in ms), FZ_TREE_CTL_NET (with
+ * a root: the record's first byte % FZ_TREE_NET_OPS is what the network
  * does with its oldest packet in flight: deliver, drop, move to the back,
- * duplicate, or deliver everything). */
+ * duplicate, or deliver everything) or FZ_TREE_CTL_ECHO (the parent's
+ * answer, forged from one of the leaf's last messages to it: fuzz_tree.c,
+ * step_echo). */
 #define FZ_TREE_JOB 1u
 #define FZ_TREE_UPJOB 9u
 #define FZ_TREE_N 4u
@@ -112,6 +114,7 @@
 
 #define FZ_TREE_CTL_TICK 0u
 #define FZ_TREE_CTL_NET 1u
+#define FZ_TREE_CTL_ECHO 2u
 #define FZ_TREE_NET_OPS 5u
 
 /* ---- checks shared by the pipeline targets ------------------------------------ */

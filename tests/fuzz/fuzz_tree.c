@@ -83,6 +83,17 @@ typedef struct leaf_model {
     uint32_t up_nonce;
 } leaf_model;
 
+/* What the harness knows of a cell whose round completed at the leaf (its
+ * partial up, or due once the parent acknowledges the leaf): the round's
+ * header and, once it went up, the partial itself. */
+typedef struct cell_model {
+    uint8_t have, sent;
+    sr_hdr h;
+    uint8_t payload[4 * FZ_TREE_ELEMS];
+} cell_model;
+
+#define NSENT 4u /* the leaf's last messages to its parent, for FZ_TREE_CTL_ECHO */
+
 static const sr_peer g_leaf_addr = {FZ_TREE_LEAF_IP, FZ_TREE_SW_PORT};
 static const sr_peer g_parent = {FZ_TREE_PARENT_IP, FZ_TREE_SW_PORT};
 static const sr_peer g_phantom = {FZ_TREE_PHANTOM_IP, FZ_TREE_SW_PORT};
@@ -93,6 +104,10 @@ static uint8_t g_cfg;
 static uint16_t g_k; /* the leaf's member id in the parent's job of the leaves */
 static uint64_t g_now;
 static leaf_model g_m;
+static cell_model g_cells[2 * FZ_TREE_SLOTS];
+static uint8_t g_sent[NSENT][SR_WIRE_MAX_MSG];
+static size_t g_sent_len[NSENT];
+static unsigned g_sent_n;
 static fz_pkt g_q[NQ];
 static unsigned g_qhead, g_qn;
 static uint8_t g_rep[SR_WIRE_MAX_MSG];
@@ -181,6 +196,8 @@ static void fixture_setup(uint8_t cfg)
     g_k = (cfg & FZ_TREE_CFG_SOLO) ? 0 : FZ_TREE_MEMBER;
     g_now = 1000;
     memset(&g_m, 0, sizeof g_m);
+    memset(g_cells, 0, sizeof g_cells);
+    g_sent_n = 0;
     g_qhead = g_qn = 0;
     if (!g_out) {
         g_out = malloc(sizeof *g_out);
@@ -308,6 +325,27 @@ static void check_up(const sr_pipe_action *a, const sr_hdr *req, const uint8_t *
                 CHECK(req->op == SR_OP_AR_NAK && h->op == SR_OP_AR_DATA);
                 CHECK(h->seq == req->seq && h->slot == req->slot && h->shadow == req->shadow);
                 CHECK(h->offset == req->offset && h->exp == req->exp && h->aux == req->aux);
+            }
+            if (h->op == SR_OP_AR_PROBE || !fz_is_request(req->op)) {
+                /* A probe or a resend is about the round that completed in
+                 * the cell and awaits the parent: the partial again is the
+                 * same partial. */
+                cell_model *c = &g_cells[2u * h->slot + h->shadow];
+
+                CHECK(c->have);
+                CHECK(h->seq == c->h.seq && h->offset == c->h.offset && h->exp == c->h.exp &&
+                      h->aux == c->h.aux);
+                if (h->op == SR_OP_AR_DATA) {
+                    CHECK(h->count == c->h.count);
+                    if (c->sent) {
+                        CHECK(h->next_exp == c->h.next_exp);
+                        CHECK(memcmp(a->payload, c->payload, a->payload_len) == 0);
+                    } else {
+                        c->sent = 1;
+                        c->h = *h;
+                        memcpy(c->payload, a->payload, a->payload_len);
+                    }
+                }
             }
             if (h->op == SR_OP_AR_PROBE) {
                 CHECK(h->count == 0 && a->payload_len == 0);
@@ -532,6 +570,7 @@ static void step_leaf(const sr_peer *src, const uint8_t *bytes, size_t len)
         CHECK(ja.resets == jb.resets + 1);
         g_m.nonce = info.nonce;
         g_m.bound = g_m.left = 0;
+        memset(g_cells, 0, sizeof g_cells);
     } else {
         CHECK(ja.resets == jb.resets);
     }
@@ -600,14 +639,21 @@ static void step_leaf(const sr_peer *src, const uint8_t *bytes, size_t len)
          * metadata, that of its last contribution (or, before the parent
          * acknowledged the leaf, the leaf's JOIN instead). */
         const sr_pipe_action *a = &g_out->act[0];
+        cell_model *c = &g_cells[2u * req.slot + req.shadow];
 
         CHECK(was_member && req.op == SR_OP_AR_DATA && g_out->n == 1);
+        memset(c, 0, sizeof *c);
+        c->have = 1;
         if (a->hdr.op == SR_OP_AR_DATA) {
             CHECK(t.partials == 1 && a->hdr.count == req.count && a->hdr.seq == req.seq);
             CHECK(a->hdr.offset == req.offset && a->hdr.exp == req.exp && a->hdr.aux == req.aux);
             CHECK(a->hdr.next_exp >= req.next_exp);
+            c->sent = 1;
+            c->h = a->hdr;
+            memcpy(c->payload, a->payload, a->payload_len);
         } else {
             CHECK(t.self_join == 1);
+            c->h = req;
         }
     } else if (fz_is_request(req.op)) {
         CHECK(t.partials == 0); /* a worker's request sends a partial only so */
@@ -616,6 +662,15 @@ static void step_leaf(const sr_peer *src, const uint8_t *bytes, size_t len)
     CHECK(info.nonce == g_m.nonce);
 
 out:
+    for (unsigned i = 0; i < g_out->n; i++) {
+        const sr_pipe_action *a = &g_out->act[i];
+
+        if (!a->multicast && fz_peer_eq(&a->dests[0].peer, &g_parent)) {
+            unsigned k = g_sent_n++ % NSENT;
+
+            g_sent_len[k] = fz_replica(a, 0, g_sent[k]);
+        }
+    }
     net_emit(&g_parent, 0);
     free(msg);
 }
@@ -709,6 +764,57 @@ static void step_net(const uint8_t *bytes, size_t len)
     }
 }
 
+/* The parent's answer, forged, to one of the leaf's last messages to it:
+ * bytes[0] picks the op (AR_NAK, AR_RESULT, AR_HELD, ERROR, JOIN_ACK),
+ * bytes[1] varies it (the ERROR's status; an odd one: the AR_RESULT's
+ * next_exp, a JOIN_ACK for other packets), bytes[2] the message (0: the
+ * last). */
+static void step_echo(const uint8_t *bytes, size_t len)
+{
+    uint8_t c[3] = {0}, m[SR_WIRE_MAX_MSG];
+    const uint8_t *payload;
+    unsigned k;
+    sr_hdr h;
+
+    if (!g_sent_n)
+        return;
+    memcpy(c, bytes, len < sizeof c ? len : sizeof c);
+    k = (g_sent_n - 1u - c[2] % (g_sent_n < NSENT ? g_sent_n : NSENT)) % NSENT;
+    CHECK(sr_msg_parse(g_sent[k], g_sent_len[k], &h, &payload) == SR_PARSE_OK);
+    memcpy(m + SR_WIRE_HDR_LEN, payload, 4u * (size_t)h.count);
+    switch (c[0] % 5u) {
+    case 0:
+        h.op = SR_OP_AR_NAK;
+        h.count = 0;
+        break;
+    case 1:
+        h.op = SR_OP_AR_RESULT;
+        if (c[1] & 1u)
+            h.next_exp = (int8_t)(c[1] >> 1);
+        break;
+    case 2:
+        h.op = SR_OP_AR_HELD;
+        h.count = 0;
+        break;
+    case 3:
+        h.status = c[1] ? c[1] : SR_ST_MISMATCH;
+        h.aux = h.op;
+        h.op = SR_OP_ERROR;
+        h.count = 0;
+        break;
+    default: {
+        sr_join_params jp = {h.job == FZ_TREE_UPJOB ? FZ_TREE_MEMBERS : FZ_TREE_N,
+                             FZ_TREE_ELEMS + (c[1] & 1u), FZ_TREE_SLOTS, FZ_TREE_STORE};
+
+        h.op = SR_OP_JOIN_ACK;
+        h.count = SR_JOIN_PARAMS_WORDS;
+        sr_join_params_pack(m + SR_WIRE_HDR_LEN, &jp);
+    }
+    }
+    sr_hdr_pack(m, &h);
+    step_leaf(&g_parent, m, SR_WIRE_HDR_LEN + 4u * (size_t)h.count);
+}
+
 static void step_tick(const uint8_t *bytes, size_t len)
 {
     g_now += len >= 2 ? sr_get_be16(bytes) : len ? bytes[0] : 1u;
@@ -734,10 +840,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (len > size)
             len = size;
         if (kind & FZ_REC_CTL) {
-            if ((kind & 1u) == FZ_TREE_CTL_TICK)
-                step_tick(data, len);
-            else
+            if ((kind & 3u) == FZ_TREE_CTL_NET)
                 step_net(data, len);
+            else if ((kind & 3u) == FZ_TREE_CTL_ECHO)
+                step_echo(data, len);
+            else
+                step_tick(data, len);
         } else if (k == FZ_TREE_SRC_PHANTOM && g_root) {
             step_root(&g_phantom, data, len);
         } else {

@@ -511,8 +511,41 @@ static void seed_tree_new_round(const char *dir)
     save(dir, "new_round");
 }
 
+/* The parent's answer forged from the leaf's last message up (echo). */
+static void techo(uint8_t op, uint8_t vary, uint8_t back)
+{
+    uint8_t c[3] = {op, vary, back};
+
+    put_rec(FZ_REC_CTL | FZ_TREE_CTL_ECHO, c, sizeof c);
+}
+
+/* Without a root: a parent made of echoes. */
+static void seed_tree_echo(const char *dir)
+{
+    tcfg(0);
+    tjoin_all(7);
+    techo(4, 0, 0);                                 /* JOIN_ACK to the leaf's JOIN */
+    techo(4, 0, 2);                                 /* to worker 1's JOIN */
+    techo(4, 1, 1);                                 /* to worker 2's: misfit */
+    tround(0, 0, 1, 3);
+    techo(2, 0, 0);                                 /* HELD */
+    techo(0, 0, 0);                                 /* NAK: the partial again */
+    techo(1, 0, 0);                                 /* the result */
+    tround(1, 0, 1, 3);
+    techo(3, 0, 0);                                 /* MISMATCH */
+    ttick(10);
+    tar(1, SR_OP_AR_PROBE, 1, 1, 0, 1, 0, 3, 0);
+    tround(0, 1, 2, 3);
+    ttick(10);
+    tar(2, SR_OP_AR_PROBE, 2, 0, 1, 2, 0, 3, 0);
+    techo(0, 0, 0);
+    techo(1, 9, 1);
+    save(dir, "echo");
+}
+
 static void tree_seeds(const char *dir)
 {
+    seed_tree_echo(dir);
     seed_tree_new_round(dir);
     seed_tree_root(dir);
     seed_tree_pair(dir);
