@@ -310,6 +310,9 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         seen_reg.write(other, seen_other & ~meta.wbit);
         first = cnt == 0;
         if (first) {
+            // A new round: what a leaf's parent still says about the
+            // cell's last one no longer applies (swswitch contribute()).
+            upwait_reg.write(cell, 0);
             mseq_reg.write(cell, hdr.serene.seq);
             moff_reg.write(cell, hdr.serene.offset);
             mtotal_reg.write(cell, hdr.serene.aux);
