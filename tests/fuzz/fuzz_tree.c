@@ -54,13 +54,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuzz_pipeline.h"
-#include "pipeline.h"
-#include "proto/wire.h"
+#include "fuzz_tree.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK FZ_CHECK
 
 #define NQ 32u        /* packets in flight between leaf and root */
 #define NET_STEPS 64u /* deliveries per "deliver everything" */
@@ -71,40 +68,20 @@ typedef struct fz_pkt {
     uint8_t b[SR_WIRE_MAX_MSG];
 } fz_pkt;
 
-/* What the harness knows of the leaf's job: the bindings of the current
- * incarnation (from the JOINs and LEAVEs it relayed) and whether the
- * parent acknowledged the leaf's JOIN (from the parent's JOIN_ACKs). */
-typedef struct leaf_model {
-    uint32_t nonce;
-    uint64_t bound, left;
-    sr_peer peer[FZ_TREE_N];
-    uint32_t token[FZ_TREE_N];
-    uint8_t up;
-    uint32_t up_nonce;
-} leaf_model;
-
-/* What the harness knows of a cell whose round completed at the leaf (its
- * partial up, or due once the parent acknowledges the leaf): the round's
- * header and, once it went up, the partial itself. */
-typedef struct cell_model {
-    uint8_t have, sent;
-    sr_hdr h;
-    uint8_t payload[4 * FZ_TREE_ELEMS];
-} cell_model;
 
 #define NSENT 4u /* the leaf's last messages to its parent, for FZ_TREE_CTL_ECHO */
 
 static const sr_peer g_leaf_addr = {FZ_TREE_LEAF_IP, FZ_TREE_SW_PORT};
-static const sr_peer g_parent = {FZ_TREE_PARENT_IP, FZ_TREE_SW_PORT};
+const sr_peer g_parent = {FZ_TREE_PARENT_IP, FZ_TREE_SW_PORT};
 static const sr_peer g_phantom = {FZ_TREE_PHANTOM_IP, FZ_TREE_SW_PORT};
 
 static sr_pipe *g_leaf, *g_root_pipe, *g_root; /* g_root: g_root_pipe, or NULL without one */
 static sr_pipe_out *g_out;
 static uint8_t g_cfg;
-static uint16_t g_k; /* the leaf's member id in the parent's job of the leaves */
+uint16_t g_k; /* the leaf's member id in the parent's job of the leaves */
 static uint64_t g_now;
-static leaf_model g_m;
-static cell_model g_cells[2 * FZ_TREE_SLOTS];
+leaf_model g_m;
+cell_model g_cells[2 * FZ_TREE_SLOTS];
 static uint8_t g_sent[NSENT][SR_WIRE_MAX_MSG];
 static size_t g_sent_len[NSENT];
 static unsigned g_sent_n;
@@ -125,25 +102,6 @@ static sr_peer src_of(unsigned k)
     return p;
 }
 
-static int local(uint32_t w)
-{
-    return w >= FZ_TREE_LOCAL_A && w <= FZ_TREE_LOCAL_B;
-}
-
-static uint64_t live(const leaf_model *m)
-{
-    return m->bound & ~m->left;
-}
-
-static int member(const leaf_model *m, uint32_t w, const sr_peer *src)
-{
-    return w < FZ_TREE_N && (live(m) >> w & 1u) && fz_peer_eq(&m->peer[w], src);
-}
-
-static int up_bound(const leaf_model *m)
-{
-    return m->up && m->up_nonce == m->nonce;
-}
 
 /* ---- fixture ------------------------------------------------------------------ */
 
@@ -257,253 +215,138 @@ static void net_emit(const sr_peer *dst, uint8_t down)
     }
 }
 
-/* ---- the leaf ------------------------------------------------------------------ */
 
-/* The root's JOIN_ACK must announce the leaf's job (upstream.c): 0, or the
- * status the leaf refuses the worker with. */
-static unsigned ack_misfit(const sr_hdr *h, const uint8_t *payload)
+/* One step at the leaf: the message it was given and what the harness
+ * knew before (the counters and the model), for the checks after it. */
+typedef struct leaf_step {
+    const sr_peer *src;
+    sr_hdr req;
+    const uint8_t *payload;
+    int known, was_member, consumed;
+    sr_pipe_job_counters jb, ja;
+    sr_pipe_job_info info;
+    leaf_model before;
+    tally t;
+} leaf_step;
+
+/* The model after a step: a new incarnation, the parent's acknowledgement. */
+static void leaf_step_model(leaf_step *s)
 {
-    sr_join_params jp;
+    const sr_hdr req = s->req;
+    const uint8_t *payload = s->payload;
 
-    if (h->count != SR_JOIN_PARAMS_WORDS)
-        return SR_ST_BAD_COUNT;
-    sr_join_params_unpack(payload, &jp);
-    return jp.n_workers != FZ_TREE_N            ? SR_ST_NOT_MEMBER
-           : jp.elems_per_pkt != FZ_TREE_ELEMS  ? SR_ST_BAD_COUNT
-           : jp.pool_slots != FZ_TREE_SLOTS     ? SR_ST_BAD_SLOT
-                                                : 0;
-}
-
-/* What one step at the leaf sent, by kind. */
-typedef struct tally {
-    unsigned relay_up, relay_join, relay_leave, self_join, self_leave, partials, probes,
-        markers, down, misfits, mcast, errors;
-} tally;
-
-/* A message the leaf sent to its parent (a request op). */
-static void check_up(const sr_pipe_action *a, const sr_hdr *req, const uint8_t *req_payload,
-                     const sr_peer *src, int was_member, const leaf_model *before, tally *t)
-{
-    const sr_hdr *h = &a->hdr;
-
-    CHECK(fz_peer_eq(&a->dests[0].peer, &g_parent));
-    if (h->job == FZ_TREE_UPJOB) {
-        /* The leaf itself, as member K (the replica's worker: the marker's
-         * template leaves it to the destination). */
-        CHECK(a->dests[0].worker == g_k);
-        switch (h->op) {
-        case SR_OP_JOIN: {
-            sr_join_req rq;
-
-            CHECK(!up_bound(&g_m));
-            CHECK(h->seq == g_m.nonce && h->aux == g_m.nonce);
-            CHECK(sr_join_req_unpack(a->payload, h->count, &rq) == 0 && h->count != 0);
-            CHECK(rq.token == 0 && rq.cookie == 0);
-            t->self_join++;
-            break;
-        }
-        case SR_OP_LEAVE:
-            /* The last local worker left: once, while bound. */
-            CHECK(up_bound(before) && h->count == 0);
-            CHECK(h->seq == g_m.nonce && h->aux == g_m.nonce);
-            CHECK(req->op == SR_OP_LEAVE && g_m.bound && !live(&g_m));
-            g_m.up = 0;
-            t->self_leave++;
-            break;
-        case SR_OP_AR_DATA:
-        case SR_OP_AR_PROBE:
-            CHECK(up_bound(&g_m));
-            CHECK(h->slot < FZ_TREE_SLOTS && h->count <= FZ_TREE_ELEMS);
-            /* Driven by a local worker's contribution or probe, or by the
-             * parent's NAK of this very round. */
-            if (fz_is_request(req->op)) {
-                CHECK(was_member && req->job == FZ_TREE_JOB);
-                CHECK(req->op == SR_OP_AR_DATA || req->op == SR_OP_AR_PROBE);
-                CHECK(h->slot == req->slot && h->shadow == req->shadow);
-            } else {
-                CHECK(fz_peer_eq(src, &g_parent) && req->job == FZ_TREE_UPJOB);
-                CHECK(req->op == SR_OP_AR_NAK && h->op == SR_OP_AR_DATA);
-                CHECK(h->seq == req->seq && h->slot == req->slot && h->shadow == req->shadow);
-                CHECK(h->offset == req->offset && h->exp == req->exp && h->aux == req->aux);
-            }
-            if (h->op == SR_OP_AR_PROBE || !fz_is_request(req->op)) {
-                /* A probe or a resend is about the round that completed in
-                 * the cell and awaits the parent: the partial again is the
-                 * same partial. */
-                cell_model *c = &g_cells[2u * h->slot + h->shadow];
-
-                CHECK(c->have);
-                CHECK(h->seq == c->h.seq && h->offset == c->h.offset && h->exp == c->h.exp &&
-                      h->aux == c->h.aux);
-                if (h->op == SR_OP_AR_DATA) {
-                    CHECK(h->count == c->h.count);
-                    if (c->sent) {
-                        CHECK(h->next_exp == c->h.next_exp);
-                        CHECK(memcmp(a->payload, c->payload, a->payload_len) == 0);
-                    } else {
-                        c->sent = 1;
-                        c->h = *h;
-                        memcpy(c->payload, a->payload, a->payload_len);
-                    }
-                }
-            }
-            if (h->op == SR_OP_AR_PROBE) {
-                CHECK(h->count == 0 && a->payload_len == 0);
-                t->probes++;
-            } else if (h->exp == SR_WIRE_EXP_NONE && h->count == 0) {
-                t->markers++; /* a poisoned round */
-            } else {
-                t->partials++;
-            }
-            break;
-        default:
-            CHECK(!"the leaf sends its parent's job of the leaves another op");
-        }
-        return;
+    /* A new incarnation: only a worker's JOIN with its nonce starts one. */
+    if (s->info.nonce != g_m.nonce) {
+        CHECK(s->known && req.op == SR_OP_JOIN && req.aux == s->info.nonce);
+        CHECK(s->ja.resets == s->jb.resets + 1);
+        g_m.nonce = s->info.nonce;
+        g_m.bound = g_m.left = 0;
+        memset(g_cells, 0, sizeof g_cells);
+    } else {
+        CHECK(s->ja.resets == s->jb.resets);
     }
-    /* A worker's own request, relayed unchanged to the root's job. */
-    CHECK(h->job == FZ_TREE_JOB && a->dests[0].worker == h->worker);
-    CHECK(fz_is_request(req->op) && req->job == FZ_TREE_JOB && h->op == req->op);
-    fz_check_hdr_eq(h, req, req->worker);
-    CHECK(a->payload_len == 4u * (size_t)req->count);
-    CHECK(a->payload_len == 0 || memcmp(a->payload, req_payload, a->payload_len) == 0);
-    CHECK(local(req->worker));
-    t->relay_up++;
-    switch (h->op) {
-    case SR_OP_JOIN: {
-        uint16_t w = req->worker;
-        uint64_t bit = UINT64_C(1) << w;
+    /* The parent's acknowledgement of the leaf's JOIN, in this incarnation,
+     * for the leaf's packets and at least its pool. */
+    if (s->consumed && req.job == FZ_TREE_UPJOB && req.op == SR_OP_JOIN_ACK &&
+        req.seq == g_m.nonce && req.aux == g_m.nonce && req.count == SR_JOIN_PARAMS_WORDS) {
+        sr_join_params jp;
 
-        /* The leaf accepted it: the worker is bound here, at src. */
-        if (g_m.bound & bit) {
-            CHECK(fz_peer_eq(&g_m.peer[w], src) && g_m.token[w] == req->seq);
-            CHECK(!(g_m.left & bit));
-        } else {
-            g_m.bound |= bit;
-            g_m.peer[w] = *src;
-            g_m.token[w] = req->seq;
+        sr_join_params_unpack(payload, &jp);
+        if (jp.elems_per_pkt == FZ_TREE_ELEMS && jp.pool_slots >= FZ_TREE_SLOTS) {
+            g_m.up = 1;
+            g_m.up_nonce = g_m.nonce;
         }
-        t->relay_join++;
-        break;
-    }
-    case SR_OP_LEAVE: {
-        uint16_t w = req->worker;
-        uint64_t bit = UINT64_C(1) << w;
-
-        /* From the binding's address; a LEAVE with its token ends it (a
-         * second LEAVE of a worker that left goes up as well). */
-        CHECK((g_m.bound & bit) && fz_peer_eq(&g_m.peer[w], src));
-        if (was_member && g_m.token[w] == req->seq)
-            g_m.left |= bit;
-        CHECK(g_m.left & bit);
-        t->relay_leave++;
-        break;
-    }
-    case SR_OP_PUSH:
-    case SR_OP_PULL:
-    case SR_OP_CLOCK:
-        CHECK(was_member);
-        break;
-    default:
-        CHECK(!"a worker's AR_DATA or AR_PROBE relayed to the root's job");
     }
 }
 
-/* A message the leaf sent to one address (an answer op). */
-static void check_answer(const sr_pipe_action *a, const sr_hdr *req, const uint8_t *req_payload,
-                         const sr_peer *src, int was_member, int known, const leaf_model *before,
-                         tally *t)
+/* Each action of the step, by kind (fuzz_tree_check.c). */
+static void leaf_step_actions(leaf_step *s)
 {
-    const sr_hdr *h = &a->hdr;
-    const sr_pipe_dest *d = &a->dests[0];
+    const sr_hdr req = s->req;
+    const uint8_t *payload = s->payload;
+    tally *t = &s->t;
 
-    if (!fz_is_request(req->op)) {
-        /* The root's answer to one of the leaf's workers, passed down. */
-        uint16_t w = req->worker;
-        unsigned misfit = req->op == SR_OP_JOIN_ACK ? ack_misfit(req, req_payload) : 0;
+    for (unsigned i = 0; i < g_out->n; i++) {
+        const sr_pipe_action *a = &g_out->act[i];
 
-        CHECK(fz_peer_eq(src, &g_parent) && req->job == FZ_TREE_JOB);
-        CHECK(w < FZ_TREE_N && local(w) && (live(before) >> w & 1u));
-        CHECK(fz_peer_eq(&d->peer, &before->peer[w]) && d->worker == w);
-        if (misfit) {
-            CHECK(h->op == SR_OP_ERROR && h->status == misfit && h->aux == SR_OP_JOIN);
-            CHECK(h->count == 0 && h->offset == 0 && h->seq == req->seq && h->job == req->job);
-            t->misfits++;
-        } else {
-            fz_check_hdr_eq(h, req, w);
-            CHECK(a->payload_len == 0 || memcmp(a->payload, req_payload, a->payload_len) == 0);
+        CHECK(a->hdr.version == SR_WIRE_VERSION && a->hdr.count <= SR_WIRE_MAX_ELEMS);
+        CHECK(a->hdr.slot <= SR_WIRE_SLOT_MASK && a->hdr.shadow <= 1);
+        if (a->multicast) {
+            check_mcast(a, &req, payload, s->src, t);
+            continue;
         }
-        t->down++;
-        return;
-    }
-    /* The answer to a request: to its sender, for the worker it named. */
-    CHECK(fz_peer_eq(&d->peer, src) && d->worker == req->worker);
-    CHECK(h->job == req->job && h->slot == req->slot && h->shadow == req->shadow);
-    /* Every answer but the shadow copy echoes the request's seq. */
-    CHECK(h->seq == req->seq || h->op == SR_OP_AR_RESULT);
-    /* Anyone but a bound worker at its address gets an ERROR at most. */
-    CHECK(was_member || h->op == SR_OP_ERROR);
-    switch (h->op) {
-    case SR_OP_ERROR:
-        CHECK(h->count == 0 && h->aux == req->op && h->offset == req->offset);
-        CHECK(h->status >= SR_ST_UNKNOWN_JOB && h->status <= SR_ST_DENIED);
-        if (!known) {
-            CHECK(h->status == SR_ST_UNKNOWN_JOB);
-        } else if (req->op == SR_OP_JOIN) {
-            CHECK(h->status == SR_ST_NOT_MEMBER || h->status == SR_ST_STALE ||
-                  h->status == SR_ST_JOB_IN_USE || h->status == SR_ST_DENIED);
-            /* The leaf's job has no admission token: only a malformed one. */
-            CHECK(h->status != SR_ST_DENIED ||
-                  (req->count != 0 && req->count != SR_JOIN_REQ_WORDS));
-            CHECK(h->status != SR_ST_NOT_MEMBER || !local(req->worker) ||
-                  (before->bound >> req->worker & 1u));
-        } else {
-            /* Refusals of the round, or the parent's refusal of the leaf. */
-            CHECK(req->op == SR_OP_AR_DATA || req->op == SR_OP_AR_PROBE);
-            CHECK(h->status != SR_ST_STALE && h->status != SR_ST_UNSUPPORTED &&
-                  h->status != SR_ST_RANGE && h->status != SR_ST_CLOCK_AHEAD);
-        }
-        t->errors += known;
-        break;
-    case SR_OP_AR_HELD:
-    case SR_OP_AR_NAK:
-        CHECK(req->op == SR_OP_AR_PROBE || (req->op == SR_OP_AR_DATA && h->op == SR_OP_AR_HELD));
-        CHECK(h->count == 0 && h->flags == 0 && h->status == 0);
-        CHECK(h->offset == req->offset && h->exp == req->exp && h->aux == req->aux);
-        CHECK(h->slot < FZ_TREE_SLOTS);
-        break;
-    case SR_OP_AR_RESULT:
-        /* The leaf's shadow copy of the tree's result. */
-        CHECK(req->op == SR_OP_AR_DATA && h->count <= FZ_TREE_ELEMS);
-        CHECK(h->slot < FZ_TREE_SLOTS);
-        break;
-    default:
-        CHECK(!"the leaf answers a request with an op it never sends (JOIN_ACK: the root's)");
+        CHECK(a->n_dests == 1);
+        if (fz_is_request(a->hdr.op))
+            check_up(a, &req, payload, s->src, s->was_member, &s->before, t);
+        else
+            check_answer(a, &req, payload, s->src, s->was_member, s->known, &s->before, t);
     }
 }
 
-/* The parent's result of a round, multicast to the leaf's workers. */
-static void check_mcast(const sr_pipe_action *a, const sr_hdr *req, const uint8_t *req_payload,
-                        const sr_peer *src, tally *t)
+/* The step's sends and counters taken together. */
+static void leaf_step_counts(leaf_step *s)
 {
-    const sr_hdr *h = &a->hdr;
+    const sr_hdr req = s->req;
+    const sr_pipe_job_counters *ja = &s->ja, *jb = &s->jb;
+    tally *t = &s->t;
 
-    CHECK(h->op == SR_OP_AR_RESULT && h->job == FZ_TREE_JOB);
-    CHECK(fz_peer_eq(src, &g_parent) && req->op == SR_OP_AR_RESULT);
-    CHECK(req->job == FZ_TREE_UPJOB && req->worker == g_k);
-    CHECK(h->seq == req->seq && h->slot == req->slot && h->shadow == req->shadow);
-    CHECK(h->count == req->count && h->exp == req->exp && h->next_exp == req->next_exp);
-    CHECK(h->offset == req->offset && h->aux == req->aux);
-    CHECK(a->payload_len == 0 || memcmp(a->payload, req_payload, a->payload_len) == 0);
-    CHECK(a->n_dests == (unsigned)__builtin_popcountll(live(&g_m)));
-    for (unsigned k = 0; k < a->n_dests; k++) {
-        uint16_t w = a->dests[k].worker;
+    /* Exactly the sends the step calls for. The root's answer to a
+     * worker bound here goes down, any other is dropped; of the parent's
+     * answers to the leaf, only a result, a NAK and a MISMATCH about a
+     * round move anything. */
+    if (s->consumed && req.job == FZ_TREE_JOB) {
+        int here = req.worker < FZ_TREE_N && (live(&s->before) >> req.worker & 1u);
 
-        CHECK(w < FZ_TREE_N && local(w) && (live(&g_m) >> w & 1u));
-        CHECK(fz_peer_eq(&a->dests[k].peer, &g_m.peer[w]));
-        CHECK(k == 0 || w > a->dests[k - 1].worker);
+        CHECK(g_out->n == (unsigned)here && t->down == (unsigned)here);
+        CHECK(ja->up_dropped == jb->up_dropped + (!here || t->misfits));
     }
-    t->mcast++;
+    if (s->consumed && req.job == FZ_TREE_UPJOB && req.op != SR_OP_AR_RESULT &&
+        req.op != SR_OP_AR_NAK)
+        CHECK(g_out->n == 0);
+    if (t->relay_join)
+        CHECK(t->self_join == !up_bound(&g_m));
+    if (t->relay_leave)
+        CHECK(t->self_leave == (up_bound(&s->before) && g_m.bound && !live(&g_m)));
+    CHECK(ja->up_relayed == jb->up_relayed + t->relay_up);
+    CHECK(ja->down_relayed == jb->down_relayed + t->down);
+    CHECK(ja->up_results == jb->up_results + t->mcast && ja->results == jb->results + t->mcast);
+    CHECK(ja->errors_sent == jb->errors_sent + t->errors + t->misfits);
+    CHECK(ja->joins == jb->joins); /* the root answers the JOINs */
+    if (ja->up_partials != jb->up_partials && t->markers) {
+        /* A round of exponent SR_WIRE_EXP_NONE and count 0 completed:
+         * its partial looks like a marker. */
+        t->markers--;
+        t->partials++;
+    }
+    CHECK(ja->up_resends >= jb->up_resends + t->probes + t->markers);
+    CHECK(ja->up_resends <= jb->up_resends + t->probes + t->markers + t->self_join);
+    CHECK(ja->up_partials <= jb->up_partials + 1);
+    if (ja->up_partials != jb->up_partials) {
+        /* A local round completed: its sum goes up with the round's
+         * metadata, that of its last contribution (or, before the parent
+         * acknowledged the leaf, the leaf's JOIN instead). */
+        const sr_pipe_action *a = &g_out->act[0];
+        cell_model *c = &g_cells[2u * req.slot + req.shadow];
+
+        CHECK(s->was_member && req.op == SR_OP_AR_DATA && g_out->n == 1);
+        memset(c, 0, sizeof *c);
+        c->have = 1;
+        if (a->hdr.op == SR_OP_AR_DATA) {
+            CHECK(t->partials == 1 && a->hdr.count == req.count && a->hdr.seq == req.seq);
+            CHECK(a->hdr.offset == req.offset && a->hdr.exp == req.exp && a->hdr.aux == req.aux);
+            CHECK(a->hdr.next_exp >= req.next_exp);
+            c->sent = 1;
+            c->h = a->hdr;
+            memcpy(c->payload, a->payload, a->payload_len);
+        } else {
+            CHECK(t->self_join == 1);
+            c->h = req;
+        }
+    } else if (fz_is_request(req.op)) {
+        CHECK(t->partials == 0); /* a worker's request sends a partial only so */
+    }
+    CHECK(s->info.n_bound == (uint32_t)__builtin_popcountll(g_m.bound));
+    CHECK(s->info.nonce == g_m.nonce);
 }
 
 /* One message from src to the leaf, and every check after it. */
@@ -515,7 +358,7 @@ static void step_leaf(const sr_peer *src, const uint8_t *bytes, size_t len)
     sr_pipe_job_counters jb, ja;
     sr_pipe_job_info info;
     leaf_model before = g_m;
-    tally t = {0};
+    leaf_step sp = {0};
     sr_hdr req;
     uint64_t copies = 0;
     int pr, is_req, known, was_member, from_parent, consumed;
@@ -564,102 +407,19 @@ static void step_leaf(const sr_peer *src, const uint8_t *bytes, size_t len)
         CHECK(ja.rx == jb.rx + 1 && ja.tx == jb.tx + copies);
     }
 
-    /* A new incarnation: only a worker's JOIN with its nonce starts one. */
-    if (info.nonce != g_m.nonce) {
-        CHECK(known && req.op == SR_OP_JOIN && req.aux == info.nonce);
-        CHECK(ja.resets == jb.resets + 1);
-        g_m.nonce = info.nonce;
-        g_m.bound = g_m.left = 0;
-        memset(g_cells, 0, sizeof g_cells);
-    } else {
-        CHECK(ja.resets == jb.resets);
-    }
-    /* The parent's acknowledgement of the leaf's JOIN, in this incarnation,
-     * for the leaf's packets and at least its pool. */
-    if (consumed && req.job == FZ_TREE_UPJOB && req.op == SR_OP_JOIN_ACK &&
-        req.seq == g_m.nonce && req.aux == g_m.nonce && req.count == SR_JOIN_PARAMS_WORDS) {
-        sr_join_params jp;
-
-        sr_join_params_unpack(payload, &jp);
-        if (jp.elems_per_pkt == FZ_TREE_ELEMS && jp.pool_slots >= FZ_TREE_SLOTS) {
-            g_m.up = 1;
-            g_m.up_nonce = g_m.nonce;
-        }
-    }
-
-    for (unsigned i = 0; i < g_out->n; i++) {
-        const sr_pipe_action *a = &g_out->act[i];
-
-        CHECK(a->hdr.version == SR_WIRE_VERSION && a->hdr.count <= SR_WIRE_MAX_ELEMS);
-        CHECK(a->hdr.slot <= SR_WIRE_SLOT_MASK && a->hdr.shadow <= 1);
-        if (a->multicast) {
-            check_mcast(a, &req, payload, src, &t);
-            continue;
-        }
-        CHECK(a->n_dests == 1);
-        if (fz_is_request(a->hdr.op))
-            check_up(a, &req, payload, src, was_member, &before, &t);
-        else
-            check_answer(a, &req, payload, src, was_member, known, &before, &t);
-    }
-
-    /* Exactly the sends the step calls for. The root's answer to a
-     * worker bound here goes down, any other is dropped; of the parent's
-     * answers to the leaf, only a result, a NAK and a MISMATCH about a
-     * round move anything. */
-    if (consumed && req.job == FZ_TREE_JOB) {
-        int here = req.worker < FZ_TREE_N && (live(&before) >> req.worker & 1u);
-
-        CHECK(g_out->n == (unsigned)here && t.down == (unsigned)here);
-        CHECK(ja.up_dropped == jb.up_dropped + (!here || t.misfits));
-    }
-    if (consumed && req.job == FZ_TREE_UPJOB && req.op != SR_OP_AR_RESULT &&
-        req.op != SR_OP_AR_NAK)
-        CHECK(g_out->n == 0);
-    if (t.relay_join)
-        CHECK(t.self_join == !up_bound(&g_m));
-    if (t.relay_leave)
-        CHECK(t.self_leave == (up_bound(&before) && g_m.bound && !live(&g_m)));
-    CHECK(ja.up_relayed == jb.up_relayed + t.relay_up);
-    CHECK(ja.down_relayed == jb.down_relayed + t.down);
-    CHECK(ja.up_results == jb.up_results + t.mcast && ja.results == jb.results + t.mcast);
-    CHECK(ja.errors_sent == jb.errors_sent + t.errors + t.misfits);
-    CHECK(ja.joins == jb.joins); /* the root answers the JOINs */
-    if (ja.up_partials != jb.up_partials && t.markers) {
-        /* A round of exponent SR_WIRE_EXP_NONE and count 0 completed:
-         * its partial looks like a marker. */
-        t.markers--;
-        t.partials++;
-    }
-    CHECK(ja.up_resends >= jb.up_resends + t.probes + t.markers);
-    CHECK(ja.up_resends <= jb.up_resends + t.probes + t.markers + t.self_join);
-    CHECK(ja.up_partials <= jb.up_partials + 1);
-    if (ja.up_partials != jb.up_partials) {
-        /* A local round completed: its sum goes up with the round's
-         * metadata, that of its last contribution (or, before the parent
-         * acknowledged the leaf, the leaf's JOIN instead). */
-        const sr_pipe_action *a = &g_out->act[0];
-        cell_model *c = &g_cells[2u * req.slot + req.shadow];
-
-        CHECK(was_member && req.op == SR_OP_AR_DATA && g_out->n == 1);
-        memset(c, 0, sizeof *c);
-        c->have = 1;
-        if (a->hdr.op == SR_OP_AR_DATA) {
-            CHECK(t.partials == 1 && a->hdr.count == req.count && a->hdr.seq == req.seq);
-            CHECK(a->hdr.offset == req.offset && a->hdr.exp == req.exp && a->hdr.aux == req.aux);
-            CHECK(a->hdr.next_exp >= req.next_exp);
-            c->sent = 1;
-            c->h = a->hdr;
-            memcpy(c->payload, a->payload, a->payload_len);
-        } else {
-            CHECK(t.self_join == 1);
-            c->h = req;
-        }
-    } else if (fz_is_request(req.op)) {
-        CHECK(t.partials == 0); /* a worker's request sends a partial only so */
-    }
-    CHECK(info.n_bound == (uint32_t)__builtin_popcountll(g_m.bound));
-    CHECK(info.nonce == g_m.nonce);
+    sp.src = src;
+    sp.req = req;
+    sp.payload = payload;
+    sp.known = known;
+    sp.was_member = was_member;
+    sp.consumed = consumed;
+    sp.jb = jb;
+    sp.ja = ja;
+    sp.info = info;
+    sp.before = before;
+    leaf_step_model(&sp);
+    leaf_step_actions(&sp);
+    leaf_step_counts(&sp);
 
 out:
     for (unsigned i = 0; i < g_out->n; i++) {

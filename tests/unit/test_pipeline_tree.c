@@ -7,17 +7,12 @@
  * packet a switch sends is delivered by the network (to a switch, which
  * processes it, or to a worker's inbox), except those a test drops.
  *
- * Covers: JOIN relayed and answered by the root with the tree's
- * parameters; one round summed across the leaves, the exponent max over
- * the tree, the leaf's shadow copy; leaves of 3 and 1 workers, each still
- * one partial up and one result down per round; a partial lost on the way
- * up and a result lost on the way down, recovered from a worker's probe
- * (AR_PROBE, AR_NAK, the partial again); mismatches between leaves and
- * within a leaf, learnt by every worker; a parent that refuses the leaves'
- * JOIN, and a root whose job does not fit the leaves', learnt by the
- * workers; a new round in a cell whose partial is up, which the parent's
- * answers no longer match; PUSH, PULL, CLOCK and RELEASE through the
- * leaves; the tree's options of the job spec and their errors.
+ * Covers: JOIN through the leaves; a round summed across leaves (exponent
+ * max, shadow copy), also with leaves of 3 and 1 workers; a partial lost
+ * up and a result lost down, recovered from a probe; mismatches between
+ * and within leaves; a refusing parent, a root that does not fit; a new
+ * round in a cell whose partial is up; SSP through the leaves; the job
+ * spec's tree options.
  */
 #include <setjmp.h>
 #include <stdarg.h>
