@@ -79,6 +79,9 @@ extern const unsigned cf_n_scenarios;
  * `rank`'s address from the job file. */
 int cf_send(cf_ctx *c, unsigned rank, uint32_t src_ip, uint16_t dst_port, const sr_hdr *h,
             const uint32_t *vals, unsigned nvals);
+/* A request header of c's job: version, op, worker w and seq set, the rest
+ * zero. */
+sr_hdr cf_req(const cf_ctx *c, unsigned op, unsigned w, uint32_t seq);
 /* The scenario of the RoCEv2 port (scenarios_roce.c). */
 int cf_run_roce(cf_ctx *c);
 

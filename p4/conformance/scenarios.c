@@ -45,8 +45,7 @@ int cf_send(cf_ctx *c, unsigned rank, uint32_t src_ip, uint16_t dst_port, const 
     return rc;
 }
 
-/* A request header: version set, everything else zero but what is given. */
-static sr_hdr req(const cf_ctx *c, unsigned op, unsigned w, uint32_t seq)
+sr_hdr cf_req(const cf_ctx *c, unsigned op, unsigned w, uint32_t seq)
 {
     sr_hdr h;
 
@@ -68,7 +67,7 @@ static int send_to(cf_ctx *c, unsigned w, const sr_hdr *h, const uint32_t *v, un
  * (sr_join_req's 4 words). */
 static int join(cf_ctx *c, unsigned w, uint32_t seq, uint32_t nonce, uint64_t adm)
 {
-    sr_hdr h = req(c, SR_OP_JOIN, w, seq);
+    sr_hdr h = cf_req(c, SR_OP_JOIN, w, seq);
     uint32_t v[SR_JOIN_REQ_WORDS] = {(uint32_t)(adm >> 32), (uint32_t)adm, 0, 0};
 
     h.aux = nonce;
@@ -91,7 +90,7 @@ static int join_all(cf_ctx *c)
  * wrong length. */
 static int forged_joins(cf_ctx *c)
 {
-    sr_hdr h = req(c, SR_OP_JOIN, 0, 0x0bad0001u);
+    sr_hdr h = cf_req(c, SR_OP_JOIN, 0, 0x0bad0001u);
     uint32_t v[2] = {(uint32_t)(c->job.token >> 32), (uint32_t)c->job.token};
     int rc;
 
@@ -118,7 +117,7 @@ static int ar_total(cf_ctx *c, unsigned w, unsigned slot, unsigned shadow, uint3
                     uint32_t base, uint32_t step)
 {
     uint32_t v[SR_WIRE_MAX_ELEMS];
-    sr_hdr h = req(c, SR_OP_AR_DATA, w, seq);
+    sr_hdr h = cf_req(c, SR_OP_AR_DATA, w, seq);
 
     h.slot = (uint16_t)slot;
     h.shadow = (uint8_t)shadow;
@@ -173,7 +172,7 @@ static int ar_mismatches(cf_ctx *c)
 static int probe(cf_ctx *c, unsigned w, unsigned slot, unsigned shadow, uint32_t seq,
                  uint32_t off, int exp, int next_exp)
 {
-    sr_hdr h = req(c, SR_OP_AR_PROBE, w, seq);
+    sr_hdr h = cf_req(c, SR_OP_AR_PROBE, w, seq);
 
     h.slot = (uint16_t)slot;
     h.shadow = (uint8_t)shadow;
@@ -205,7 +204,7 @@ static int ar_probes(cf_ctx *c)
     TRY(probe(c, 2, 5, 1, 7, 10 * E, 2, 2));         /* complete: not held */
     TRY(ar(c, 2, 5, 1, 7, 10 * E, 2, 2, E, 200u, 3u)); /* the shadow copy */
     TRY(probe(c, 1, 4, 0, 6, 8 * E, 1, 1));          /* poisoned: MISMATCH */
-    h = req(c, SR_OP_AR_PROBE, 0, 7);
+    h = cf_req(c, SR_OP_AR_PROBE, 0, 7);
     h.slot = 5;
     h.shadow = 1;
     h.count = 1; /* a payload: BAD_COUNT */
@@ -213,9 +212,9 @@ static int ar_probes(cf_ctx *c)
     h.count = 0;
     h.slot = (uint16_t)c->slots; /* BAD_SLOT */
     TRY(send_to(c, 0, &h, NULL, 0));
-    h = req(c, SR_OP_AR_HELD, 0, 7);
+    h = cf_req(c, SR_OP_AR_HELD, 0, 7);
     TRY(send_to(c, 0, &h, NULL, 0));
-    h = req(c, SR_OP_AR_NAK, 0, 7);
+    h = cf_req(c, SR_OP_AR_NAK, 0, 7);
     return send_to(c, 0, &h, NULL, 0);
 }
 
@@ -271,7 +270,7 @@ static int run_allreduce(cf_ctx *c)
      * job's elements per packet, a job the switch does not hold. */
     TRY(ar(c, 0, c->slots, 0, 3, 0, 0, 0, E, 1u, 0u));
     TRY(ar(c, 0, 2, 0, 3, 0, 0, 0, E + 1, 1u, 0u));
-    h = req(c, SR_OP_AR_DATA, 0, 3);
+    h = cf_req(c, SR_OP_AR_DATA, 0, 3);
     h.job = (uint16_t)(c->job.id + 1);
     TRY(send_to(c, 0, &h, NULL, 0));
 
@@ -279,11 +278,11 @@ static int run_allreduce(cf_ctx *c)
      * sent to the switch, a datagram that is not Serene's (bad magic is not
      * representable through sr_hdr_pack, so another UDP port stands for a
      * foreign datagram), another wire version. */
-    h = req(c, SR_OP_AR_DATA, 0, 3);
+    h = cf_req(c, SR_OP_AR_DATA, 0, 3);
     TRY(cf_send(c, 0, STRANGER_IP, SR_WIRE_UDP_PORT, &h, NULL, 0));
-    h = req(c, SR_OP_AR_RESULT, 0, 3);
+    h = cf_req(c, SR_OP_AR_RESULT, 0, 3);
     TRY(send_to(c, 0, &h, NULL, 0));
-    h = req(c, SR_OP_AR_DATA, 0, 3);
+    h = cf_req(c, SR_OP_AR_DATA, 0, 3);
     TRY(cf_send(c, 0, 0, 53, &h, NULL, 0));
     h.version = SR_WIRE_VERSION + 1;
     TRY(send_to(c, 0, &h, NULL, 0));
@@ -292,7 +291,7 @@ static int run_allreduce(cf_ctx *c)
      * its later contribution is dropped. */
     for (unsigned w = 0; w < n; w++)
         TRY(ar(c, w, 1, 1, 2, 4 * E, 0, SR_WIRE_EXP_NONE, E, 100u * w, 2u));
-    h = req(c, SR_OP_LEAVE, 2, TOKEN(2));
+    h = cf_req(c, SR_OP_LEAVE, 2, TOKEN(2));
     TRY(send_to(c, 2, &h, NULL, 0));
     TRY(ar(c, 2, 2, 0, 3, 5 * E, 0, 0, E, 1u, 1u));
     return 0;
@@ -302,7 +301,7 @@ static int push(cf_ctx *c, unsigned w, uint32_t seq, uint32_t off, unsigned n, u
                 uint32_t step)
 {
     uint32_t v[SR_WIRE_MAX_ELEMS];
-    sr_hdr h = req(c, SR_OP_PUSH, w, seq);
+    sr_hdr h = cf_req(c, SR_OP_PUSH, w, seq);
 
     h.offset = off;
     h.count = (uint16_t)n;
@@ -314,7 +313,7 @@ static int push(cf_ctx *c, unsigned w, uint32_t seq, uint32_t off, unsigned n, u
 
 static int pull(cf_ctx *c, unsigned w, uint32_t seq, uint32_t off, uint32_t words)
 {
-    sr_hdr h = req(c, SR_OP_PULL, w, seq);
+    sr_hdr h = cf_req(c, SR_OP_PULL, w, seq);
 
     h.offset = off;
     h.aux = words;
@@ -323,7 +322,7 @@ static int pull(cf_ctx *c, unsigned w, uint32_t seq, uint32_t off, uint32_t word
 
 static int clk(cf_ctx *c, unsigned w, uint32_t clock)
 {
-    sr_hdr h = req(c, SR_OP_CLOCK, w, clock);
+    sr_hdr h = cf_req(c, SR_OP_CLOCK, w, clock);
 
     return send_to(c, w, &h, NULL, 0);
 }

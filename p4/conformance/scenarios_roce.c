@@ -73,22 +73,9 @@ static int send_msg(roce_run *r, unsigned w, const sr_hdr *h, const uint32_t *va
     return send_raw(r, w, 0, 0, h, vals, n, 0);
 }
 
-static sr_hdr req(const cf_ctx *c, unsigned op, unsigned w, uint32_t seq)
-{
-    sr_hdr h;
-
-    memset(&h, 0, sizeof h);
-    h.version = SR_WIRE_VERSION;
-    h.op = (uint8_t)op;
-    h.job = c->job.id;
-    h.worker = (uint16_t)w;
-    h.seq = seq;
-    return h;
-}
-
 static int join(roce_run *r, unsigned w, uint64_t adm)
 {
-    sr_hdr h = req(r->c, SR_OP_JOIN, w, TOKEN(w));
+    sr_hdr h = cf_req(r->c, SR_OP_JOIN, w, TOKEN(w));
     uint32_t v[SR_JOIN_REQ_WORDS] = {(uint32_t)(adm >> 32), (uint32_t)adm, 0, 0};
 
     h.aux = NONCE;
@@ -99,7 +86,7 @@ static int join(roce_run *r, unsigned w, uint64_t adm)
 static sr_hdr ar_hdr(const cf_ctx *c, unsigned w, unsigned slot, unsigned shadow, uint32_t seq,
                      uint32_t off, int exp, int next_exp, unsigned n)
 {
-    sr_hdr h = req(c, SR_OP_AR_DATA, w, seq);
+    sr_hdr h = cf_req(c, SR_OP_AR_DATA, w, seq);
 
     h.slot = (uint16_t)slot;
     h.shadow = (uint8_t)shadow;
@@ -159,7 +146,7 @@ int cf_run_roce(cf_ctx *c)
     for (unsigned w = 0; w < n; w++)
         TRY(join(&r, w, c->job.token));
     /* A SEND to worker 0's QP whose header speaks for worker 1: dropped. */
-    h = req(c, SR_OP_AR_PROBE, 1, 1);
+    h = cf_req(c, SR_OP_AR_PROBE, 1, 1);
     TRY(send_raw(&r, 0, 0, SR_ROCE_QPN(c->job.id, 0), &h, NULL, 0, 0));
     /* A frame whose ICRC is wrong: dropped. */
     TRY(send_raw(&r, 1, 0, 0, &h, NULL, 0, 1));
@@ -193,7 +180,7 @@ int cf_run_roce(cf_ctx *c)
      * binding's learnt QP. */
     TRY(ar(&r, 0, c->slots, 0, 1, 0, 0, 0, E, 1u, 0u));
     /* LEAVE of worker 2 (a SEND; no answer). */
-    h = req(c, SR_OP_LEAVE, 2, TOKEN(2));
+    h = cf_req(c, SR_OP_LEAVE, 2, TOKEN(2));
     TRY(send_msg(&r, 2, &h, NULL, 0));
     return 0;
 }
