@@ -215,6 +215,19 @@ else
 fi
 
 # ---- the table: medians over seeds, per regime and policy --------------
+# median(LIST): the median of a space-separated list of numbers, for the
+# table's and the plot's awk programs; 1e9 stands for not reached, and a
+# median of an even count whose upper middle is 1e9 is 1e9 (n/r).
+awk_median='
+function median(list,    a, n, i, j, t, lo, hi) {
+    n = split(list, a, " ")
+    for (i = 2; i <= n; i++)
+        for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+    if (n % 2) return a[(n + 1) / 2]
+    lo = a[n / 2] + 0; hi = a[n / 2 + 1] + 0
+    return hi >= 1e9 ? 1e9 : (lo + hi) / 2
+}
+'
 # A run that did not reach the target (rank 0 never held it, or the final
 # model ended below it) counts as infinitely slow in the median; a median
 # that lands on such a run is "n/r" (not reached), never a number: with
@@ -225,15 +238,7 @@ fi
 # if the dynamic policy did not reach it.
 md=$out/matrix.md
 awk -F, -v target="$target" -v seeds="$seeds" -v load="$load" -v iters="$iters" -v lr="$lr" \
-    -v workers="$workers" -v T="$mean_ms" -v noniid="$noniid" '
-    function median(list,    a, n, i, j, t, lo, hi) {
-        n = split(list, a, " ")
-        for (i = 2; i <= n; i++)
-            for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-        if (n % 2) return a[(n + 1) / 2]
-        lo = a[n / 2] + 0; hi = a[n / 2 + 1] + 0
-        return hi >= 1e9 ? 1e9 : (lo + hi) / 2
-    }
+    -v workers="$workers" -v T="$mean_ms" -v noniid="$noniid" "$awk_median"'
     NR == 1 { next }
     {
         r = $1; p = $5
@@ -286,15 +291,7 @@ if [ "$plots" = 1 ]; then
     fi
     # COLUMN of matrix.csv -> one row per regime, one column per policy
     medians() {
-        awk -F, -v col="$1" '
-            function median(list,    a, n, i, j, t, lo, hi) {
-                n = split(list, a, " ")
-                for (i = 2; i <= n; i++)
-                    for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-                if (n % 2) return a[(n + 1) / 2]
-                lo = a[n / 2] + 0; hi = a[n / 2 + 1] + 0
-                return hi >= 1e9 ? 1e9 : (lo + hi) / 2
-            }
+        awk -F, -v col="$1" "$awk_median"'
             NR == 1 { next }
             { r = $1; p = $5
               if (!(r in seen)) { seen[r] = 1; regs[++nr] = r }
