@@ -562,6 +562,25 @@ static void test_root_misfit(void **state)
     }
 }
 
+/* Every worker probes slot 0 twice (its timer, then its backoff): each
+ * learns MISMATCH and none gets a result. */
+static void all_learn_mismatch(net *n)
+{
+    for (unsigned t = 2000; t <= 4000; t += 2000) {
+        tick(n, t);
+        for (unsigned w = 0; w < N; w++)
+            probe(n, w, 0, 0, 1);
+        run(n);
+    }
+    for (unsigned w = 0; w < N; w++) {
+        sr_hdr e;
+
+        assert_true(got(n, w, SR_OP_ERROR, &e, NULL) >= 1);
+        assert_int_equal(e.status, SR_ST_MISMATCH);
+        assert_int_equal(got(n, w, SR_OP_AR_RESULT, NULL, NULL), 0);
+    }
+}
+
 /* Leaf 0's workers send 8 values, leaf 1's 7: the root poisons the round,
  * and every worker learns MISMATCH from its resend or probe. */
 static void test_mismatch_between_leaves(void **state)
@@ -578,20 +597,7 @@ static void test_mismatch_between_leaves(void **state)
     for (unsigned w = 0; w < N; w++)
         assert_int_equal(got(n, w, SR_OP_AR_RESULT, NULL, NULL), 0);
     assert_int_equal(cnt(n, 0, UPJOB).mismatches, 1);
-    tick(n, 2000);
-    for (unsigned w = 0; w < N; w++)
-        probe(n, w, 0, 0, 1);
-    run(n);
-    tick(n, 4000);
-    for (unsigned w = 0; w < N; w++)
-        probe(n, w, 0, 0, 1);
-    run(n);
-    for (unsigned w = 0; w < N; w++) {
-        sr_hdr e;
-
-        assert_true(got(n, w, SR_OP_ERROR, &e, NULL) >= 1);
-        assert_int_equal(e.status, SR_ST_MISMATCH);
-    }
+    all_learn_mismatch(n);
 }
 
 /* Worker 1 disagrees with worker 0 inside leaf 0: leaf 0's marker poisons
@@ -608,21 +614,7 @@ static void test_mismatch_within_leaf(void **state)
     }
     run(n);
     assert_int_equal(cnt(n, 1, JOB).mismatches, 1);
-    tick(n, 2000);
-    for (unsigned w = 0; w < N; w++)
-        probe(n, w, 0, 0, 1);
-    run(n);
-    tick(n, 4000);
-    for (unsigned w = 0; w < N; w++)
-        probe(n, w, 0, 0, 1);
-    run(n);
-    for (unsigned w = 0; w < N; w++) {
-        sr_hdr e;
-
-        assert_true(got(n, w, SR_OP_ERROR, &e, NULL) >= 1);
-        assert_int_equal(e.status, SR_ST_MISMATCH);
-        assert_int_equal(got(n, w, SR_OP_AR_RESULT, NULL, NULL), 0);
-    }
+    all_learn_mismatch(n);
 }
 
 /* h (worker id w, count values vals) from worker w straight to its leaf:
