@@ -353,35 +353,31 @@ static void leaf_step_counts(leaf_step *s)
 static void step_leaf(const sr_peer *src, const uint8_t *bytes, size_t len)
 {
     uint8_t *msg = malloc(len ? len : 1);
-    const uint8_t *payload = NULL;
     sr_pipe_counters sb, sa;
-    sr_pipe_job_counters jb, ja;
-    sr_pipe_job_info info;
-    leaf_model before = g_m;
-    leaf_step sp = {0};
-    sr_hdr req;
+    leaf_step sp = {.src = src, .before = g_m};
     uint64_t copies = 0;
-    int pr, is_req, known, was_member, from_parent, consumed;
+    int pr, is_req, from_parent;
 
     CHECK(msg != NULL);
     if (len)
         memcpy(msg, bytes, len);
-    pr = sr_msg_parse(msg, len, &req, &payload);
-    is_req = pr == SR_PARSE_OK && fz_is_request(req.op);
-    known = is_req && req.job == FZ_TREE_JOB;
-    was_member = known && member(&g_m, req.worker, src);
+    pr = sr_msg_parse(msg, len, &sp.req, &sp.payload);
+    is_req = pr == SR_PARSE_OK && fz_is_request(sp.req.op);
+    sp.known = is_req && sp.req.job == FZ_TREE_JOB;
+    sp.was_member = sp.known && member(&g_m, sp.req.worker, src);
     from_parent = fz_peer_eq(src, &g_parent);
-    consumed = pr == SR_PARSE_OK && !is_req && from_parent &&
-               (req.job == FZ_TREE_JOB || (req.job == FZ_TREE_UPJOB && req.worker == g_k));
+    sp.consumed = pr == SR_PARSE_OK && !is_req && from_parent &&
+                  (sp.req.job == FZ_TREE_JOB ||
+                   (sp.req.job == FZ_TREE_UPJOB && sp.req.worker == g_k));
     sr_pipe_counters_get(g_leaf, &sb);
-    CHECK(sr_pipe_job_counters_get(g_leaf, FZ_TREE_JOB, &jb) == 0);
+    CHECK(sr_pipe_job_counters_get(g_leaf, FZ_TREE_JOB, &sp.jb) == 0);
 
     g_out->n = 0xdeadu;
     sr_pipe_process(g_leaf, src, msg, len, g_out);
 
     sr_pipe_counters_get(g_leaf, &sa);
-    CHECK(sr_pipe_job_counters_get(g_leaf, FZ_TREE_JOB, &ja) == 0);
-    CHECK(sr_pipe_job_info_get(g_leaf, FZ_TREE_JOB, &info) == 0);
+    CHECK(sr_pipe_job_counters_get(g_leaf, FZ_TREE_JOB, &sp.ja) == 0);
+    CHECK(sr_pipe_job_info_get(g_leaf, FZ_TREE_JOB, &sp.info) == 0);
     CHECK(g_out->n <= SR_PIPE_MAX_ACTIONS);
     for (unsigned i = 0; i < g_out->n; i++) {
         copies += g_out->act[i].n_dests;
@@ -393,30 +389,21 @@ static void step_leaf(const sr_peer *src, const uint8_t *bytes, size_t len)
         CHECK(g_out->n == 0 && sa.rejected[-pr] == sb.rejected[-pr] + 1);
         goto out;
     }
-    if (!is_req && !consumed) {
+    if (!is_req && !sp.consumed) {
         /* Not the parent, or about nothing of this leaf's. */
         CHECK(g_out->n == 0 && sa.answers_dropped == sb.answers_dropped + 1);
-        CHECK(ja.rx == jb.rx);
+        CHECK(sp.ja.rx == sp.jb.rx);
         goto out;
     }
     CHECK(sa.answers_dropped == sb.answers_dropped);
-    if (is_req && !known) {
+    if (is_req && !sp.known) {
         CHECK(g_out->n == 1 && g_out->act[0].hdr.op == SR_OP_ERROR);
-        CHECK(sa.unknown_job == sb.unknown_job + 1 && ja.rx == jb.rx && ja.tx == jb.tx);
+        CHECK(sa.unknown_job == sb.unknown_job + 1);
+        CHECK(sp.ja.rx == sp.jb.rx && sp.ja.tx == sp.jb.tx);
     } else {
-        CHECK(ja.rx == jb.rx + 1 && ja.tx == jb.tx + copies);
+        CHECK(sp.ja.rx == sp.jb.rx + 1 && sp.ja.tx == sp.jb.tx + copies);
     }
 
-    sp.src = src;
-    sp.req = req;
-    sp.payload = payload;
-    sp.known = known;
-    sp.was_member = was_member;
-    sp.consumed = consumed;
-    sp.jb = jb;
-    sp.ja = ja;
-    sp.info = info;
-    sp.before = before;
     leaf_step_model(&sp);
     leaf_step_actions(&sp);
     leaf_step_counts(&sp);
