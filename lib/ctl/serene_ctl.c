@@ -131,6 +131,30 @@ static int parse_uint(const char *opt, const char *v, unsigned long max, unsigne
 
 /* ---- compile and check --------------------------------------------------- */
 
+/* compile's and tree's target name and job file: 0, or 2 with a message. */
+static int target_and_job(const char *target, const char *job_file, serene_ctl_target *t,
+                          serene_ctl_job *job)
+{
+    char err[SERENE_CTL_ERR_MAX];
+    size_t len = 0;
+    char *text;
+    int rc;
+
+    if (serene_ctl_target_parse(target, t)) {
+        msg("unknown target '%s' (sw, bmv2 or tofino)", target);
+        return 2;
+    }
+    if (!(text = slurp(job_file, &len)))
+        return 2;
+    rc = serene_ctl_job_parse(text, len, job_file, job, err, sizeof err);
+    free(text);
+    if (rc) {
+        msg("%s", err);
+        return 2;
+    }
+    return 0;
+}
+
 static int cmd_compile(int argc, char **argv)
 {
     const char *target = NULL, *job_file = NULL, *policy = NULL;
@@ -138,8 +162,6 @@ static int cmd_compile(int argc, char **argv)
     serene_ctl_job job;
     serene_ctl_policy *pol = NULL;
     char err[SERENE_CTL_ERR_MAX];
-    size_t len = 0;
-    char *text;
     int rc;
 
     for (int i = 2; i < argc; i++) {
@@ -157,18 +179,8 @@ static int cmd_compile(int argc, char **argv)
     }
     if (!target || !job_file || !policy)
         return usage();
-    if (serene_ctl_target_parse(target, &t)) {
-        msg("unknown target '%s' (sw, bmv2 or tofino)", target);
-        return 2;
-    }
-    if (!(text = slurp(job_file, &len)))
-        return 2;
-    rc = serene_ctl_job_parse(text, len, job_file, &job, err, sizeof err);
-    free(text);
-    if (rc) {
-        msg("%s", err);
-        return 2;
-    }
+    if ((rc = target_and_job(target, job_file, &t, &job)))
+        return rc;
     if ((rc = load_policy(policy, job.ring, &pol)))
         return rc;
     rc = serene_ctl_emit(stdout, t, pol, &job, err, sizeof err);
@@ -189,8 +201,6 @@ static int cmd_tree(int argc, char **argv)
     serene_ctl_job job;
     serene_ctl_policy *pol = NULL;
     char err[SERENE_CTL_ERR_MAX];
-    size_t len = 0;
-    char *text;
     int rc;
 
     for (int i = 2; i < argc; i++) {
@@ -205,18 +215,8 @@ static int cmd_tree(int argc, char **argv)
     }
     if (!job_file)
         return usage();
-    if (serene_ctl_target_parse(target, &t)) {
-        msg("unknown target '%s' (sw, bmv2 or tofino)", target);
-        return 2;
-    }
-    if (!(text = slurp(job_file, &len)))
-        return 2;
-    rc = serene_ctl_job_parse(text, len, job_file, &job, err, sizeof err);
-    free(text);
-    if (rc) {
-        msg("%s", err);
-        return 2;
-    }
+    if ((rc = target_and_job(target, job_file, &t, &job)))
+        return rc;
     if (policy && (rc = load_policy(policy, job.ring, &pol)))
         return rc;
     rc = serene_ctl_emit_tree(stdout, t, pol, &job, err, sizeof err);
