@@ -200,7 +200,9 @@ bad:
 }
 
 /* The switch port of the worker whose address is (ip, port) at offset
- * ip_off of the frame (26: source, 30: destination); 0 if none. */
+ * ip_off of the frame (26: source, 30: destination); 0 if none. A RoCEv2
+ * answer goes to UDP port SR_ROCE_UDP_PORT, not to the worker's: it is the
+ * worker's by its IPv4 address alone. */
 static unsigned port_of(const cf_ctx *c, const cf_frame *f, unsigned ip_off)
 {
     uint32_t ip;
@@ -211,7 +213,8 @@ static unsigned port_of(const cf_ctx *c, const cf_frame *f, unsigned ip_off)
     ip = sr_get_be32(f->data + ip_off);
     udp = sr_get_be16(f->data + (ip_off == 26 ? 34 : 36));
     for (uint32_t r = 0; r < c->job.n_workers; r++)
-        if (c->job.workers[r].addr == ip && c->job.workers[r].udp_port == udp)
+        if (c->job.workers[r].addr == ip &&
+            (c->job.workers[r].udp_port == udp || (ip_off == 30 && udp == SR_ROCE_UDP_PORT)))
             return c->job.workers[r].sw_port;
     return 0;
 }

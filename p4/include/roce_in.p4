@@ -12,10 +12,12 @@
  * checksum as ones, the BTH with its FECN/BECN/reserved byte as ones, and
  * the rest of the packet up to the ICRC, which holds the CRC least
  * significant byte first (IBTA A17.8). BMv2's crc32 is that CRC-32; the
- * packet's bytes are listed here field by field, the values as the vals
- * stack (the parser extracted all of them: count <= SR_P4_ELEMS, or the
- * request is refused with BAD_COUNT before this check matters). A WRITE's
- * serene_h is not on the wire (the parser made it) and is not covered.
+ * packet's bytes are listed here field by field, the values one vals
+ * header per lane (SR_ROCE_VALS: BMv2 takes no header stack in a hash; an
+ * invalid header adds nothing, and the parser extracted every value:
+ * count <= SR_P4_ELEMS, or the request is refused with BAD_COUNT before
+ * this check matters). A WRITE's serene_h is not on the wire (the parser
+ * made it) and is not covered.
  */
 #ifndef SERENE_P4_ROCE_IN_P4_
 #define SERENE_P4_ROCE_IN_P4_
@@ -24,7 +26,12 @@
 #include <v1model.p4>
 
 #include "headers.p4"
+#include "lanes.p4"
 #include "types.p4"
+
+// The values in a hash's field list: ", hdr.vals[0], ..., hdr.vals[31]".
+#define SR_ROCE_VAL(i) , hdr.vals[i]
+#define SR_ROCE_VALS SR_LANES(SR_ROCE_VAL)
 
 // The ICRC as it sits in the packet: CRC-32 least significant byte first.
 #define SR_ROCE_ICRC_WIRE(c) ((c)[7:0] ++ (c)[15:8] ++ (c)[23:16] ++ (c)[31:24])
@@ -48,7 +55,7 @@ control RoceIn(inout headers_t hdr, inout meta_t meta, out bool ok) {
         if (meta.roce_opcode == SR_ROCE_WRITE_ONLY_IMM) {
             hash(meta.roce_icrc, HashAlgorithm.crc32, 32w0,
                  { SR_ROCE_ICRC_HEAD, hdr.reth.va, hdr.reth.rkey, hdr.reth.dma_len,
-                   hdr.immdt.data, hdr.vals },
+                   hdr.immdt.data SR_ROCE_VALS },
                  64w4294967296);
             // sr_roce_to_msg: a whole number of words, to a switch QP.
             if (hdr.reth.dma_len != 4 * (bit<32>)hdr.serene.count ||
@@ -57,7 +64,7 @@ control RoceIn(inout headers_t hdr, inout meta_t meta, out bool ok) {
             }
         } else {
             hash(meta.roce_icrc, HashAlgorithm.crc32, 32w0,
-                 { SR_ROCE_ICRC_HEAD, hdr.immdt.data, hdr.serene, hdr.vals },
+                 { SR_ROCE_ICRC_HEAD, hdr.immdt.data, hdr.serene SR_ROCE_VALS },
                  64w4294967296);
             // A SEND to a switch QP speaks for that binding only.
             if (hdr.bth.dst_qp[23:22] == SR_ROCE_QPN_TAG[23:22] &&

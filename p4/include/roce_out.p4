@@ -104,7 +104,7 @@ control RoceOut(inout headers_t hdr, inout meta_t meta, inout standard_metadata_
         hdr.immdt.data = (bit<32>)me;
         hdr.icrc.setValid();
         hash(meta.roce_icrc, HashAlgorithm.crc32, 32w0,
-             { SR_ROCE_ICRC_HEAD, hdr.immdt.data, hdr.serene, hdr.vals },
+             { SR_ROCE_ICRC_HEAD, hdr.immdt.data, hdr.serene SR_ROCE_VALS },
              64w4294967296);
         hdr.icrc.icrc = SR_ROCE_ICRC_WIRE(meta.roce_icrc);
         roce_ctr.count(0);
