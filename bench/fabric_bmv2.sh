@@ -55,14 +55,14 @@ bmv2_start() {
     return 1
 }
 
-# bmv2_ranks TAG N PROGRAM ARGS...: one rank per host against BMv2;
-# sets worst.
+# bmv2_ranks TAG N PROGRAM ARGS...: one rank per host against BMv2, a run
+# of its own (a fresh nonce: the job's next incarnation); sets worst.
 bmv2_ranks() {
-    local tag=$1 n=$2 r pids=()
+    local tag=$1 n=$2 r pids=() nonce=$(((RANDOM << 15 | RANDOM) + 1))
     shift 2
     for r in $(seq 0 $((n - 1))); do
         fab_spawn "$OUT/logs/$tag.r$r.log" "$(fab_ns "$r")" env SERENE_RANK="$r" SERENE_WORLD_SIZE="$n" \
-            SERENE_JOB=$BMV2_JOB SERENE_SWITCH="$FAB_SWITCH_IP:48200" \
+            SERENE_JOB=$BMV2_JOB SERENE_SWITCH="$FAB_SWITCH_IP:48200" SERENE_JOB_NONCE=$nonce \
             SERENE_BIND="$(fab_host_ip "$r"):$((47000 + r))" SERENE_TIMEOUT_MS=60000 \
             timeout -k 5 "$CASE_TIMEOUT" "$@"
         pids+=("$FAB_SPAWNED")
