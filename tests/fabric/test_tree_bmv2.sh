@@ -60,7 +60,10 @@ for r in 0 1 2 3; do
     fab_addns "$w" || fail "cannot make namespaces"
     ip link add name eth0 mtu $MTU netns "$w" type veth peer name "d$((r % 2))" mtu $MTU \
         netns "$(ns_leaf $l)" || fail "cannot make link l$l-w$r"
-    ip -n "$w" addr add "10.79.$((10 + r)).2/24" dev eth0 && ip -n "$w" link set eth0 up &&
+    # gso_max_segs 1: the worker's kernel cuts UDP GSO trains into datagrams
+    # before the veth (bench/fabric_net.sh says why BMv2 needs it).
+    ip -n "$w" link set eth0 gso_max_segs 1 &&
+        ip -n "$w" addr add "10.79.$((10 + r)).2/24" dev eth0 && ip -n "$w" link set eth0 up &&
         ip -n "$(ns_leaf $l)" link set "d$((r % 2))" up &&
         ip -n "$w" route add "10.79.$((l + 1)).254/32" dev eth0 &&
         ip -n "$w" neigh add "10.79.$((l + 1)).254" lladdr $SWITCH_MAC dev eth0 || fail "worker $r's link"
@@ -86,11 +89,13 @@ echo bsp >"$tmp/policy.conf"
     fail "serene-ctl tree --target bmv2"
 awk -v d="$tmp" '/^# switch / { f = d "/cmds-" $3 ".txt"; next } { print > f }' "$tmp/cmds.txt"
 
-# start NS NAME PORT_ARGS...: simple_switch in NS, configured from cmds-NAME.txt.
+# start NS NAME ID PORT_ARGS...: simple_switch in NS, configured from
+# cmds-NAME.txt. Each instance needs its own device id: it names the
+# switch's notification socket, a file shared by all namespaces.
 start() {
-    local ns=$1 name=$2 pid
-    shift 2
-    fab_spawn "$tmp/$name.switch.log" "$ns" "$SS" --thrift-port 9090 "$@" "$tmp/serene.json"
+    local ns=$1 name=$2 id=$3 pid
+    shift 3
+    fab_spawn "$tmp/$name.switch.log" "$ns" "$SS" --device-id "$id" --thrift-port 9090 "$@" "$tmp/serene.json"
     pid=$FAB_SPAWNED
     for _ in $(seq 50); do
         if ip netns exec "$ns" "$CLI" --thrift-port 9090 <"$tmp/cmds-$name.txt" >"$tmp/$name.cli.log" 2>&1 &&
@@ -102,9 +107,9 @@ start() {
     done
     fail "could not configure simple_switch $name ($name.cli.log)"
 }
-start "$NS_ROOT" root -i 1@d0 -i 2@d1
-start "$(ns_leaf 0)" leaf.0 -i 1@d0 -i 2@d1 -i 3@uplink
-start "$(ns_leaf 1)" leaf.1 -i 1@d0 -i 2@d1 -i 3@uplink
+start "$NS_ROOT" root $((($$ % 10000) * 3)) -i 1@d0 -i 2@d1
+start "$(ns_leaf 0)" leaf.0 $((($$ % 10000) * 3 + 1)) -i 1@d0 -i 2@d1 -i 3@uplink
+start "$(ns_leaf 1)" leaf.1 $((($$ % 10000) * 3 + 2)) -i 1@d0 -i 2@d1 -i 3@uplink
 
 # ranks NAME CMD...: 4 ranks, each in its namespace, bounded; rc = 0 iff all passed.
 ranks() {
