@@ -14,7 +14,7 @@
 #
 # Uses from fabric.sh: ROOT BUILD OUT WORK CASE_TIMEOUT, fab_* (fabric_net.sh).
 
-BMV2_JOB=3 BMV2_ELEMS=32 BMV2_THRIFT=9090
+BMV2_JOB=3 BMV2_ELEMS=32 BMV2_THRIFT=9090 BMV2_LIVE_JOB=2 BMV2_LIVE_TOKEN=5e4e2
 
 # bmv2_setup N: compile the program (once) and the job's commands.
 bmv2_setup() {
@@ -55,19 +55,28 @@ bmv2_start() {
     return 1
 }
 
-# bmv2_ranks TAG N PROGRAM ARGS...: one rank per host against BMv2, a run
-# of its own (a fresh nonce: the job's next incarnation); sets worst.
-bmv2_ranks() {
-    local tag=$1 n=$2 r pids=() nonce=$(((RANDOM << 15 | RANDOM) + 1))
-    shift 2
+# bmv2_spawn TAG N JOB PORT0 PROGRAM ARGS...: one rank per host against
+# BMv2, rank R of job JOB from UDP port PORT0 + R, a run of its own (a
+# fresh nonce: the job's next incarnation); sets spawned (their pids).
+bmv2_spawn() {
+    local tag=$1 n=$2 job=$3 port0=$4 r nonce=$(((RANDOM << 15 | RANDOM) + 1))
+    shift 4
+    spawned=()
     for r in $(seq 0 $((n - 1))); do
         fab_spawn "$OUT/logs/$tag.r$r.log" "$(fab_ns "$r")" env SERENE_RANK="$r" SERENE_WORLD_SIZE="$n" \
-            SERENE_JOB=$BMV2_JOB SERENE_SWITCH="$FAB_SWITCH_IP:48200" SERENE_JOB_NONCE=$nonce \
-            SERENE_BIND="$(fab_host_ip "$r"):$((47000 + r))" SERENE_TIMEOUT_MS=60000 \
+            SERENE_JOB="$job" SERENE_SWITCH="$FAB_SWITCH_IP:48200" SERENE_JOB_NONCE=$nonce \
+            SERENE_BIND="$(fab_host_ip "$r"):$((port0 + r))" SERENE_TIMEOUT_MS=60000 \
             timeout -k 5 "$CASE_TIMEOUT" "$@"
-        pids+=("$FAB_SPAWNED")
+        spawned+=("$FAB_SPAWNED")
     done
-    wait_all $((CASE_TIMEOUT + 10)) "${pids[@]}"
+}
+
+# bmv2_ranks TAG N PROGRAM ARGS...: the job's ranks, to the end; sets worst.
+bmv2_ranks() {
+    local tag=$1 n=$2
+    shift 2
+    bmv2_spawn "$tag" "$n" $BMV2_JOB 47000 "$@"
+    wait_all $((CASE_TIMEOUT + 10)) "${spawned[@]}"
 }
 
 # bmv2_report TAG N: each rank's packets sent against its first sends.
@@ -78,6 +87,63 @@ bmv2_report() {
             awk -v r="$r" -v t="$tag" '{ printf "  %s rank %s: sent %d packets, %d resent, %.2f per first send\n",
                 t, r, $1, $2, ($1 > $2) ? $1 / ($1 - $2) : 0 }'
     done | tee -a "$OUT/bmv2.txt"
+}
+
+# bmv2_tables: the switch's entry counts and multicast groups, one line.
+bmv2_tables() {
+    local t cli=${SIMPLE_SWITCH_CLI:-simple_switch_CLI}
+    for t in job_table worker_table rank_table policy_table; do echo "table_num_entries $t"; done |
+        { cat; echo mc_dump; } | ip netns exec "$(fab_ns_sw)" "$cli" --thrift-port $BMV2_THRIFT 2>&1 |
+        sed -n 's/^RuntimeCmd: \([0-9][0-9]*\)$/\1/p; s/^\(mgrp([0-9]*)\)$/\1/p' | paste -sd' '
+}
+
+# bmv2_live N RATE: jobs come and go on the running switch. While job
+# BMV2_JOB runs allreduces, job BMV2_LIVE_JOB (its own register block,
+# admission token, worker ports 47100 + R) is added with p4/bmv2_job.sh,
+# serves a store run, and is removed: the tables and groups are as before
+# and its block is clean, so it is added and serves a run a second time.
+# Job BMV2_JOB must still be running at each removal, and stay exact.
+bmv2_live() {
+    local n=$1 rate=$2 tag=bmv2-live-n$n-r$rate st=0 main r k before after p
+    local job=bmv2-live-job.conf state=$WORK/bmv2-live.state
+    {
+        echo "job = $BMV2_LIVE_JOB"
+        echo "workers = $n"
+        echo "store = 2048"
+        echo "ring = 8"
+        echo "token = $BMV2_LIVE_TOKEN"
+        for r in $(seq 0 $((n - 1))); do echo "worker.$r = $(fab_host_ip "$r"):$((47100 + r))"; done
+    } >"$WORK/$job"
+    before=$(bmv2_tables)
+    bmv2_spawn "$tag-main" "$n" $BMV2_JOB 47000 "$BUILD/tests/integ/ar_worker" --elems $BMV2_ELEMS \
+        --sizes 1000,4097 --reps 40
+    main=("${spawned[@]}")
+    for k in 1 2; do
+        ip netns exec "$(fab_ns_sw)" "$ROOT/p4/bmv2_job.sh" add --thrift-port $BMV2_THRIFT \
+            --job-file "$WORK/$job" --state "$state" --ctl "$BUILD/lib/ctl/serene-ctl" >>"$OUT/logs/$tag.log" 2>&1 ||
+            { echo "  $tag: bmv2_job.sh add failed (logs/$tag.log)" | tee -a "$OUT/bmv2.txt"; st=1; break; }
+        bmv2_spawn "$tag-$k" "$n" $BMV2_LIVE_JOB 47100 env SERENE_JOB_TOKEN=$BMV2_LIVE_TOKEN \
+            "$BUILD/tests/integ/ssp_worker" store --iters 5 --offset 100 --count 1000 --capacity 2048
+        wait_all $((CASE_TIMEOUT + 10)) "${spawned[@]}"
+        [ "$worst" -eq 0 ] || { st=1; echo "  $tag-$k: a rank of job $BMV2_LIVE_JOB failed (status $worst)" | tee -a "$OUT/bmv2.txt"; }
+        for p in "${main[@]}"; do
+            kill -0 "$p" 2>/dev/null ||
+                { st=1; echo "  $tag: job $BMV2_JOB's run ended before job $BMV2_LIVE_JOB's removal $k" | tee -a "$OUT/bmv2.txt"; break; }
+        done
+        ip netns exec "$(fab_ns_sw)" "$ROOT/p4/bmv2_job.sh" remove --thrift-port $BMV2_THRIFT \
+            --state "$state" >>"$OUT/logs/$tag.log" 2>&1 ||
+            { echo "  $tag: bmv2_job.sh remove failed (logs/$tag.log)" | tee -a "$OUT/bmv2.txt"; st=1; break; }
+        after=$(bmv2_tables)
+        [ "$after" = "$before" ] ||
+            { st=1; echo "  $tag: after removal $k the switch has [$after], before [$before]" | tee -a "$OUT/bmv2.txt"; }
+    done
+    wait_all $((CASE_TIMEOUT + 10)) "${main[@]}"
+    [ "$worst" -eq 0 ] || { st=1; echo "  $tag: a rank of job $BMV2_JOB failed (status $worst)" | tee -a "$OUT/bmv2.txt"; }
+    "$ROOT/p4/bmv2_job.sh" check-json "$WORK/serene.json" >>"$OUT/logs/$tag.log" 2>&1 ||
+        { st=1; echo "  $tag: p4/bmv2_job.sh does not clear every register (logs/$tag.log)" | tee -a "$OUT/bmv2.txt"; }
+    echo "  $tag: job $BMV2_LIVE_JOB added, run exact, removed twice beside job $BMV2_JOB's run;" \
+        "tables and groups [$after] as before: $([ $st = 0 ] && echo ok || echo FAILED)" | tee -a "$OUT/bmv2.txt"
+    return $st
 }
 
 # bmv2_run N RATE: the allreduce and store checks through BMv2.
@@ -95,6 +161,7 @@ bmv2_run() {
     bmv2_ranks "$tag" "$n" "$BUILD/tests/integ/ssp_worker" store --iters 5 --offset 100 --count 1000 --capacity 2048
     [ "$worst" -eq 0 ] || { st=1; echo "  $tag: a rank failed (status $worst; logs/$tag.*)" | tee -a "$OUT/bmv2.txt"; }
     bmv2_report "$tag" "$n"
+    bmv2_live "$n" "$rate" || st=1
     fab_kill_list "$bmv2_pid"
     echo "  $((SECONDS - t0)) s; $([ $st = 0 ] && echo "allreduce within the bound and store exact" || echo FAILED)" |
         tee -a "$OUT/bmv2.txt"
