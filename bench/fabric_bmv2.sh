@@ -79,14 +79,18 @@ bmv2_ranks() {
     wait_all $((CASE_TIMEOUT + 10)) "${spawned[@]}"
 }
 
-# bmv2_report TAG N: each rank's packets sent against its first sends.
+# bmv2_report TAG N MS: each rank's packets sent against its first
+# sends, and what the switch moved: the ranks' packets sent plus received
+# over the run's wall time (ranks start and end together).
 bmv2_report() {
-    local tag=$1 n=$2 r
+    local tag=$1 n=$2 ms=$3 r
     for r in $(seq 0 $((n - 1))); do
-        sed -n 's/.* sent \([0-9]*\) recv [0-9]* retrans \([0-9]*\).*/\1 \2/p' "$OUT/logs/$tag.r$r.log" | tail -1 |
-            awk -v r="$r" -v t="$tag" '{ printf "  %s rank %s: sent %d packets, %d resent, %.2f per first send\n",
-                t, r, $1, $2, ($1 > $2) ? $1 / ($1 - $2) : 0 }'
-    done | tee -a "$OUT/bmv2.txt"
+        sed -n 's/.* sent \([0-9]*\) recv \([0-9]*\) retrans \([0-9]*\).*/\1 \3 \2/p' "$OUT/logs/$tag.r$r.log" | tail -1
+    done | awk -v t="$tag" -v s="$ms" '
+        { printf "  %s rank %d: sent %d packets, %d resent, %.2f per first send\n",
+                 t, NR - 1, $1, $2, ($1 > $2) ? $1 / ($1 - $2) : 0; io += $1 + $3 }
+        END { if (s > 0) printf "  %s: %d packets through the switch in %.2f s (%.0f/s)\n", t, io, s / 1000, io * 1000 / s }' |
+        tee -a "$OUT/bmv2.txt"
 }
 
 # bmv2_tables: the switch's entry counts and multicast groups, one line.
@@ -148,19 +152,21 @@ bmv2_live() {
 
 # bmv2_run N RATE: the allreduce and store checks through BMv2.
 bmv2_run() {
-    local n=$1 rate=$2 tag st=0 t0=$SECONDS
+    local n=$1 rate=$2 tag st=0 t0=$SECONDS t1
     [ -x "$BUILD/tests/integ/ar_worker" ] && [ -x "$BUILD/tests/integ/ssp_worker" ] ||
         { echo "fabric: --switch bmv2 needs the tests built (ar_worker, ssp_worker)" >&2; return 1; }
     bmv2_setup "$n" && bmv2_start "$n" || return 1
     tag=bmv2-ar-n$n-r$rate
     echo "== BMv2, N=$n, links $rate Mbit/s: allreduce (ar_worker) and store (ssp_worker)" | tee -a "$OUT/bmv2.txt"
+    t1=$(date +%s%3N)
     bmv2_ranks "$tag" "$n" "$BUILD/tests/integ/ar_worker" --elems $BMV2_ELEMS --sizes 1,31,33,1000,4097 --reps 2
     [ "$worst" -eq 0 ] || { st=1; echo "  $tag: a rank failed (status $worst; logs/$tag.*)" | tee -a "$OUT/bmv2.txt"; }
-    bmv2_report "$tag" "$n"
+    bmv2_report "$tag" "$n" $(($(date +%s%3N) - t1))
     tag=bmv2-store-n$n-r$rate
+    t1=$(date +%s%3N)
     bmv2_ranks "$tag" "$n" "$BUILD/tests/integ/ssp_worker" store --iters 5 --offset 100 --count 1000 --capacity 2048
     [ "$worst" -eq 0 ] || { st=1; echo "  $tag: a rank failed (status $worst; logs/$tag.*)" | tee -a "$OUT/bmv2.txt"; }
-    bmv2_report "$tag" "$n"
+    bmv2_report "$tag" "$n" $(($(date +%s%3N) - t1))
     bmv2_live "$n" "$rate" || st=1
     fab_kill_list "$bmv2_pid"
     echo "  $((SECONDS - t0)) s; $([ $st = 0 ] && echo "allreduce within the bound and store exact" || echo FAILED)" |
