@@ -11,18 +11,23 @@
 #
 #   bench/run_one_worker.sh [--build DIR] [--elems 256,2048] [--busy 0,2]
 #                           [--size 64M] [--runs 5] [--reps 20] [--copy]
+#                           [--slots S] [--rsize LOG2]
 #
 #   --busy LIST  background loads: that many `sh -c 'while :; do :; done'`
 #                loops of normal priority beside each run (stopped by PID)
 #   --copy       the worker's memif client copies frames as the server does;
 #                by default it runs zero-copy (zero-copy=yes, its EAL with
 #                --single-file-segments): memif then maps its mbufs
+#   --slots S    the job's slot pool, so the worker's window (default: the
+#                switch's, 128)
+#   --rsize LOG2 memif rings of 2^LOG2 descriptors on both ends (default:
+#                the driver's, 2^10)
 #
 # Logs go to BUILD/one-worker/ (one per run); the table to stdout.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$ROOT/build-bench ELEMS=256,2048 BUSY=0,2 SIZE=64M RUNS=5 REPS=20 ZC=1
+BUILD=$ROOT/build-bench ELEMS=256,2048 BUSY=0,2 SIZE=64M RUNS=5 REPS=20 ZC=1 SLOTS= RSIZE=
 die() { echo "run_one_worker: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -33,7 +38,9 @@ while [ $# -gt 0 ]; do
     --runs) RUNS=${2:?}; shift ;;
     --reps) REPS=${2:?}; shift ;;
     --copy) ZC=0 ;;
-    -h | --help) sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --slots) SLOTS=${2:?}; shift ;;
+    --rsize) RSIZE=${2:?}; shift ;;
+    -h | --help) sed -n '3,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
     esac
     shift
@@ -41,7 +48,10 @@ done
 # shellcheck source=bench_lib.sh disable=SC2153 # RUN: set by bench_init
 . "$(dirname "$0")/bench_lib.sh"
 bench_init one-worker "$BUILD"
-client="role=client,bsize=16384" ceal=$EAL
+client="role=client,bsize=16384" server="role=server,bsize=16384" ceal=$EAL
+[ -n "$RSIZE" ] && client+=",rsize=$RSIZE" server+=",rsize=$RSIZE"
+slots=()
+[ -n "$SLOTS" ] && slots=(--slots "$SLOTS")
 [ "$ZC" = 1 ] && client+=",zero-copy=yes" ceal+=" --single-file-segments"
 median() { sort -g | awk '{a[NR] = $1} END {print NR ? a[int((NR + 1) / 2)] : "-"}'; }
 
@@ -54,8 +64,8 @@ for run in $(seq "$RUNS"); do
             start_loops "$busy"
             timeout -k 10 600 env SERENE_TRANSPORT=dpdk SERENE_DPDK_PORT=net_memif0 \
                 "SERENE_DPDK_EAL_ARGS=$ceal --vdev=net_memif0,$client,socket=$TMP/$tag.sock" \
-                "$RUN" -n 1 --elems "$e" --no-prefix --timeout 600 --switch-arg=--dpdk \
-                "--switch-arg=$EAL --vdev=net_memif0,role=server,bsize=16384,socket=$TMP/$tag.sock" \
+                "$RUN" -n 1 --elems "$e" "${slots[@]}" --no-prefix --timeout 600 --switch-arg=--dpdk \
+                "--switch-arg=$EAL --vdev=net_memif0,$server,socket=$TMP/$tag.sock" \
                 -- "$BENCH" --sizes "$SIZE" --reps "$REPS" --warmup 1 --csv >"$LOGS/$tag.csv" 2>"$LOGS/$tag.log"
             rc=$?
             cut -d' ' -f1 /proc/loadavg >"$LOGS/$tag.load"
