@@ -115,7 +115,10 @@ int sr_up_request(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *
         return 1;
     case SR_OP_LEAVE:
         sr_membership_leave(j, src, h);
-        if (!bit || !(j->left & bit) || !sr_svc_peer_eq(&j->peer[h->worker], src))
+        /* Relayed only if it matches the binding (a repeat too: the root
+         * may have lost the first), never one with another token. */
+        if (!bit || !(j->left & bit) || j->token[h->worker] != h->seq ||
+            !sr_svc_peer_eq(&j->peer[h->worker], src))
             return 1;
         relay_up(p, j, h, payload, out);
         /* The last local worker gone: the leaf leaves its parent's job

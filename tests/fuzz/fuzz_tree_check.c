@@ -155,10 +155,11 @@ void check_up(const sr_pipe_action *a, const sr_hdr *req, const uint8_t *req_pay
         uint16_t w = req->worker;
         uint64_t bit = UINT64_C(1) << w;
 
-        /* From the binding's address; a LEAVE with its token ends it (a
-         * second LEAVE of a worker that left goes up as well). */
-        CHECK((g_m.bound & bit) && fz_peer_eq(&g_m.peer[w], src));
-        if (was_member && g_m.token[w] == req->seq)
+        /* From the binding's address, with its token; it ends the binding
+         * (a second LEAVE of a worker that left goes up as well: the
+         * root may have lost the first). */
+        CHECK((g_m.bound & bit) && fz_peer_eq(&g_m.peer[w], src) && g_m.token[w] == req->seq);
+        if (was_member)
             g_m.left |= bit;
         CHECK(g_m.left & bit);
         t->relay_leave++;

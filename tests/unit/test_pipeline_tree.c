@@ -341,6 +341,12 @@ static void test_join(void **state)
     assert_int_equal(info.nonce, 77);
     assert_int_equal(cnt(n, 1, JOB).up_relayed, 2);
     assert_int_equal(cnt(n, 1, JOB).down_relayed, 2);
+    /* A LEAVE goes up only with the binding's token, a repeat too. */
+    for (unsigned k = 0; k < 4; k++) {
+        send_w(n, 0, (sr_hdr){.op = SR_OP_LEAVE, .seq = k % 2 ? 500 : 9}, NULL);
+        run(n);
+        assert_int_equal(cnt(n, 1, JOB).up_relayed, 2 + (k + 1) / 2);
+    }
 }
 
 static void test_not_member(void **state)
