@@ -194,9 +194,11 @@ static void self_answer(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const uint8
 
     switch (h->op) {
     case SR_OP_JOIN_ACK:
-        /* The parent's job must take this leaf's packets and slots. */
+        /* The parent's job must take this leaf's packets and slots. One
+         * that comes after every local worker left (the leaf has left the
+         * parent's job too, or is about to) binds nothing: late. */
         if (h->worker == j->params.up_member && h->seq == j->nonce && h->aux == j->nonce &&
-            h->count == SR_JOIN_PARAMS_WORDS) {
+            h->count == SR_JOIN_PARAMS_WORDS && (j->bound & ~j->left)) {
             sr_join_params_unpack(payload, &jp);
             if (jp.elems_per_pkt == j->elems && jp.pool_slots >= j->slots) {
                 j->up_bound = 1;

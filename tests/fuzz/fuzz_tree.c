@@ -246,9 +246,11 @@ static void leaf_step_model(leaf_step *s)
         CHECK(s->ja.resets == s->jb.resets);
     }
     /* The parent's acknowledgement of the leaf's JOIN, in this incarnation,
-     * for the leaf's packets and at least its pool. */
+     * for the leaf's packets and at least its pool, while a local worker
+     * is live (after the last one left it is late). */
     if (s->consumed && req.job == FZ_TREE_UPJOB && req.op == SR_OP_JOIN_ACK &&
-        req.seq == g_m.nonce && req.aux == g_m.nonce && req.count == SR_JOIN_PARAMS_WORDS) {
+        req.seq == g_m.nonce && req.aux == g_m.nonce && req.count == SR_JOIN_PARAMS_WORDS &&
+        live(&g_m)) {
         sr_join_params jp;
 
         sr_join_params_unpack(payload, &jp);
