@@ -11,8 +11,10 @@ rank r's gradient at step k is (r + 1) * (k + 1) everywhere, lr 1, so every
 update is a small integer, exact in the store's fixed point. Checks:
 - the job runs ssp:S, and SSP finds the group's context;
 - after each step in clock c, the parameters hold every push of clocks
-  <= c - 1 - S (the barrier's guarantee) and none beyond clock c - 1 + S
-  (how far ahead the other rank can be), exactly an integer sum;
+  <= c - 1 - S (the barrier's guarantee), none of this rank's beyond
+  clock c - 1, and none of another rank's beyond clock c + S (it may be
+  at clock c + S, and a step pushes before its clock call is held),
+  exactly an integer sum;
 - after sync(), both ranks hold exactly -(sum of all pushes), and the
   store (pull at the offset) says the same;
 - all_reduce through the same group still works beside it.
@@ -49,7 +51,9 @@ def main():
         for p in params:
             p.grad = torch.full_like(p, float((RANK + 1) * (k + 1)))
         c = ssp.step()
-        lo, hi = pushed(everyone, c - 1 - s), pushed(everyone, min(c - 1 + s, STEPS - 1))
+        others = [r for r in everyone if r != RANK]
+        lo = pushed(everyone, c - 1 - s)
+        hi = pushed([RANK], c - 1) + pushed(others, min(c + s, STEPS - 1))
         for p in params:
             v = p.detach()
             check(torch.all(v == v.flatten()[0]) and float(v.flatten()[0]).is_integer(),
