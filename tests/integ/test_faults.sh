@@ -27,6 +27,12 @@
 #       old incarnation's packets reach the new switch and are dropped, not
 #       answered); then both ranks join the restarted switch with a new
 #       SERENE_JOB_NONCE and run exact rounds.
+#   switch-crash
+#       A crash of the switch leaves its stack in its log: SIGSEGV sent to
+#       a running serene-switch must end it by that signal (status 139),
+#       after "serene-switch: fatal signal, stack:" and at least 2 frames
+#       on its stderr (skipped where it was built with a sanitizer, which
+#       keeps its own report).
 #   netem
 #       The faults of a netem qdisc, without sch_netem: bench/fabric_net.sh's
 #       rack of 3 host namespaces, each with a veth link to the switch's
@@ -313,8 +319,23 @@ case_netem() {
     [ "$bad" -eq 0 ] || fail "not every allreduce and pull was exact within its deadline on the impaired links"
 }
 
+case_switch_crash() {
+    local st=0
+    start_switch 127.0.0.1:0 --job 0:2 || fail "serene-switch did not start"
+    kill -SEGV "$swpid"
+    for _ in $(seq 50); do kill -0 "$swpid" 2>/dev/null || break; sleep 0.1; done
+    wait "$swpid" || st=$?
+    swpid=
+    grep -q 'Sanitizer' "$work/switch.log" && skip "a sanitizer build reports crashes itself"
+    [ "$st" -eq 139 ] || fail "serene-switch ended with status $st after SIGSEGV, not 139"
+    grep -q '^serene-switch: fatal signal, stack:$' "$work/switch.log" || fail "no stack report in the switch's log"
+    [ "$(grep -c 'serene-switch(+0x' "$work/switch.log")" -ge 2 ] || fail "fewer than 2 frames of serene-switch in the report"
+    sed -n '/fatal signal/,$p' "$work/switch.log" | head -n 4 | sed 's/^/    /'
+}
+
 case $CASE in
     worker-killed-allreduce) case_worker_killed_allreduce ;;
+    switch-crash) case_switch_crash ;;
     worker-killed-asp) case_worker_killed_asp ;;
     switch-restart) case_switch_restart ;;
     netem) case_netem ;;
