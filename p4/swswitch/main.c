@@ -23,7 +23,8 @@
  *   send half-way; the loop then ends, counters are printed, exit 0.
  * - Exit status: 0 after a signal or --help; 1 on a setup failure (bind,
  *   port file, control socket, out of memory); 2 on a malformed command
- *   line, a job spec out of its limits included.
+ *   line, a job spec out of its limits included. A crash (SIGSEGV, SIGBUS,
+ *   SIGFPE, SIGILL) writes its stack to stderr and ends by the signal.
  */
 #include <arpa/inet.h>
 #include <errno.h>
