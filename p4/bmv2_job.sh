@@ -89,7 +89,7 @@ cmd_check_json() {
     local json=$1 known
     [ -r "$json" ] || die "$json: not readable"
     known=" $BY_ID $CELL_REGS $VAL_REGS $ROW_REGS $PUSH_REGS $RING_REGS $WORKER_REGS "
-    /usr/bin/python3 -c 'import json, sys; [print(r["name"]) for r in json.load(open(sys.argv[1]))["register_arrays"]]' \
+    python3 -c 'import json, sys; [print(r["name"]) for r in json.load(open(sys.argv[1]))["register_arrays"]]' \
         "$json" | while read -r r; do case $known in *" $r "*) ;; *) echo "$r" ;; esac; done >"$TMP/unknown"
     if [ -s "$TMP/unknown" ]; then
         echo "bmv2_job: registers remove would not clear (give them a class in $0):" >&2
