@@ -210,19 +210,27 @@ static void run(net *n)
     assert_int_equal(n->qn, 0);
 }
 
-/* Worker w sends h (worker id set) with count values vals to its leaf. */
-static void send_w(net *n, unsigned w, sr_hdr h, const int32_t *vals)
+/* Worker w's message h (job and worker id set) with count values vals,
+ * packed into b; returns its length. */
+static size_t pack_w(uint8_t *b, unsigned w, sr_hdr h, const int32_t *vals)
 {
-    uint8_t b[SR_WIRE_MAX_MSG];
-    sr_peer src = worker_addr(w);
-
     h.version = SR_WIRE_VERSION;
     h.job = JOB;
     h.worker = (uint16_t)w;
     sr_hdr_pack(b, &h);
     for (unsigned i = 0; i < h.count; i++)
         sr_put_be32(b + SR_WIRE_HDR_LEN + 4u * i, (uint32_t)vals[i]);
-    enqueue(n, &src, &n->addr[leaf_sw(n, w)], b, SR_WIRE_HDR_LEN + 4u * h.count);
+    return SR_WIRE_HDR_LEN + 4u * h.count;
+}
+
+/* Worker w sends h (worker id set) with count values vals to its leaf. */
+static void send_w(net *n, unsigned w, sr_hdr h, const int32_t *vals)
+{
+    uint8_t b[SR_WIRE_MAX_MSG];
+    sr_peer src = worker_addr(w);
+    size_t len = pack_w(b, w, h, vals);
+
+    enqueue(n, &src, &n->addr[leaf_sw(n, w)], b, len);
 }
 
 /* Worker w's inbox: the number of messages of op, the last one parsed. */
@@ -629,14 +637,9 @@ static void direct(net *n, unsigned w, sr_hdr h, const int32_t *vals)
 {
     uint8_t b[SR_WIRE_MAX_MSG];
     sr_peer src = worker_addr(w);
+    size_t len = pack_w(b, w, h, vals);
 
-    h.version = SR_WIRE_VERSION;
-    h.job = JOB;
-    h.worker = (uint16_t)w;
-    sr_hdr_pack(b, &h);
-    for (unsigned i = 0; i < h.count; i++)
-        sr_put_be32(b + SR_WIRE_HDR_LEN + 4u * i, (uint32_t)vals[i]);
-    sr_pipe_process(n->sw[leaf_sw(n, w)], &src, b, SR_WIRE_HDR_LEN + 4u * h.count, n->out);
+    sr_pipe_process(n->sw[leaf_sw(n, w)], &src, b, len, n->out);
 }
 
 /* The parent's AR_NAK to leaf 0 (member 0) about (slot 0, version 0, seq). */
