@@ -16,20 +16,26 @@
 
 BMV2_JOB=3 BMV2_ELEMS=32 BMV2_THRIFT=9090 BMV2_LIVE_JOB=2 BMV2_LIVE_TOKEN=5e4e2
 
+# bmv2_job_conf JOB N PORT0 [TOKEN]: the job file of job JOB, N ranks,
+# rank R at its host's address and UDP port PORT0 + R (store 2048, ring 8).
+bmv2_job_conf() {
+    local r
+    echo "job = $1"
+    echo "workers = $2"
+    echo "store = 2048"
+    echo "ring = 8"
+    [ -n "${4:-}" ] && echo "token = $4"
+    for r in $(seq 0 $(($2 - 1))); do echo "worker.$r = $(fab_host_ip "$r"):$(($3 + r))"; done
+}
+
 # bmv2_setup N: compile the program (once) and the job's commands.
 bmv2_setup() {
-    local n=$1 r p4c=${P4C_BM2_SS:-p4c-bm2-ss}
+    local n=$1 p4c=${P4C_BM2_SS:-p4c-bm2-ss}
     if [ ! -s "$WORK/serene.json" ]; then
         "$p4c" --std p4-16 -o "$WORK/serene.json" "$ROOT/p4/serene.p4" >"$OUT/logs/p4c.log" 2>&1 ||
             { echo "fabric: p4c-bm2-ss failed (logs/p4c.log)" >&2; return 1; }
     fi
-    {
-        echo "job = $BMV2_JOB"
-        echo "workers = $n"
-        echo "store = 2048"
-        echo "ring = 8"
-        for r in $(seq 0 $((n - 1))); do echo "worker.$r = $(fab_host_ip "$r"):$((47000 + r))"; done
-    } >"$WORK/bmv2-job.conf"
+    bmv2_job_conf $BMV2_JOB "$n" 47000 >"$WORK/bmv2-job.conf"
     echo bsp >"$WORK/bmv2-policy.conf"
     "$BUILD/lib/ctl/serene-ctl" compile --target bmv2 --job-file "$WORK/bmv2-job.conf" \
         "$WORK/bmv2-policy.conf" >"$WORK/bmv2-cmds.txt" || { echo "fabric: serene-ctl compile failed" >&2; return 1; }
@@ -108,16 +114,9 @@ bmv2_tables() {
 # and its block is clean, so it is added and serves a run a second time.
 # Job BMV2_JOB must still be running at each removal, and stay exact.
 bmv2_live() {
-    local n=$1 rate=$2 tag=bmv2-live-n$n-r$rate st=0 main r k before after p
+    local n=$1 rate=$2 tag=bmv2-live-n$n-r$rate st=0 main k before after p
     local job=bmv2-live-job.conf state=$WORK/bmv2-live.state
-    {
-        echo "job = $BMV2_LIVE_JOB"
-        echo "workers = $n"
-        echo "store = 2048"
-        echo "ring = 8"
-        echo "token = $BMV2_LIVE_TOKEN"
-        for r in $(seq 0 $((n - 1))); do echo "worker.$r = $(fab_host_ip "$r"):$((47100 + r))"; done
-    } >"$WORK/$job"
+    bmv2_job_conf $BMV2_LIVE_JOB "$n" 47100 $BMV2_LIVE_TOKEN >"$WORK/$job"
     before=$(bmv2_tables)
     bmv2_spawn "$tag-main" "$n" $BMV2_JOB 47000 "$BUILD/tests/integ/ar_worker" --elems $BMV2_ELEMS \
         --sizes 1000,4097 --reps 40
