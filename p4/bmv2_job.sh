@@ -12,10 +12,10 @@
 # unless --policy) and loads it through simple_switch_CLI. serene-ctl
 # assumes a fresh switch (multicast node handles 0..N-1); here the nodes
 # are created first and the group is built from the handles the switch
-# hands out. The job is refused when the switch has it already, or has a
-# job in the same register block (job id mod SR_P4_MAX_JOBS). Every entry,
-# node and group it made goes to FILE, the state remove needs; on any
-# error, what was made is taken out again.
+# hands out. The job is refused when the switch has it already, has a job
+# in the same register block (job id mod SR_P4_MAX_JOBS), or has its
+# multicast group. Every entry, node and group it made goes to FILE, the
+# state remove needs; on any error, what was made is taken out again.
 #
 # remove refuses a job with a live worker (bound_reg and not left_reg; the
 # software switch's `job remove` refuses the same) unless --force. It
@@ -108,8 +108,12 @@ cmd_add() {
     j=$(sed -n 's/^table_add job_table set_job \([0-9]*\) =>.*/\1/p' "$TMP/all.txt")
     g=$(sed -n 's/^mc_mgrp_create \([0-9]*\)$/\1/p' "$TMP/all.txt")
     [ -n "$j" ] && [ -n "$g" ] || die "serene-ctl's output has no job_table entry or group"
-    echo "table_dump job_table" >"$TMP/dump.txt"
+    printf 'table_dump job_table\nmc_dump\n' >"$TMP/dump.txt"
     cli "$TMP/dump.txt" "$TMP/dump.out" || die "cannot reach simple_switch on thrift port $PORT"
+    # simple_switch creates a group that exists without complaint: the job
+    # would join another job's group (and its removal destroy it).
+    grep -q "mgrp($g)" "$TMP/dump.out" &&
+        die "multicast group $g is in use on the switch (the job file's mcast_group; default job + 1)"
     ids=$(grep -o 'serene.job *: EXACT *[0-9a-f]*' "$TMP/dump.out" | awk '{print $NF}')
     for k in $ids; do
         k=$((16#$k))
@@ -135,12 +139,11 @@ cmd_add() {
         esac
     done <"$TMP/a.out"
     if failed "$TMP/a.out" >/dev/null || [ "$n" -ne "$(grep -c '^mc_node_create ' "$TMP/a.txt")" ]; then
-        cat "$TMP/undo_node" "$TMP/undo_grp" >"$STATE.new"
-        undo "$STATE.new"
+        rollback undo_node undo_grp
         die "multicast setup refused: $(failed "$TMP/a.out")"
     fi
     grep -v '^mc_mgrp_create \|^mc_node_create \|^mc_node_associate ' "$TMP/all.txt" >>"$TMP/b.txt"
-    cli "$TMP/b.txt" "$TMP/b.out" || { cat "$TMP"/undo_node "$TMP"/undo_grp >"$STATE.new"; undo "$STATE.new"; exit 1; }
+    cli "$TMP/b.txt" "$TMP/b.out" || { rollback undo_assoc undo_node undo_grp; exit 1; }
     # table_add answers "Entry has been added with handle H": undo by handle.
     awk 'NR == FNR { cmd[FNR] = $0; next }
          cmd[FNR] ~ /^table_add / && /added with handle/ {
@@ -157,6 +160,14 @@ cmd_add() {
     fi
     mv "$STATE.new" "$STATE"
     echo "bmv2_job: job $j added ($n ranks, group $g, $(wc -l <"$TMP/undo_tab") table entries; state in $STATE)"
+}
+
+# rollback NAME...: undo what the undo lists $TMP/NAME... name (an add that
+# failed before its state was written).
+rollback() {
+    local f
+    for f in "$@"; do cat "$TMP/$f"; done >"$STATE.new"
+    undo "$STATE.new"
 }
 
 # undo FILE: its commands and the register clears, errors reported.
