@@ -342,11 +342,11 @@ static int dpdk_open(void **state, const serene_config *cfg, const sr_log *log)
     sr_dpdk_tmpl_init(&d->tmpl, &a, info.csum_offload);
     SR_INFO(log,
             "dpdk: port %u (%s) up, %" PRIu32 " Mbps, checksums %s; %02x:%02x:%02x:%02x:%02x:%02x "
-            "-> %02x:%02x:%02x:%02x:%02x:%02x, udp port %u -> %u",
+            "-> %02x:%02x:%02x:%02x:%02x:%02x, udp port %u -> %u, mbuf pool %s",
             d->port, info.name, info.link_mbps, info.csum_offload ? "offloaded" : "IPv4 in software, UDP none",
             a.src_mac[0], a.src_mac[1], a.src_mac[2], a.src_mac[3], a.src_mac[4], a.src_mac[5],
             a.dst_mac[0], a.dst_mac[1], a.dst_mac[2], a.dst_mac[3], a.dst_mac[4], a.dst_mac[5],
-            d->local_port, d->peer_port);
+            d->local_port, d->peer_port, rte_mempool_get_ops(d->pool->ops_index)->name);
     *state = d;
     return 0;
 }

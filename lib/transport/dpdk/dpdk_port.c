@@ -162,6 +162,16 @@ static int wait_link(uint16_t port, uint64_t deadline_ns, sr_dpdk_port_info *inf
     }
 }
 
+/* 1 if a mempool driver called name is registered (asking for one that is
+ * not makes DPDK log an error). */
+static int have_pool_ops(const char *name)
+{
+    for (uint32_t i = 0; i < rte_mempool_ops_table.num_ops; i++)
+        if (!strcmp(rte_mempool_ops_table.ops[i].name, name))
+            return 1;
+    return 0;
+}
+
 int sr_dpdk_port_start(uint16_t port, struct rte_mempool **pool, const char *pool_name,
                        unsigned nb_mbufs, int promisc, uint64_t deadline_ns,
                        sr_dpdk_port_info *info, char *err)
@@ -192,8 +202,19 @@ int sr_dpdk_port_start(uint16_t port, struct rte_mempool **pool, const char *poo
     if ((rc = rte_eth_dev_adjust_nb_rx_tx_desc(port, &nrx, &ntx)) != 0)
         return fail(err, "%s: descriptor counts: %s", info->name, rte_strerror(-rc));
     if (!*pool) {
-        /* No per-lcore cache: the data-path thread is not an EAL lcore. */
-        *pool = rte_pktmbuf_pool_create(pool_name, nb_mbufs, 0, 0, (uint16_t)DATA_ROOM, socket);
+        /* No per-lcore cache: the data-path thread is not an EAL lcore, and
+         * a cache is all that hands an lcore back the mbuf it freed last.
+         * Without one the default pool (a ring) hands out the mbuf freed
+         * longest ago, cold in the cache; the "stack" mempool driver hands
+         * out the one freed last, so a frame built or received is written
+         * into memory still in the cache. Where that driver is not loaded,
+         * the default. */
+        if (have_pool_ops("stack"))
+            *pool = rte_pktmbuf_pool_create_by_ops(pool_name, nb_mbufs, 0, 0, (uint16_t)DATA_ROOM,
+                                                   socket, "stack");
+        if (!*pool)
+            *pool = rte_pktmbuf_pool_create(pool_name, nb_mbufs, 0, 0, (uint16_t)DATA_ROOM,
+                                            socket);
         if (!*pool)
             return fail(err, "%s: mbuf pool of %u x %u bytes: %s (give EAL more memory: -m)",
                         info->name, nb_mbufs, (unsigned)DATA_ROOM, rte_strerror(rte_errno));
