@@ -162,6 +162,7 @@ static void ar_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
     ar->n_chunks = (uint32_t)n_chunks;
     ar->chunks_done = 0;
     ar->nonfinite = 0;
+    ar->stream = e->qk.decode_stream && op->count >= SR_AR_STREAM_MIN_BYTES / 4;
     for (uint32_t j = 0; j < ar->n_chunks; j++) {
         float m;
         size_t bad = e->qk.maxabs(op->src + (size_t)j * epp, chunk_len(e, op, j), &m);
@@ -202,7 +203,8 @@ static void decode_result(sr_ar *ar, sr_engine *e, const serene_op *op, const sr
         sr_quant_avg_mul(h->exp, ar->bits, e->params.n_workers, &hi, &lo);
         e->qk.decode_avg(dst, payload, h->count, hi, lo);
     } else {
-        e->qk.decode(dst, payload, h->count, sr_quant_decode_mul(h->exp, ar->bits));
+        (ar->stream ? e->qk.decode_stream : e->qk.decode)(dst, payload, h->count,
+                                                         sr_quant_decode_mul(h->exp, ar->bits));
     }
     /* A sum past FLT_MAX is +-Inf, reported like NaN/Inf input; only
      * packets of the top binades can get there. */

@@ -51,7 +51,14 @@ typedef struct sr_ar {
     uint32_t base;     /* lowest unit not yet answered */
     sr_arw win;        /* which ready round goes next (window.h); persists across calls */
     int nonfinite; /* the current call met a NaN/Inf chunk (own or reduced) */
+    int stream;    /* the current call's result is decoded with decode_stream */
 } sr_ar;
+
+/* A SUM whose result is at least this large is decoded around the cache
+ * (sr_quant_kernels.decode_stream): by the time the call ends, most of it
+ * has left a core's L2 (1-2 MiB on today's servers) and much of a shared
+ * L3, so ordinary stores would read every line in only to write it back. */
+#define SR_AR_STREAM_MIN_BYTES (8u << 20)
 
 extern const sr_op_class sr_allreduce_class;
 

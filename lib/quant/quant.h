@@ -98,6 +98,12 @@ typedef struct sr_quant_kernels {
      * steps never meet a subnormal; only the final narrowing can, and it
      * flushes alike). src may have any alignment. */
     void (*decode_avg)(float *dst, const uint8_t *src, size_t n, double hi, double lo);
+    /* decode, bit for bit, with stores that go around the cache (non-
+     * temporal, then a store fence, so that they are visible to any
+     * thread before it returns): for a result too large to stay in the
+     * cache until it is read, whose ordinary stores would first read every
+     * line in. NULL in a table without them (C): use decode. */
+    void (*decode_stream)(float *dst, const uint8_t *src, size_t n, float mul);
     const char *name; /* "c", "avx2", "avx512" */
 } sr_quant_kernels;
 

@@ -237,6 +237,27 @@ static void decode_avx2(float *dst, const uint8_t *src, size_t n, float mul)
         decode_loop(dst, src, n, vmul, 1);
 }
 
+/* decode, with non-temporal stores from the first 32-byte boundary of dst
+ * on (the head and tail go through decode). */
+static void decode_stream_avx2(float *dst, const uint8_t *src, size_t n, float mul)
+{
+    size_t head = ((32 - ((uintptr_t)dst & 31)) & 31) / 4, i = head;
+    if (((uintptr_t)dst & 3) || head + 8 > n) {
+        decode_avx2(dst, src, n, mul);
+        return;
+    }
+    const __m256 vmul = _mm256_set1_ps(mul);
+    decode_avx2(dst, src, head, mul);
+    if ((_mm_getcsr() & _MM_ROUND_MASK) == _MM_ROUND_NEAREST)
+        for (; i + 8 <= n; i += 8)
+            _mm256_stream_ps(dst + i, decode8(_mm256_loadu_si256((const __m256i *)(src + 4 * i)), vmul, 0));
+    else
+        for (; i + 8 <= n; i += 8)
+            _mm256_stream_ps(dst + i, decode8(_mm256_loadu_si256((const __m256i *)(src + 4 * i)), vmul, 1));
+    _mm_sfence();
+    decode_avx2(dst + i, src + 4 * i, n - i, mul);
+}
+
 /* ---- decode_avg ------------------------------------------------------------ */
 
 /* The reference's (float)(s * hi + s * lo) on 4 lanes: the same IEEE double
@@ -283,5 +304,6 @@ const sr_quant_kernels sr_quant_kernels_avx2 = {
     .encode = encode_avx2,
     .decode = decode_avx2,
     .decode_avg = decode_avg_avx2,
+    .decode_stream = decode_stream_avx2,
     .name = "avx2",
 };

@@ -158,6 +158,23 @@ static void decode_avx512(float *dst, const uint8_t *src, size_t n, float mul)
     }
 }
 
+/* decode, with non-temporal stores from the first 64-byte boundary of dst
+ * on (the head and tail go through decode). */
+static void decode_stream_avx512(float *dst, const uint8_t *src, size_t n, float mul)
+{
+    size_t head = ((64 - ((uintptr_t)dst & 63)) & 63) / 4, i = head;
+    if (((uintptr_t)dst & 3) || head + 16 > n) {
+        decode_avx512(dst, src, n, mul);
+        return;
+    }
+    const __m512 vmul = _mm512_set1_ps(mul);
+    decode_avx512(dst, src, head, mul);
+    for (; i + 16 <= n; i += 16)
+        _mm512_stream_ps(dst + i, decode16(_mm512_loadu_si512(src + 4 * i), vmul));
+    _mm_sfence();
+    decode_avx512(dst + i, src + 4 * i, n - i, mul);
+}
+
 /* ---- decode_avg ------------------------------------------------------------ */
 
 /* The reference's (float)(s * hi + s * lo), 8 lanes per double vector; the
@@ -201,5 +218,6 @@ const sr_quant_kernels sr_quant_kernels_avx512 = {
     .encode = encode_avx512,
     .decode = decode_avx512,
     .decode_avg = decode_avg_avx512,
+    .decode_stream = decode_stream_avx512,
     .name = "avx512",
 };
