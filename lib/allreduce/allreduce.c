@@ -62,7 +62,6 @@ static void ar_fini(void *self, sr_engine *e)
 {
     sr_ar *ar = self;
     free(ar->slots);
-    free(ar->exps);
     sr_arw_fini(&ar->win);
 }
 
@@ -71,6 +70,17 @@ static uint32_t chunk_len(const sr_engine *e, const serene_op *op, uint32_t j)
     size_t off = (size_t)j * e->params.elems_per_pkt;
     size_t left = op->count - off;
     return (uint32_t)(left < e->params.elems_per_pkt ? left : e->params.elems_per_pkt);
+}
+
+/* The local exponent of chunk j, or SR_WIRE_EXP_NONFINITE. Each chunk's is
+ * read once, when its hint goes out, a window of rounds before the chunk
+ * itself: its values are then still in the cache when they are encoded,
+ * and a call sends its first packet without a pass over all its data. */
+static int8_t chunk_exp(const sr_engine *e, const serene_op *op, uint32_t j)
+{
+    float m;
+    size_t bad = e->qk.maxabs(op->src + (size_t)j * e->params.elems_per_pkt, chunk_len(e, op, j), &m);
+    return (int8_t)(bad ? SR_WIRE_EXP_NONFINITE : sr_quant_exponent(m));
 }
 
 /* Build, queue and time the next round of slot s: chunk's data quantized
@@ -91,7 +101,7 @@ static void send_round(sr_ar *ar, sr_engine *e, const serene_op *op, uint32_t s,
     h.shadow = sl->next_ver;
     h.count = (uint16_t)(data ? chunk_len(e, op, chunk) : 0);
     h.exp = (int8_t)(data ? exp : 0);
-    h.next_exp = (int8_t)(hint_chunk < ar->n_chunks ? ar->exps[hint_chunk] : SR_WIRE_EXP_NONE);
+    h.next_exp = (int8_t)(hint_chunk < ar->n_chunks ? chunk_exp(e, op, hint_chunk) : SR_WIRE_EXP_NONE);
     h.offset = chunk * epp;
     h.aux = (uint32_t)op->count; /* the switch compares it: see SR_OP_AR_DATA */
     sr_hdr_pack(msg, &h);
@@ -149,25 +159,10 @@ static void ar_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
         return;
     }
     uint32_t epp = e->params.elems_per_pkt;
-    size_t n_chunks = (op->count + epp - 1) / epp;
-    if (n_chunks > ar->exps_cap) {
-        int8_t *x = realloc(ar->exps, n_chunks);
-        if (!x) {
-            sr_op_finish(e, op, SERENE_ERR_NOMEM);
-            return;
-        }
-        ar->exps = x;
-        ar->exps_cap = n_chunks;
-    }
-    ar->n_chunks = (uint32_t)n_chunks;
+    ar->n_chunks = (uint32_t)((op->count + epp - 1) / epp);
     ar->chunks_done = 0;
     ar->nonfinite = 0;
     ar->stream = e->qk.decode_stream && op->count >= SR_AR_STREAM_MIN_BYTES / 4;
-    for (uint32_t j = 0; j < ar->n_chunks; j++) {
-        float m;
-        size_t bad = e->qk.maxabs(op->src + (size_t)j * epp, chunk_len(e, op, j), &m);
-        ar->exps[j] = (int8_t)(bad ? SR_WIRE_EXP_NONFINITE : sr_quant_exponent(m));
-    }
     ar->call_seq++;
     ar->w_eff = ar->n_chunks < e->window ? ar->n_chunks : e->window;
     /* A call of 0 values still meets the others' call in slot 0 (one hint

@@ -43,8 +43,6 @@ typedef struct sr_ar {
     /* --- engine only ------------------------------------------------------ */
     int bits;           /* B of the fixed-point scheme for this job */
     sr_ar_slot *slots;  /* the engine's window of slots */
-    int8_t *exps;       /* per-chunk local exponents of the current call */
-    size_t exps_cap;
     uint32_t call_seq;  /* calls started; the switch pairs calls by it */
     uint32_t n_chunks, chunks_done, w_eff;
     uint32_t n_units;  /* rounds of the call: w_eff hint rounds + n_chunks (its units) */
