@@ -79,7 +79,8 @@ static uint32_t chunk_len(const sr_engine *e, const serene_op *op, uint32_t j)
 static int8_t chunk_exp(const sr_engine *e, const serene_op *op, uint32_t j)
 {
     float m;
-    size_t bad = e->qk.maxabs(op->src + (size_t)j * e->params.elems_per_pkt, chunk_len(e, op, j), &m);
+    const float *x = op->src + (size_t)j * e->params.elems_per_pkt;
+    size_t bad = e->qk.maxabs(x, chunk_len(e, op, j), &m);
     return (int8_t)(bad ? SR_WIRE_EXP_NONFINITE : sr_quant_exponent(m));
 }
 
@@ -101,7 +102,7 @@ static void send_round(sr_ar *ar, sr_engine *e, const serene_op *op, uint32_t s,
     h.shadow = sl->next_ver;
     h.count = (uint16_t)(data ? chunk_len(e, op, chunk) : 0);
     h.exp = (int8_t)(data ? exp : 0);
-    h.next_exp = (int8_t)(hint_chunk < ar->n_chunks ? chunk_exp(e, op, hint_chunk) : SR_WIRE_EXP_NONE);
+    h.next_exp = hint_chunk < ar->n_chunks ? chunk_exp(e, op, hint_chunk) : SR_WIRE_EXP_NONE;
     h.offset = chunk * epp;
     h.aux = (uint32_t)op->count; /* the switch compares it: see SR_OP_AR_DATA */
     sr_hdr_pack(msg, &h);

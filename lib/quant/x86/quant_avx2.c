@@ -248,12 +248,11 @@ static void decode_stream_avx2(float *dst, const uint8_t *src, size_t n, float m
     }
     const __m256 vmul = _mm256_set1_ps(mul);
     decode_avx2(dst, src, head, mul);
-    if ((_mm_getcsr() & _MM_ROUND_MASK) == _MM_ROUND_NEAREST)
-        for (; i + 8 <= n; i += 8)
-            _mm256_stream_ps(dst + i, decode8(_mm256_loadu_si256((const __m256i *)(src + 4 * i)), vmul, 0));
-    else
-        for (; i + 8 <= n; i += 8)
-            _mm256_stream_ps(dst + i, decode8(_mm256_loadu_si256((const __m256i *)(src + 4 * i)), vmul, 1));
+    const int exact = (_mm_getcsr() & _MM_ROUND_MASK) != _MM_ROUND_NEAREST;
+    for (; i + 8 <= n; i += 8) {
+        __m256i w = _mm256_loadu_si256((const __m256i *)(src + 4 * i));
+        _mm256_stream_ps(dst + i, exact ? decode8(w, vmul, 1) : decode8(w, vmul, 0));
+    }
     _mm_sfence();
     decode_avx2(dst + i, src + 4 * i, n - i, mul);
 }
