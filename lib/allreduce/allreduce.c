@@ -92,7 +92,7 @@ static void send_round(sr_ar *ar, sr_engine *e, const serene_op *op, uint32_t s,
                        int data, int exp, uint64_t now)
 {
     sr_ar_slot *sl = &ar->slots[s];
-    uint8_t *msg = sr_slot_msg_new(e, s);
+    uint8_t *msg = sr_slot_msg(e, s);
     uint32_t epp = e->params.elems_per_pkt;
     uint32_t hint_chunk = data ? chunk + ar->w_eff : chunk;
     sr_hdr h;

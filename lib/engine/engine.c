@@ -21,26 +21,11 @@
 
 /* ---- sending ------------------------------------------------------------ */
 
-/* Hand entries [off, off + n) of the queue, all frames or all plain
- * messages, to the transport. Returns what it returns. */
-static int tx_hand(sr_engine *e, unsigned off, unsigned n)
-{
-    if (!e->txf[off])
-        return e->tp->send(e->tps, e->txq + off, n);
-    uint32_t lens[SR_TP_BURST];
-    for (unsigned i = 0; i < n; i++)
-        lens[i] = (uint32_t)e->txq[off + i].iov_len;
-    return e->tp->send_frames(e->tps, e->txf + off, lens, n);
-}
-
 static void tx_flush(sr_engine *e)
 {
     unsigned off = 0;
     while (off < e->ntx) {
-        unsigned end = off + 1;
-        while (end < e->ntx && !e->txf[end] == !e->txf[off])
-            end++;
-        int k = tx_hand(e, off, end - off);
+        int k = e->tp->send(e->tps, e->txq + off, e->ntx - off);
         if (k <= 0) {
             /* Unsent packets count as lost; their timers resend them. */
             if (k < 0)
@@ -58,57 +43,28 @@ static void tx_flush(sr_engine *e)
     e->ntx = 0;
 }
 
-static void tx_queue(sr_engine *e, uint8_t *msg, uint32_t len, void *frame)
+void sr_tx_queue(sr_engine *e, uint8_t *msg, uint32_t len)
 {
     if (e->ntx == SR_TP_BURST)
         tx_flush(e);
     e->txq[e->ntx].iov_base = msg;
     e->txq[e->ntx].iov_len = len;
-    e->txf[e->ntx] = frame;
     e->ntx++;
-}
-
-void sr_tx_queue(sr_engine *e, uint8_t *msg, uint32_t len)
-{
-    tx_queue(e, msg, len, NULL);
-}
-
-uint8_t *sr_slot_msg_new(sr_engine *e, uint32_t s)
-{
-    sr_slot *sl = &e->slots[s];
-    if (!e->tp->get_frame)
-        return sl->msg;
-    if (sl->frame) {
-        for (unsigned i = 0; i < e->ntx; i++)
-            if (e->txf[i] == sl->frame) { /* still queued: hand it over first */
-                tx_flush(e);
-                break;
-            }
-        e->tp->put_frame(e->tps, sl->frame);
-    }
-    sl->frame = e->tp->get_frame(e->tps, &sl->msg, SR_WIRE_HDR_LEN + 4u * e->params.elems_per_pkt);
-    if (!sl->frame)
-        sl->msg = sl->own;
-    return sl->msg;
 }
 
 void sr_slot_send(sr_engine *e, uint32_t s, uint16_t words, uint64_t now)
 {
     sr_slot *sl = &e->slots[s];
     sl->len = SR_WIRE_HDR_LEN + 4u * words;
-    tx_queue(e, sl->msg, sl->len, sl->frame);
+    sr_tx_queue(e, sl->msg, sl->len);
     sr_rel_arm(&e->rel, s, now);
 }
 
 void sr_slot_resend(sr_engine *e, uint32_t s)
 {
     sr_slot *sl = &e->slots[s];
-    /* A frame's message may still be on its way: the resend, flagged,
-     * goes from a copy in the slot's own buffer. */
-    if (sl->msg != sl->own)
-        memcpy(sl->own, sl->msg, sl->len);
-    sl->own[SR_WIRE_OFF_FLAGS] |= SR_FLAG_RETRANSMIT;
-    tx_queue(e, sl->own, sl->len, NULL);
+    sl->msg[SR_WIRE_OFF_FLAGS] |= SR_FLAG_RETRANSMIT;
+    sr_tx_queue(e, sl->msg, sl->len);
     SR_STAT_ADD(e, retransmissions, 1);
 }
 

@@ -117,9 +117,7 @@ _Static_assert(sizeof(struct serene_op) == SR_OP_STRIDE, "one descriptor per str
 /* The transmit side of one packet in flight: its timer is entry s of e->rel. */
 typedef struct sr_slot {
     uint32_t len; /* bytes of msg */
-    uint8_t *msg; /* the packet, kept for retransmission: in frame, else own */
-    uint8_t *own; /* the slot's own buffer */
-    void *frame;  /* the transport's frame that holds msg (get_frame), or NULL */
+    uint8_t *msg; /* the packet, kept for retransmission */
 } sr_slot;
 
 /* Counters: written by the engine thread only, read by anyone. */
@@ -185,7 +183,6 @@ struct sr_engine {
     int ctl_armed;                    /* timer 0 resends ctl_msg, not slot 0 */
     serene_op *cur;
     struct iovec txq[SR_TP_BURST];
-    void *txf[SR_TP_BURST]; /* txq[i]'s frame (send_frames), or NULL (send) */
     unsigned ntx;
     uint8_t *rxbuf[SR_TP_BURST];
     uint32_t rxlen[SR_TP_BURST];
@@ -249,16 +246,11 @@ int sr_op_refused(sr_engine *e, const sr_hdr *h);
 /* Queue a message for the next burst; flushed by the engine loop. The
  * buffer must stay unchanged until then. */
 void sr_tx_queue(sr_engine *e, uint8_t *msg, uint32_t len);
-/* Packet buffer of slot s (SR_WIRE_HDR_LEN + 4 * elems_per_pkt bytes):
- * the message last built in it, to read. */
+/* Packet buffer of slot s (SR_WIRE_HDR_LEN + 4 * elems_per_pkt bytes). */
 static inline uint8_t *sr_slot_msg(sr_engine *e, uint32_t s)
 {
     return e->slots[s].msg;
 }
-/* A fresh packet buffer for slot s's next message (the same size), to
- * build it in before sr_slot_send: inside a frame of the transport's
- * where it lends one (then sending copies nothing), else the slot's own. */
-uint8_t *sr_slot_msg_new(sr_engine *e, uint32_t s);
 /* Queue slot s's packed message of `words` payload words and start its
  * timer: it is resent until sr_rel_ack / sr_rel_disarm on e->rel. */
 void sr_slot_send(sr_engine *e, uint32_t s, uint16_t words, uint64_t now);

@@ -83,9 +83,6 @@ void sr_engine_fini(sr_engine *e)
         if (e->mods[i].cls->fini)
             e->mods[i].cls->fini(e->mods[i].self, e);
     sr_trace_close(e->trace);
-    for (uint32_t i = 0; e->slots && i < e->window; i++)
-        if (e->slots[i].frame)
-            e->tp->put_frame(e->tps, e->slots[i].frame);
     if (e->tp)
         e->tp->close(e->tps);
     if (e->wake_fd >= 0)
@@ -140,7 +137,7 @@ int sr_engine_join(sr_engine *e, const sr_join_params *p)
     if (!e->slots || !e->slot_mem || sr_rel_init(&e->rel, w, &rp))
         return SERENE_ERR_NOMEM;
     for (uint32_t i = 0; i < w; i++)
-        e->slots[i].msg = e->slots[i].own = e->slot_mem + msg_cap * i;
+        e->slots[i].msg = e->slot_mem + msg_cap * i;
     e->params = *p;
     e->window = w;
     for (unsigned i = 0; i < e->n_mods; i++) {

@@ -88,7 +88,7 @@ static void send_request(sr_store *st, sr_engine *e, const serene_op *op, uint32
 {
     uint32_t w = j % e->window;
     sr_req_slot *sl = &st->slots[w];
-    uint8_t *msg = sr_slot_msg_new(e, w);
+    uint8_t *msg = sr_slot_msg(e, w);
     size_t start, end;
     piece(e, op, j, &start, &end);
     uint32_t n = (uint32_t)(end - start);

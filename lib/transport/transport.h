@@ -53,20 +53,6 @@ typedef struct sr_transport {
                      unsigned n, uint32_t cap, uint64_t *truncated);
     /* Give back what the last recv_lend lent. Idempotent. */
     void (*release)(void *state);
-    /* Optional, all three or none (NULL: send only). A message built in
-     * the transport's own frame, so that send copies nothing: get_frame
-     * returns a frame (opaque) with room for cap message bytes at *msg, or
-     * NULL when it has none to spare (the caller then builds the message
-     * in its own buffer and uses send). send_frames hands up to n (<=
-     * SR_TP_BURST) frames' messages, of lens[i] (<= cap) bytes, to the
-     * network as send does, without blocking, and the caller keeps the
-     * frames: it must not change a message after (the frame may still be
-     * on its way), only read it or give the frame back with put_frame.
-     * send_frames returns how many it took (the rest count as lost) or a
-     * negative error code. */
-    void *(*get_frame)(void *state, uint8_t **msg, uint32_t cap);
-    int (*send_frames)(void *state, void *const *frames, const uint32_t *lens, unsigned n);
-    void (*put_frame)(void *state, void *frame);
     /* Block until a message may be readable, wake_fd is readable, or
      * timeout_ns passes (< 0: no timeout). Spurious returns are allowed.
      * Returns 0 or a negative error code. */

@@ -116,11 +116,6 @@ case_memif() {
         --seed "$((n + 20))" "${wargs[@]+"${wargs[@]}"}"
     [ "$(grep -c 'dpdk: port 0 (net_memif0) up' "$work/allreduce-n$n.out")" -eq "$n" ] ||
         fail "not every rank reported its memif port up"
-    # Each rank built its rounds in the port's own frames (get_frame) and
-    # gave every one back before close.
-    [ "$(grep -cE 'dpdk: port 0: tx=[0-9]+ tx_frames=[1-9]' "$work/allreduce-n$n.out")" -eq "$n" ] ||
-        fail "not every rank sent from lent frames"
-    ! grep -q 'frames not given back' "$work/allreduce-n$n.out" || fail "a rank kept frames at close"
     check_switch_dpdk
 }
 

@@ -14,10 +14,7 @@
  *   Received frames count only if they come from the switch's IPv4:port
  *   to ours, like a connected UDP socket.
  * - send copies each message into an mbuf (the caller keeps its buffers)
- *   and bursts the queue; get_frame lends an mbuf to build a message in,
- *   and send_frames queues it with a reference of the port's, so the
- *   engine keeps the message for resends without a copy (at most
- *   FRAMES_MAX lent at once, so the receive ring never runs dry); what the port cannot take at once is retried for
+ *   and bursts the queue; what the port cannot take at once is retried for
  *   TX_HOLD_NS (the timed flush), then dropped and counted: the
  *   retransmission engine above recovers it.
  * - recv copies each message out of its mbuf; recv_lend hands the engine
@@ -53,7 +50,6 @@
 #include "transport/transport.h"
 
 #define NB_MBUFS 2047u          /* per context: RX ring + TX ring + bursts in hand */
-#define FRAMES_MAX 512u         /* frames get_frame hands out at once at most */
 #define TX_HOLD_NS 200000ull    /* how long a burst the port refused is retried */
 #define IDLE_MIN_NS 5000ull     /* first sleep of an idle wait */
 #define BUSY_MAX_NS 50000ull    /* longest sleep while an answer is due */
@@ -117,10 +113,9 @@ typedef struct dpdk_state {
     /* Frames whose messages recv_lend lent, freed by release. */
     struct rte_mbuf *lent[SR_TP_BURST];
     unsigned lent_n;
-    unsigned frames_out; /* frames get_frame handed out, not yet put back */
     int slack_set;
     struct {
-        uint64_t tx, tx_frames, tx_dropped, rx, rx_foreign, rx_bad, rx_truncated, idle_sleeps;
+        uint64_t tx, tx_dropped, rx, rx_foreign, rx_bad, rx_truncated, idle_sleeps;
     } c;
     uint8_t scratch[SR_DPDK_MAX_FRAME];
 } __attribute__((aligned(64))) dpdk_state;
@@ -191,18 +186,15 @@ static void dpdk_close(void *state)
         rte_pktmbuf_free_bulk(d->lent, d->lent_n);
     for (unsigned i = d->rx_head; i < d->rx_n; i++)
         rte_pktmbuf_free(d->rx[i]);
-    if (d->frames_out) /* the caller's to give back before close: a bug */
-        SR_WARN(d->log, "dpdk: port %u: %u frames not given back before close", d->port,
-                d->frames_out);
     struct rte_eth_stats st;
     memset(&st, 0, sizeof st);
     (void)rte_eth_stats_get(d->port, &st);
     SR_INFO(d->log,
-            "dpdk: port %u: tx=%" PRIu64 " tx_frames=%" PRIu64 " tx_dropped=%" PRIu64 " rx=%" PRIu64
+            "dpdk: port %u: tx=%" PRIu64 " tx_dropped=%" PRIu64 " rx=%" PRIu64
             " rx_foreign=%" PRIu64 " rx_bad=%" PRIu64 " rx_truncated=%" PRIu64
             " idle_sleeps=%" PRIu64 "; port ipackets=%" PRIu64 " opackets=%" PRIu64
             " imissed=%" PRIu64 " ierrors=%" PRIu64 " oerrors=%" PRIu64 " rx_nombuf=%" PRIu64,
-            d->port, d->c.tx, d->c.tx_frames, d->c.tx_dropped, d->c.rx, d->c.rx_foreign, d->c.rx_bad,
+            d->port, d->c.tx, d->c.tx_dropped, d->c.rx, d->c.rx_foreign, d->c.rx_bad,
             d->c.rx_truncated, d->c.idle_sleeps, st.ipackets, st.opackets, st.imissed,
             st.ierrors, st.oerrors, st.rx_nombuf);
     pthread_mutex_lock(&g_mu);
@@ -379,47 +371,6 @@ static int dpdk_send(void *state, const struct iovec *msgs, unsigned n)
     return (int)done;
 }
 
-static void *dpdk_get_frame(void *state, uint8_t **msg, uint32_t cap)
-{
-    dpdk_state *d = state;
-    if (d->frames_out >= FRAMES_MAX)
-        return NULL;
-    struct rte_mbuf *m = sr_dpdk_frame_alloc(d->pool, &d->tmpl, cap, msg);
-    if (m)
-        d->frames_out++;
-    return m;
-}
-
-static int dpdk_send_frames(void *state, void *const *frames, const uint32_t *lens, unsigned n)
-{
-    dpdk_state *d = state;
-    uint64_t now = sr_dpdk_now_ns();
-    unsigned done = 0;
-    tx_push(d, now);
-    for (; done < n && d->tx_n < SR_DPDK_BURST; done++) {
-        struct rte_mbuf *m = frames[done];
-        if (SR_FRAME_HLEN + lens[done] > (uint32_t)(m->buf_len - m->data_off))
-            break; /* longer than the frame: as lost */
-        m->data_len = (uint16_t)(SR_FRAME_HLEN + lens[done]);
-        m->pkt_len = m->data_len;
-        sr_dpdk_frame_finish(m, &d->tmpl, lens[done]);
-        rte_mbuf_refcnt_update(m, 1); /* the port's; the caller keeps its own */
-        d->tx[d->tx_n++] = m;
-    }
-    d->c.tx_frames += done;
-    tx_push(d, now);
-    return (int)done;
-}
-
-static void dpdk_put_frame(void *state, void *frame)
-{
-    dpdk_state *d = state;
-    if (!frame)
-        return;
-    rte_pktmbuf_free(frame);
-    d->frames_out--;
-}
-
 /* Take up to SR_DPDK_BURST frames from the port when none is in hand. */
 static unsigned rx_fill(dpdk_state *d)
 {
@@ -560,9 +511,6 @@ const sr_transport sr_transport_dpdk = {
     .recv = dpdk_recv,
     .recv_lend = dpdk_recv_lend,
     .release = dpdk_release,
-    .get_frame = dpdk_get_frame,
-    .send_frames = dpdk_send_frames,
-    .put_frame = dpdk_put_frame,
     .wait = dpdk_wait,
     .addrs = dpdk_addrs,
 };
