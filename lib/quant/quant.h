@@ -104,6 +104,8 @@ typedef struct sr_quant_kernels {
      * cache until it is read, whose ordinary stores would first read every
      * line in. NULL in a table without them (C): use decode. */
     void (*decode_stream)(float *dst, const uint8_t *src, size_t n, float mul);
+    /* decode_avg, likewise around the cache; NULL with decode_stream. */
+    void (*decode_avg_stream)(float *dst, const uint8_t *src, size_t n, double hi, double lo);
     const char *name; /* "c", "avx2", "avx512" */
 } sr_quant_kernels;
 

@@ -196,6 +196,12 @@ static inline void cmp_decode_avg(fixture *f, const sr_quant_kernels *k, const u
     k->decode_avg((float *)(void *)v, w, n, m[0], m[1]);
     assert_memory_equal(v, r, 4 * n);
     guard_check(f->f_var, 4 * dst_off, 4 * n);
+    if (k->decode_avg_stream) {
+        guard_fill(f->f_var, 4 * dst_off, 4 * n);
+        k->decode_avg_stream((float *)(void *)v, w, n, m[0], m[1]);
+        assert_memory_equal(v, r, 4 * n);
+        guard_check(f->f_var, 4 * dst_off, 4 * n);
+    }
 }
 
 /* An average's multiplier: any worker count, any exponent in range and,

@@ -298,11 +298,31 @@ static void decode_avg_avx2(float *dst, const uint8_t *src, size_t n, double mul
     }
 }
 
+/* decode_avg, with non-temporal stores as decode_stream_avx2. */
+static void decode_avg_stream_avx2(float *dst, const uint8_t *src, size_t n, double mul_hi,
+                                   double mul_lo)
+{
+    size_t head = ((32 - ((uintptr_t)dst & 31)) & 31) / 4, i = head;
+    if (((uintptr_t)dst & 3) || head + 8 > n) {
+        decode_avg_avx2(dst, src, n, mul_hi, mul_lo);
+        return;
+    }
+    const __m256d hi = _mm256_set1_pd(mul_hi), lo = _mm256_set1_pd(mul_lo);
+    decode_avg_avx2(dst, src, head, mul_hi, mul_lo);
+    for (; i + 8 <= n; i += 8) {
+        __m256i w = _mm256_loadu_si256((const __m256i *)(src + 4 * i));
+        _mm256_stream_ps(dst + i, decode_avg8(w, hi, lo));
+    }
+    _mm_sfence();
+    decode_avg_avx2(dst + i, src + 4 * i, n - i, mul_hi, mul_lo);
+}
+
 const sr_quant_kernels sr_quant_kernels_avx2 = {
     .maxabs = maxabs_avx2,
     .encode = encode_avx2,
     .decode = decode_avx2,
     .decode_avg = decode_avg_avx2,
     .decode_stream = decode_stream_avx2,
+    .decode_avg_stream = decode_avg_stream_avx2,
     .name = "avx2",
 };

@@ -213,11 +213,29 @@ static void decode_avg_avx512(float *dst, const uint8_t *src, size_t n, double m
     }
 }
 
+/* decode_avg, with non-temporal stores as decode_stream_avx512. */
+static void decode_avg_stream_avx512(float *dst, const uint8_t *src, size_t n, double mul_hi,
+                                     double mul_lo)
+{
+    size_t head = ((64 - ((uintptr_t)dst & 63)) & 63) / 4, i = head;
+    if (((uintptr_t)dst & 3) || head + 16 > n) {
+        decode_avg_avx512(dst, src, n, mul_hi, mul_lo);
+        return;
+    }
+    const __m512d hi = _mm512_set1_pd(mul_hi), lo = _mm512_set1_pd(mul_lo);
+    decode_avg_avx512(dst, src, head, mul_hi, mul_lo);
+    for (; i + 16 <= n; i += 16)
+        _mm512_stream_ps(dst + i, decode_avg16(_mm512_loadu_si512(src + 4 * i), hi, lo));
+    _mm_sfence();
+    decode_avg_avx512(dst + i, src + 4 * i, n - i, mul_hi, mul_lo);
+}
+
 const sr_quant_kernels sr_quant_kernels_avx512 = {
     .maxabs = maxabs_avx512,
     .encode = encode_avx512,
     .decode = decode_avx512,
     .decode_avg = decode_avg_avx512,
     .decode_stream = decode_stream_avx512,
+    .decode_avg_stream = decode_avg_stream_avx512,
     .name = "avx512",
 };
