@@ -62,6 +62,7 @@ static void ar_fini(void *self, sr_engine *e)
 {
     sr_ar *ar = self;
     free(ar->slots);
+    free(ar->call_exps);
     sr_arw_fini(&ar->win);
 }
 
@@ -84,6 +85,15 @@ static int8_t chunk_exp(const sr_engine *e, const serene_op *op, uint32_t j)
     return (int8_t)(bad ? SR_WIRE_EXP_NONFINITE : sr_quant_exponent(m));
 }
 
+/* Chunk j's exponent for its hint: from the calling thread when it has read
+ * it already (serene_allreduce), else read here. */
+static int8_t hint_exp(const sr_engine *e, const serene_op *op, uint32_t j)
+{
+    if (op->exps && j < atomic_load_explicit(&op->exps_ready, memory_order_acquire))
+        return op->exps[j];
+    return chunk_exp(e, op, j);
+}
+
 /* Build, queue and time the next round of slot s: chunk's data quantized
  * with exponent exp (data != 0), or the hint round announcing chunk's local
  * exponent (data == 0). Either way it carries the hint for the chunk the
@@ -102,7 +112,7 @@ static void send_round(sr_ar *ar, sr_engine *e, const serene_op *op, uint32_t s,
     h.shadow = sl->next_ver;
     h.count = (uint16_t)(data ? chunk_len(e, op, chunk) : 0);
     h.exp = (int8_t)(data ? exp : 0);
-    h.next_exp = hint_chunk < ar->n_chunks ? chunk_exp(e, op, hint_chunk) : SR_WIRE_EXP_NONE;
+    h.next_exp = hint_chunk < ar->n_chunks ? hint_exp(e, op, hint_chunk) : SR_WIRE_EXP_NONE;
     h.offset = chunk * epp;
     h.aux = (uint32_t)op->count; /* the switch compares it: see SR_OP_AR_DATA */
     sr_hdr_pack(msg, &h);
@@ -163,7 +173,8 @@ static void ar_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
     ar->n_chunks = (uint32_t)((op->count + epp - 1) / epp);
     ar->chunks_done = 0;
     ar->nonfinite = 0;
-    ar->stream = e->qk.decode_stream && op->count >= SR_AR_STREAM_MIN_BYTES / 4;
+    ar->stream = e->qk.decode_stream && e->qk.decode_avg_stream &&
+                 op->count >= SR_AR_STREAM_MIN_BYTES / 4;
     ar->call_seq++;
     ar->w_eff = ar->n_chunks < e->window ? ar->n_chunks : e->window;
     /* A call of 0 values still meets the others' call in slot 0 (one hint
@@ -197,7 +208,8 @@ static void decode_result(sr_ar *ar, sr_engine *e, const serene_op *op, const sr
     if (op->redop == SERENE_AVG) { /* rounded once: quant.h */
         double hi, lo;
         sr_quant_avg_mul(h->exp, ar->bits, e->params.n_workers, &hi, &lo);
-        e->qk.decode_avg(dst, payload, h->count, hi, lo);
+        (ar->stream ? e->qk.decode_avg_stream : e->qk.decode_avg)(dst, payload, h->count, hi,
+                                                                 lo);
     } else {
         (ar->stream ? e->qk.decode_stream : e->qk.decode)(dst, payload, h->count,
                                                          sr_quant_decode_mul(h->exp, ar->bits));
@@ -362,9 +374,12 @@ static int ranges_overlap(const float *a, const float *b, size_t n)
     return x < y + len && y < x + len;
 }
 
-/* Validate and queue an allreduce (inside sr_call_enter); *h = its handle. */
+/* Validate and queue an allreduce (inside sr_call_enter); *h = its handle.
+ * With opp (a blocking call), the op gets room for its chunks' exponents,
+ * which the caller then reads (exps_fill on *opp), when there is memory for
+ * them; else the engine reads them all. */
 static int ar_start(sr_engine *e, const float *sendbuf, float *recvbuf, size_t count,
-                    serene_reduce_op op, serene_op **h)
+                    serene_reduce_op op, serene_op **h, serene_op **opp)
 {
     if ((count && (!sendbuf || !recvbuf)) || (op != SERENE_SUM && op != SERENE_AVG))
         return SERENE_ERR_INVAL;
@@ -386,11 +401,38 @@ static int ar_start(sr_engine *e, const float *sendbuf, float *recvbuf, size_t c
     o->dst = recvbuf;
     o->count = count;
     o->redop = op;
+    if (opp) {
+        size_t n_chunks = (count + e->params.elems_per_pkt - 1) / e->params.elems_per_pkt;
+        if (n_chunks > ar->call_exps_cap) {
+            int8_t *x = realloc(ar->call_exps, n_chunks);
+            if (x) {
+                ar->call_exps = x;
+                ar->call_exps_cap = n_chunks;
+            }
+        }
+        o->exps = n_chunks && n_chunks <= ar->call_exps_cap ? ar->call_exps : NULL;
+        *opp = o;
+    }
     /* Even a call of 0 values goes to the switch: it pairs with the other
      * workers' call there (ar_begin). */
     sr_op_submit(e, o);
     *h = sr_op_handle(o);
     return 0;
+}
+
+/* The calling thread of a blocking allreduce reads its chunks' exponents,
+ * in the order the engine sends their hints, while the engine sends: on a
+ * host with a core to spare that pass leaves the data-path thread, which
+ * takes each one ready (hint_exp) and reads the others itself. Stops early
+ * once the call has ended. */
+static void exps_fill(const sr_engine *e, serene_op *o, size_t n_chunks)
+{
+    for (size_t j = 0; j < n_chunks; j++) {
+        if (j % 64 == 0 && atomic_load_explicit(&o->state, memory_order_relaxed) == SR_OPS_DONE)
+            return;
+        o->exps[j] = chunk_exp(e, o, (uint32_t)j);
+        atomic_store_explicit(&o->exps_ready, (uint32_t)j + 1, memory_order_release);
+    }
 }
 
 SERENE_API int serene_allreduce_start(serene_ctx *ctx, const float *sendbuf, float *recvbuf,
@@ -404,7 +446,7 @@ SERENE_API int serene_allreduce_start(serene_ctx *ctx, const float *sendbuf, flo
     int rc = e ? sr_call_enter(e) : SERENE_ERR_INVAL;
     if (rc)
         return rc;
-    rc = ar_start(e, sendbuf, recvbuf, count, op, &h);
+    rc = ar_start(e, sendbuf, recvbuf, count, op, &h, NULL);
     return sr_call_end(e, rc, h, op_out);
 }
 
@@ -416,6 +458,9 @@ SERENE_API int serene_allreduce(serene_ctx *ctx, const float *sendbuf, float *re
     int rc = e ? sr_call_enter(e) : SERENE_ERR_INVAL;
     if (rc)
         return rc;
-    rc = ar_start(e, sendbuf, recvbuf, count, op, &h);
+    serene_op *o = NULL;
+    rc = ar_start(e, sendbuf, recvbuf, count, op, &h, &o);
+    if (!rc && o->exps)
+        exps_fill(e, o, (count + e->params.elems_per_pkt - 1) / e->params.elems_per_pkt);
     return sr_call_end(e, rc, h, NULL);
 }

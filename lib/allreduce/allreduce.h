@@ -50,10 +50,13 @@ typedef struct sr_ar {
     sr_arw win;        /* which ready round goes next (window.h); persists across calls */
     int nonfinite; /* the current call met a NaN/Inf chunk (own or reduced) */
     int stream;    /* the current call's result is decoded with decode_stream */
+    /* --- the thread inside a blocking call (one at a time) ----------------- */
+    int8_t *call_exps; /* its chunks' exponents (serene_op.exps) */
+    size_t call_exps_cap;
 } sr_ar;
 
-/* A SUM whose result is at least this large is decoded around the cache
- * (sr_quant_kernels.decode_stream): by the time the call ends, most of it
+/* A result at least this large is decoded around the cache
+ * (sr_quant_kernels.decode_stream, decode_avg_stream): by the time the call ends, most of it
  * has left a core's L2 (1-2 MiB on today's servers) and much of a shared
  * L3, so ordinary stores would read every line in only to write it back. */
 #define SR_AR_STREAM_MIN_BYTES (8u << 20)

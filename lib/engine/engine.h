@@ -111,6 +111,10 @@ struct serene_op {
     const int32_t *src_i32;
     int32_t *dst_i32;
     unsigned flags;
+    /* Allreduce: chunk exponents the calling thread reads while the engine
+     * sends (allreduce.c); the first exps_ready of them are set. */
+    int8_t *exps;
+    _Atomic uint32_t exps_ready;
 };
 _Static_assert(sizeof(struct serene_op) == SR_OP_STRIDE, "one descriptor per stride (handle.h)");
 
