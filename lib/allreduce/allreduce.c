@@ -73,10 +73,10 @@ static uint32_t chunk_len(const sr_engine *e, const serene_op *op, uint32_t j)
     return (uint32_t)(left < e->params.elems_per_pkt ? left : e->params.elems_per_pkt);
 }
 
-/* The local exponent of chunk j, or SR_WIRE_EXP_NONFINITE. Each chunk's is
- * read once, when its hint goes out, a window of rounds before the chunk
- * itself: its values are then still in the cache when they are encoded,
- * and a call sends its first packet without a pass over all its data. */
+/* The local exponent of chunk j, or SR_WIRE_EXP_NONFINITE. Read when its
+ * hint goes out (hint_exp), or before by the thread inside a blocking call
+ * (exps_fill), never in a pass over the whole call before its first packet:
+ * a call's first packet leaves at once. */
 static int8_t chunk_exp(const sr_engine *e, const serene_op *op, uint32_t j)
 {
     float m;
