@@ -345,7 +345,10 @@ typedef struct serene_op serene_op;
  * contexts then returns SERENE_ERR_BROKEN, while push, pull and clock go
  * on: start a new run of the job (destroy every worker's context, create
  * new ones with a new job_nonce). sendbuf may equal recvbuf (in place);
- * otherwise they must not overlap.
+ * otherwise they must not overlap. While it waits, the calling thread reads
+ * sendbuf's per-packet exponents for the context's data-path thread (one
+ * pass over sendbuf, early in the call); serene_allreduce_start leaves
+ * that to the data-path thread.
  * Returns SERENE_ERR_NONFINITE (NaN/Inf in some sendbuf, or a sum beyond
  * the float range: above), SERENE_ERR_TIMEOUT (deadline passed; the
  * context is then broken), SERENE_ERR_MISMATCH (above), SERENE_ERR_BROKEN,
