@@ -73,6 +73,12 @@ static uint32_t chunk_len(const sr_engine *e, const serene_op *op, uint32_t j)
     return (uint32_t)(left < e->params.elems_per_pkt ? left : e->params.elems_per_pkt);
 }
 
+/* The chunks (packets' worth of values) of a call of count values. */
+static size_t chunks_of(const sr_engine *e, size_t count)
+{
+    return (count + e->params.elems_per_pkt - 1) / e->params.elems_per_pkt;
+}
+
 /* The local exponent of chunk j, or SR_WIRE_EXP_NONFINITE. Read when its
  * hint goes out (hint_exp), or before by the thread inside a blocking call
  * (exps_fill), never in a pass over the whole call before its first packet:
@@ -169,8 +175,7 @@ static void ar_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
         sr_op_finish(e, op, SERENE_ERR_BROKEN);
         return;
     }
-    uint32_t epp = e->params.elems_per_pkt;
-    ar->n_chunks = (uint32_t)((op->count + epp - 1) / epp);
+    ar->n_chunks = (uint32_t)chunks_of(e, op->count);
     ar->chunks_done = 0;
     ar->nonfinite = 0;
     ar->stream = e->qk.decode_stream && e->qk.decode_avg_stream &&
@@ -402,7 +407,7 @@ static int ar_start(sr_engine *e, const float *sendbuf, float *recvbuf, size_t c
     o->count = count;
     o->redop = op;
     if (opp) {
-        size_t n_chunks = (count + e->params.elems_per_pkt - 1) / e->params.elems_per_pkt;
+        size_t n_chunks = chunks_of(e, count);
         if (n_chunks > ar->call_exps_cap) {
             int8_t *x = realloc(ar->call_exps, n_chunks);
             if (x) {
@@ -425,9 +430,9 @@ static int ar_start(sr_engine *e, const float *sendbuf, float *recvbuf, size_t c
  * host with a core to spare that pass leaves the data-path thread, which
  * takes each one ready (hint_exp) and reads the others itself. Stops early
  * once the call has ended. */
-static void exps_fill(const sr_engine *e, serene_op *o, size_t n_chunks)
+static void exps_fill(const sr_engine *e, serene_op *o)
 {
-    for (size_t j = 0; j < n_chunks; j++) {
+    for (size_t j = 0, n = chunks_of(e, o->count); j < n; j++) {
         if (j % 64 == 0 && atomic_load_explicit(&o->state, memory_order_relaxed) == SR_OPS_DONE)
             return;
         o->exps[j] = chunk_exp(e, o, (uint32_t)j);
@@ -461,6 +466,6 @@ SERENE_API int serene_allreduce(serene_ctx *ctx, const float *sendbuf, float *re
     serene_op *o = NULL;
     rc = ar_start(e, sendbuf, recvbuf, count, op, &h, &o);
     if (!rc && o->exps)
-        exps_fill(e, o, (count + e->params.elems_per_pkt - 1) / e->params.elems_per_pkt);
+        exps_fill(e, o);
     return sr_call_end(e, rc, h, NULL);
 }

@@ -56,9 +56,10 @@ typedef struct sr_ar {
 } sr_ar;
 
 /* A result at least this large is decoded around the cache
- * (sr_quant_kernels.decode_stream, decode_avg_stream): by the time the call ends, most of it
- * has left a core's L2 (1-2 MiB on today's servers) and much of a shared
- * L3, so ordinary stores would read every line in only to write it back. */
+ * (sr_quant_kernels.decode_stream, decode_avg_stream): by the time the
+ * call ends, most of it has left a core's L2 (1-2 MiB on today's servers)
+ * and much of a shared L3, so ordinary stores would read every line in
+ * only to write it back. */
 #define SR_AR_STREAM_MIN_BYTES (8u << 20)
 
 extern const sr_op_class sr_allreduce_class;

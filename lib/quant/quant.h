@@ -109,6 +109,17 @@ typedef struct sr_quant_kernels {
     const char *name; /* "c", "avx2", "avx512" */
 } sr_quant_kernels;
 
+/* For the *_stream kernels: how many values of dst[0..n) go through the
+ * ordinary kernel before the non-temporal stores of align bytes
+ * (a power of two) can start: those before dst's first align-byte boundary,
+ * or all n when dst is not float-aligned or less than one vector follows
+ * that boundary. */
+static inline size_t sr_quant_stream_head(const float *dst, size_t n, size_t align)
+{
+    size_t head = ((align - ((uintptr_t)dst & (align - 1))) & (align - 1)) / 4;
+    return ((uintptr_t)dst & 3) || head + align / 4 > n ? n : head;
+}
+
 /* CPU features the running CPU supports (SR_CPU_* bits). */
 unsigned sr_cpu_features(void);
 

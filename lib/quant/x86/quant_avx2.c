@@ -241,13 +241,9 @@ static void decode_avx2(float *dst, const uint8_t *src, size_t n, float mul)
  * on (the head and tail go through decode). */
 static void decode_stream_avx2(float *dst, const uint8_t *src, size_t n, float mul)
 {
-    size_t head = ((32 - ((uintptr_t)dst & 31)) & 31) / 4, i = head;
-    if (((uintptr_t)dst & 3) || head + 8 > n) {
-        decode_avx2(dst, src, n, mul);
-        return;
-    }
     const __m256 vmul = _mm256_set1_ps(mul);
-    decode_avx2(dst, src, head, mul);
+    size_t i = sr_quant_stream_head(dst, n, 32);
+    decode_avx2(dst, src, i, mul);
     const int exact = (_mm_getcsr() & _MM_ROUND_MASK) != _MM_ROUND_NEAREST;
     for (; i + 8 <= n; i += 8) {
         __m256i w = _mm256_loadu_si256((const __m256i *)(src + 4 * i));
@@ -302,13 +298,9 @@ static void decode_avg_avx2(float *dst, const uint8_t *src, size_t n, double mul
 static void decode_avg_stream_avx2(float *dst, const uint8_t *src, size_t n, double mul_hi,
                                    double mul_lo)
 {
-    size_t head = ((32 - ((uintptr_t)dst & 31)) & 31) / 4, i = head;
-    if (((uintptr_t)dst & 3) || head + 8 > n) {
-        decode_avg_avx2(dst, src, n, mul_hi, mul_lo);
-        return;
-    }
     const __m256d hi = _mm256_set1_pd(mul_hi), lo = _mm256_set1_pd(mul_lo);
-    decode_avg_avx2(dst, src, head, mul_hi, mul_lo);
+    size_t i = sr_quant_stream_head(dst, n, 32);
+    decode_avg_avx2(dst, src, i, mul_hi, mul_lo);
     for (; i + 8 <= n; i += 8) {
         __m256i w = _mm256_loadu_si256((const __m256i *)(src + 4 * i));
         _mm256_stream_ps(dst + i, decode_avg8(w, hi, lo));

@@ -162,13 +162,9 @@ static void decode_avx512(float *dst, const uint8_t *src, size_t n, float mul)
  * on (the head and tail go through decode). */
 static void decode_stream_avx512(float *dst, const uint8_t *src, size_t n, float mul)
 {
-    size_t head = ((64 - ((uintptr_t)dst & 63)) & 63) / 4, i = head;
-    if (((uintptr_t)dst & 3) || head + 16 > n) {
-        decode_avx512(dst, src, n, mul);
-        return;
-    }
     const __m512 vmul = _mm512_set1_ps(mul);
-    decode_avx512(dst, src, head, mul);
+    size_t i = sr_quant_stream_head(dst, n, 64);
+    decode_avx512(dst, src, i, mul);
     for (; i + 16 <= n; i += 16)
         _mm512_stream_ps(dst + i, decode16(_mm512_loadu_si512(src + 4 * i), vmul));
     _mm_sfence();
@@ -217,13 +213,9 @@ static void decode_avg_avx512(float *dst, const uint8_t *src, size_t n, double m
 static void decode_avg_stream_avx512(float *dst, const uint8_t *src, size_t n, double mul_hi,
                                      double mul_lo)
 {
-    size_t head = ((64 - ((uintptr_t)dst & 63)) & 63) / 4, i = head;
-    if (((uintptr_t)dst & 3) || head + 16 > n) {
-        decode_avg_avx512(dst, src, n, mul_hi, mul_lo);
-        return;
-    }
     const __m512d hi = _mm512_set1_pd(mul_hi), lo = _mm512_set1_pd(mul_lo);
-    decode_avg_avx512(dst, src, head, mul_hi, mul_lo);
+    size_t i = sr_quant_stream_head(dst, n, 64);
+    decode_avg_avx512(dst, src, i, mul_hi, mul_lo);
     for (; i + 16 <= n; i += 16)
         _mm512_stream_ps(dst + i, decode_avg16(_mm512_loadu_si512(src + 4 * i), hi, lo));
     _mm_sfence();
