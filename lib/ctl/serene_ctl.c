@@ -155,6 +155,34 @@ static int target_and_job(const char *target, const char *job_file, serene_ctl_t
     return 0;
 }
 
+/* compile's and tree's arguments after the command: --target NAME,
+ * --job-file PATH and at most one POLICY ("-": stdin), in any order.
+ * 0, or 2 with a message and the usage. */
+static int target_args(int argc, char **argv, const char **target, const char **job_file,
+                       const char **policy)
+{
+    for (int i = 2; i < argc; i++) {
+        int target_opt = !strcmp(argv[i], "--target");
+        if ((target_opt || !strcmp(argv[i], "--job-file")) && i + 1 >= argc) {
+            msg("%s: %s needs a value", argv[1], argv[i]);
+            return usage();
+        }
+        if (target_opt || !strcmp(argv[i], "--job-file")) {
+            *(target_opt ? target : job_file) = argv[i + 1];
+            i++;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            msg("%s: unknown option '%s'", argv[1], argv[i]);
+            return usage();
+        } else if (*policy) {
+            msg("%s: one policy only ('%s', then '%s')", argv[1], *policy, argv[i]);
+            return usage();
+        } else {
+            *policy = argv[i];
+        }
+    }
+    return 0;
+}
+
 static int cmd_compile(int argc, char **argv)
 {
     const char *target = NULL, *job_file = NULL, *policy = NULL;
@@ -164,19 +192,8 @@ static int cmd_compile(int argc, char **argv)
     char err[SERENE_CTL_ERR_MAX];
     int rc;
 
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--target") && i + 1 < argc)
-            target = argv[++i];
-        else if (!strcmp(argv[i], "--job-file") && i + 1 < argc)
-            job_file = argv[++i];
-        else if (argv[i][0] == '-' && argv[i][1] && !policy) {
-            msg("compile: unknown option '%s'", argv[i]);
-            return usage();
-        } else if (!policy)
-            policy = argv[i];
-        else
-            return usage();
-    }
+    if ((rc = target_args(argc, argv, &target, &job_file, &policy)))
+        return rc;
     if (!target || !job_file || !policy)
         return usage();
     if ((rc = target_and_job(target, job_file, &t, &job)))
@@ -203,16 +220,8 @@ static int cmd_tree(int argc, char **argv)
     char err[SERENE_CTL_ERR_MAX];
     int rc;
 
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--target") && i + 1 < argc)
-            target = argv[++i];
-        else if (!strcmp(argv[i], "--job-file") && i + 1 < argc)
-            job_file = argv[++i];
-        else if (argv[i][0] != '-' && !policy)
-            policy = argv[i];
-        else
-            return usage();
-    }
+    if ((rc = target_args(argc, argv, &target, &job_file, &policy)))
+        return rc;
     if (!job_file)
         return usage();
     if ((rc = target_and_job(target, job_file, &t, &job)))
