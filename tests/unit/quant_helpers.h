@@ -167,41 +167,37 @@ static inline void cmp_encode(fixture *f, const sr_quant_kernels *k, const float
     guard_check(f->w_var, dst_off, 4 * n);
 }
 
+/* Inside cmp_decode*: CALL writes the n floats at v, dst_off floats into
+ * f_var, whose guards must stay intact, and they must equal r's. */
+#define DECODED_AS_REF(CALL)                          \
+    do {                                              \
+        guard_fill(f->f_var, 4 * dst_off, 4 * n);    \
+        CALL;                                         \
+        assert_memory_equal(v, r, 4 * n);             \
+        guard_check(f->f_var, 4 * dst_off, 4 * n);   \
+    } while (0)
+
 /* Decode the n words at w (any alignment) with k and with the reference;
  * dst_off (floats) misaligns the output. */
 static inline void cmp_decode(fixture *f, const sr_quant_kernels *k, const uint8_t *w, size_t n, float mul,
                        size_t dst_off)
 {
-    guard_fill(f->f_var, 4 * dst_off, 4 * n);
     uint8_t *r = (uint8_t *)f->f_ref + GUARD, *v = (uint8_t *)f->f_var + GUARD + 4 * dst_off;
     f->ref.decode((float *)(void *)r, w, n, mul);
-    k->decode((float *)(void *)v, w, n, mul);
-    assert_memory_equal(v, r, 4 * n);
-    guard_check(f->f_var, 4 * dst_off, 4 * n);
-    if (k->decode_stream) { /* bit for bit the same, around the cache */
-        guard_fill(f->f_var, 4 * dst_off, 4 * n);
-        k->decode_stream((float *)(void *)v, w, n, mul);
-        assert_memory_equal(v, r, 4 * n);
-        guard_check(f->f_var, 4 * dst_off, 4 * n);
-    }
+    DECODED_AS_REF(k->decode((float *)(void *)v, w, n, mul));
+    if (k->decode_stream) /* bit for bit the same, around the cache */
+        DECODED_AS_REF(k->decode_stream((float *)(void *)v, w, n, mul));
 }
 
 /* decode_avg of the n words at w with k and with the reference. */
 static inline void cmp_decode_avg(fixture *f, const sr_quant_kernels *k, const uint8_t *w, size_t n,
                            const double m[2], size_t dst_off)
 {
-    guard_fill(f->f_var, 4 * dst_off, 4 * n);
     uint8_t *r = (uint8_t *)f->f_ref + GUARD, *v = (uint8_t *)f->f_var + GUARD + 4 * dst_off;
     f->ref.decode_avg((float *)(void *)r, w, n, m[0], m[1]);
-    k->decode_avg((float *)(void *)v, w, n, m[0], m[1]);
-    assert_memory_equal(v, r, 4 * n);
-    guard_check(f->f_var, 4 * dst_off, 4 * n);
-    if (k->decode_avg_stream) {
-        guard_fill(f->f_var, 4 * dst_off, 4 * n);
-        k->decode_avg_stream((float *)(void *)v, w, n, m[0], m[1]);
-        assert_memory_equal(v, r, 4 * n);
-        guard_check(f->f_var, 4 * dst_off, 4 * n);
-    }
+    DECODED_AS_REF(k->decode_avg((float *)(void *)v, w, n, m[0], m[1]));
+    if (k->decode_avg_stream)
+        DECODED_AS_REF(k->decode_avg_stream((float *)(void *)v, w, n, m[0], m[1]));
 }
 
 /* An average's multiplier: any worker count, any exponent in range and,
