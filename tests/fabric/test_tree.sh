@@ -43,18 +43,9 @@ NFQ=$BUILD/bench/fabric_nfq
 CTL=$BUILD/lib/ctl/serene-ctl
 for b in "$SW" "$AR" "$SSP" "$SSPCHECK" "$CTL"; do [ -x "$b" ] || { echo "FAIL: no $b"; exit 1; }; done
 
-# shellcheck source=../../bench/fabric_net.sh
-. "$ROOT/bench/fabric_net.sh"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/tree.XXXXXX") || exit 1
-fab_init "hh$$" "$tmp"
-cleanup() { fab_down; rm -rf "$tmp"; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
-fail() { echo "FAIL: tree: $*"; for f in "$tmp"/*.log; do echo "== $f"; tail -n 20 "$f"; done; exit 1; }
-
-NS_ROOT=hh$$-root
-ns_leaf() { echo "hh$$-l$1"; }
-ns_w() { echo "hh$$-w$1"; }
+# shellcheck source=tree_lib.sh
+. "$ROOT/tests/fabric/tree_lib.sh"
+tree_init tree
 PORT=48200
 MTU=9000
 

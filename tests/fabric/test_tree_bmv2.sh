@@ -30,18 +30,9 @@ done
 CTL=$BUILD/lib/ctl/serene-ctl AR=$BUILD/tests/integ/ar_worker SSP=$BUILD/tests/integ/ssp_worker
 for b in "$CTL" "$AR" "$SSP"; do [ -x "$b" ] || { echo "FAIL: no $b"; exit 1; }; done
 
-# shellcheck source=../../bench/fabric_net.sh
-. "$ROOT/bench/fabric_net.sh"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/tree-bmv2.XXXXXX") || exit 1
-fab_init "hh$$" "$tmp"
-cleanup() { fab_down; rm -rf "$tmp"; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
-fail() { echo "FAIL: tree-bmv2: $*"; for f in "$tmp"/*.log; do echo "== $f"; tail -n 20 "$f"; done; exit 1; }
-
-NS_ROOT=hh$$-root
-ns_leaf() { echo "hh$$-l$1"; }
-ns_w() { echo "hh$$-w$1"; }
+# shellcheck source=tree_lib.sh
+. "$ROOT/tests/fabric/tree_lib.sh"
+tree_init tree-bmv2
 SWITCH_MAC=02:53:45:00:00:fe # p4/include/constants.p4's SR_P4_SWITCH_MAC
 MTU=1500
 
