@@ -11,7 +11,9 @@
 #                           (LOGS, emptied of an earlier run's) and a
 #                           temporary directory (TMP); the exit
 #                           trap stops the loops and removes TMP
-#   start_loops N           N `sh -c 'while :; do :; done'` in the background
+#   start_loops N [CPUS]    N `sh -c 'while :; do :; done'` in the background;
+#                           with CPUS (a comma list), loop i on CPU i mod
+#                           its length (taskset)
 #   stop_loops              stop them (by PID) and wait for them
 #   memif_args DIR N EAL    a job of N ranks over DPDK memif, sockets in DIR
 #                           (created): sets MEMIF_SW (serene-run's options
@@ -32,9 +34,14 @@ stop_loops() {
 }
 
 start_loops() {
-    local i
+    local i cpus=()
+    [ -n "${2:-}" ] && IFS=, read -ra cpus <<<"$2"
     for ((i = 0; i < $1; i++)); do
-        sh -c 'while :; do :; done' &
+        if [ ${#cpus[@]} -gt 0 ]; then
+            taskset -c "${cpus[i % ${#cpus[@]}]}" sh -c 'while :; do :; done' &
+        else
+            sh -c 'while :; do :; done' &
+        fi
         LOOPS+=($!)
     done
 }

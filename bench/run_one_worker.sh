@@ -11,7 +11,7 @@
 #
 #   bench/run_one_worker.sh [--build DIR] [--elems 256,2048] [--busy 0,2]
 #                           [--size 64M] [--runs 5] [--reps 20] [--copy]
-#                           [--slots S] [--rsize LOG2]
+#                           [--slots S] [--rsize LOG2] [--pin together|apart]
 #
 #   --busy LIST  background loads: that many `sh -c 'while :; do :; done'`
 #                loops of normal priority beside each run (stopped by PID)
@@ -22,12 +22,17 @@
 #                switch's, 128)
 #   --rsize LOG2 memif rings of 2^LOG2 descriptors on both ends (default:
 #                the driver's, 2^10)
+#   --pin MODE   where the threads run (taskset; needs CPUs 0 and 1):
+#                together: the worker and the switch on CPU 0, the busy
+#                loops on CPU 1; apart: the worker on CPU 0, the switch on
+#                CPU 1, the loops on 0 and 1 in turn. Default: wherever the
+#                scheduler puts them
 #
 # Logs go to BUILD/one-worker/ (one per run); the table to stdout.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$ROOT/build-bench ELEMS=256,2048 BUSY=0,2 SIZE=64M RUNS=5 REPS=20 ZC=1 SLOTS= RSIZE=
+BUILD=$ROOT/build-bench ELEMS=256,2048 BUSY=0,2 SIZE=64M RUNS=5 REPS=20 ZC=1 SLOTS='' RSIZE='' PIN=''
 die() { echo "run_one_worker: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -40,7 +45,8 @@ while [ $# -gt 0 ]; do
     --copy) ZC=0 ;;
     --slots) SLOTS=${2:?}; shift ;;
     --rsize) RSIZE=${2:?}; shift ;;
-    -h | --help) sed -n '3,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --pin) PIN=${2:?}; shift ;;
+    -h | --help) sed -n '3,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
     esac
     shift
@@ -53,6 +59,22 @@ client="role=client,bsize=16384" server="role=server,bsize=16384" ceal=$EAL
 slots=()
 [ -n "$SLOTS" ] && slots=(--slots "$SLOTS")
 [ "$ZC" = 1 ] && client+=",zero-copy=yes" ceal+=" --single-file-segments"
+# --pin: serene-run (so the worker) under taskset, the switch it starts
+# through a wrapper that puts it on its CPU, the loops on theirs.
+pin=() loop_cpus=''
+case $PIN in
+'') ;;
+together | apart)
+    command -v taskset >/dev/null || die "--pin needs taskset (Debian: util-linux)"
+    taskset -c 0,1 true 2>/dev/null || die "--pin needs CPUs 0 and 1"
+    sw_cpu=0 loop_cpus=1
+    [ "$PIN" = apart ] && sw_cpu=1 loop_cpus=0,1
+    printf '#!/bin/sh\nexec taskset -c %s "%s" "$@"\n' "$sw_cpu" "$SERENE_SWITCH_BIN" >"$TMP/switch.sh"
+    chmod +x "$TMP/switch.sh"
+    pin=(taskset -c 0 env "SERENE_SWITCH_BIN=$TMP/switch.sh")
+    ;;
+*) die "--pin takes together or apart, not '$PIN'" ;;
+esac
 median() { sort -g | awk '{a[NR] = $1} END {print NR ? a[int((NR + 1) / 2)] : "-"}'; }
 
 IFS=, read -ra ES <<<"$ELEMS"
@@ -61,8 +83,8 @@ for run in $(seq "$RUNS"); do
     for busy in "${LS[@]}"; do
         for e in "${ES[@]}"; do
             tag=e$e-busy$busy-run$run
-            start_loops "$busy"
-            timeout -k 10 600 env SERENE_TRANSPORT=dpdk SERENE_DPDK_PORT=net_memif0 \
+            start_loops "$busy" "$loop_cpus"
+            timeout -k 10 600 "${pin[@]+"${pin[@]}"}" env SERENE_TRANSPORT=dpdk SERENE_DPDK_PORT=net_memif0 \
                 "SERENE_DPDK_EAL_ARGS=$ceal --vdev=net_memif0,$client,socket=$TMP/$tag.sock" \
                 "$RUN" -n 1 --elems "$e" "${slots[@]}" --no-prefix --timeout 600 --switch-arg=--dpdk \
                 "--switch-arg=$EAL --vdev=net_memif0,$server,socket=$TMP/$tag.sock" \
