@@ -162,14 +162,15 @@ static int target_args(int argc, char **argv, const char **target, const char **
                        const char **policy)
 {
     for (int i = 2; i < argc; i++) {
-        int target_opt = !strcmp(argv[i], "--target");
-        if ((target_opt || !strcmp(argv[i], "--job-file")) && i + 1 >= argc) {
+        const char **val = !strcmp(argv[i], "--target")     ? target
+                           : !strcmp(argv[i], "--job-file") ? job_file
+                                                            : NULL;
+        if (val && i + 1 >= argc) {
             msg("%s: %s needs a value", argv[1], argv[i]);
             return usage();
         }
-        if (target_opt || !strcmp(argv[i], "--job-file")) {
-            *(target_opt ? target : job_file) = argv[i + 1];
-            i++;
+        if (val) {
+            *val = argv[++i];
         } else if (argv[i][0] == '-' && argv[i][1]) {
             msg("%s: unknown option '%s'", argv[1], argv[i]);
             return usage();
