@@ -203,19 +203,31 @@ static inline __m256 decode8(__m256i w, __m256 vmul, int exact)
     return _mm256_mul_ps(f, vmul);
 }
 
-/* Instantiated twice with a constant exact, so each loop is branch free. */
+/* Stores 8 floats: non-temporal (dst 32-byte aligned) or ordinary. */
+static inline __attribute__((always_inline)) void store8(float *dst, __m256 f, int stream)
+{
+    if (stream)
+        _mm256_stream_ps(dst, f);
+    else
+        _mm256_storeu_ps(dst, f);
+}
+
+/* Instantiated with constant exact and stream, so each loop is branch
+ * free; with stream, n is a multiple of 8 and dst 32-byte aligned. */
 static inline __attribute__((always_inline)) void decode_loop(float *dst, const uint8_t *src,
-                                                               size_t n, __m256 vmul, int exact)
+                                                               size_t n, __m256 vmul, int exact,
+                                                               int stream)
 {
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         __m256 f0 = decode8(_mm256_loadu_si256((const __m256i *)(src + 4 * i)), vmul, exact);
         __m256 f1 = decode8(_mm256_loadu_si256((const __m256i *)(src + 4 * i + 32)), vmul, exact);
-        _mm256_storeu_ps(dst + i, f0);
-        _mm256_storeu_ps(dst + i + 8, f1);
+        store8(dst + i, f0, stream);
+        store8(dst + i + 8, f1, stream);
     }
     for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(dst + i, decode8(_mm256_loadu_si256((const __m256i *)(src + 4 * i)), vmul, exact));
+        store8(dst + i, decode8(_mm256_loadu_si256((const __m256i *)(src + 4 * i)), vmul, exact),
+               stream);
     if (i < n) {
         size_t rem = n - i;
         uint8_t in[32] = {0};
@@ -232,9 +244,9 @@ static void decode_avx2(float *dst, const uint8_t *src, size_t n, float mul)
     /* cvtdq2ps rounds as MXCSR says: RNE in the usual round-to-nearest
      * mode, and only then is the one-instruction path correct. */
     if ((_mm_getcsr() & _MM_ROUND_MASK) == _MM_ROUND_NEAREST)
-        decode_loop(dst, src, n, vmul, 0);
+        decode_loop(dst, src, n, vmul, 0, 0);
     else
-        decode_loop(dst, src, n, vmul, 1);
+        decode_loop(dst, src, n, vmul, 1, 0);
 }
 
 /* decode, with non-temporal stores from the first 32-byte boundary of dst
@@ -242,14 +254,14 @@ static void decode_avx2(float *dst, const uint8_t *src, size_t n, float mul)
 static void decode_stream_avx2(float *dst, const uint8_t *src, size_t n, float mul)
 {
     const __m256 vmul = _mm256_set1_ps(mul);
-    size_t i = sr_quant_stream_head(dst, n, 32);
+    size_t i = sr_quant_stream_head(dst, n, 32), body = (n - i) & ~(size_t)7;
     decode_avx2(dst, src, i, mul);
-    const int exact = (_mm_getcsr() & _MM_ROUND_MASK) != _MM_ROUND_NEAREST;
-    for (; i + 8 <= n; i += 8) {
-        __m256i w = _mm256_loadu_si256((const __m256i *)(src + 4 * i));
-        _mm256_stream_ps(dst + i, exact ? decode8(w, vmul, 1) : decode8(w, vmul, 0));
-    }
+    if ((_mm_getcsr() & _MM_ROUND_MASK) == _MM_ROUND_NEAREST)
+        decode_loop(dst + i, src + 4 * i, body, vmul, 0, 1);
+    else
+        decode_loop(dst + i, src + 4 * i, body, vmul, 1, 1);
     _mm_sfence();
+    i += body;
     decode_avx2(dst + i, src + 4 * i, n - i, mul);
 }
 
