@@ -524,12 +524,13 @@ static void dpdk_close(void *state)
 static int pool_create(io_port *p, const char *name, char *err)
 {
     int socket = rte_eth_dev_socket_id(p->id);
+    unsigned n = sr_dpdk_pool_size(p->id, NB_MBUFS, POOL_CACHE);
 
-    p->pool = rte_pktmbuf_pool_create(name, NB_MBUFS, POOL_CACHE, 0, (uint16_t)DATA_ROOM,
+    p->pool = rte_pktmbuf_pool_create(name, n, POOL_CACHE, 0, (uint16_t)DATA_ROOM,
                                       socket < 0 ? (int)SOCKET_ID_ANY : socket);
     if (!p->pool) {
         snprintf(err, SR_DPDK_ERR_MAX, "mbuf pool of %u x %u bytes: %s (give EAL more memory: -m)",
-                 NB_MBUFS, (unsigned)DATA_ROOM, rte_strerror(rte_errno));
+                 n, (unsigned)DATA_ROOM, rte_strerror(rte_errno));
         return -1;
     }
     return 0;

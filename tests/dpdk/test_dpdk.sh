@@ -14,6 +14,13 @@
 #   memif-jumbo-n2       2 workers, 2048 elements per packet (8 KiB frames);
 #                        memif buffers of 16 KiB (bsize=16384: DPDK 22.11's
 #                        memif garbles frames spread over several buffers).
+#   memif-zc-n2          memif-jumbo-n2 with the workers' memif clients in
+#                        zero-copy mode (zero-copy=yes, their EAL with
+#                        --single-file-segments) and rings of 2^11
+#                        descriptors (rsize=11) on both ends: the worker's
+#                        pool must fill both its rings (a pool sized for
+#                        2^10 left the receive ring empty, the switch
+#                        dropped every answer and the JOIN timed out).
 #   memif-ssp            push/pull/clock over memif: the store under loss
 #                        (exact modular sums), then 30 clocks under SSP(1)
 #                        with a slow rank, checked by ssp_check.
@@ -54,6 +61,7 @@ fi
 # own primary), quiet unless something is wrong.
 EAL="--no-huge -m 256 --no-pci --no-shconf --log-level=warning"
 MEMIF_OPT=""  # extra memif vdev arguments, both sides
+CLIENT_OPT="" CLIENT_EAL=""  # the workers' only: memif arguments, EAL arguments
 export SERENE_TIMEOUT_MS=30000 SERENE_TRANSPORT=dpdk
 # The library logs its port line and counters at info.
 export SERENE_LOG_LEVEL=${SERENE_LOG_LEVEL:-info}
@@ -85,7 +93,7 @@ memif_switch() {
 
 # The worker side of memif_switch: rank r is a memif client on socket r.
 memif_worker_env() {
-    export SERENE_DPDK_EAL_ARGS="$EAL --vdev=net_memif0,role=client,socket=$work/memif%r$MEMIF_OPT"
+    export SERENE_DPDK_EAL_ARGS="$EAL$CLIENT_EAL --vdev=net_memif0,role=client,socket=$work/memif%r$MEMIF_OPT$CLIENT_OPT"
     export SERENE_DPDK_PORT=net_memif0
 }
 
@@ -252,6 +260,10 @@ memif-n3) case_memif 3 0 ;;
 memif-loss-n2) case_memif 2 1 ;;
 memif-loss-n3) case_memif 3 1 ;;
 memif-jumbo-n2) MEMIF_OPT=,bsize=16384 case_memif 2 0 2048 ;;
+memif-zc-n2)
+    MEMIF_OPT=,bsize=16384,rsize=11 CLIENT_OPT=,zero-copy=yes CLIENT_EAL=" --single-file-segments"
+    case_memif 2 0 2048
+    ;;
 memif-ssp) case_ssp ;;
 afpacket) case_afpacket ;;
 tap) case_tap ;;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
@@ -56,6 +57,53 @@ uint64_t sr_dpdk_now_ns(void)
 }
 
 /* ---- EAL ------------------------------------------------------------------ */
+
+/* In a driver argument string "k1=v1,k2=v2,...", the value of key (up to
+ * the next comma) into out, cap bytes; 1 if key is there, else 0. */
+static int devarg_get(const char *args, const char *key, char *out, size_t cap)
+{
+    size_t klen = strlen(key);
+
+    for (const char *p = args; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+        if (strncmp(p, key, klen) != 0 || p[klen] != '=')
+            continue;
+        size_t n = strcspn(p + klen + 1, ",");
+        snprintf(out, cap, "%.*s", (int)n, p + klen + 1);
+        return 1;
+    }
+    return 0;
+}
+
+/* The memif driver's defaults and limit for its log2 ring size (rsize). */
+#define MEMIF_RSIZE_DEFAULT 10
+#define MEMIF_RSIZE_MAX 14
+
+unsigned sr_dpdk_pool_size(uint16_t port, unsigned min, unsigned cache)
+{
+    char name[RTE_ETH_NAME_MAX_LEN], v[16];
+    const struct rte_devargs *da;
+    unsigned n = min;
+
+    if (rte_eth_dev_get_name_by_port(port, name) != 0 || strncmp(name, "net_memif", 9) != 0)
+        return n;
+    RTE_EAL_DEVARGS_FOREACH("vdev", da)
+    {
+        if (strcmp(da->name, name) != 0 || !da->args)
+            continue;
+        if (!devarg_get(da->args, "zero-copy", v, sizeof v) || strcmp(v, "yes") != 0)
+            break;
+        long rsize = MEMIF_RSIZE_DEFAULT;
+        if (devarg_get(da->args, "rsize", v, sizeof v))
+            rsize = strtol(v, NULL, 10);
+        if (rsize < 0 || rsize > MEMIF_RSIZE_MAX)
+            break; /* the driver refuses it */
+        unsigned rings = 2u * (1u << rsize) + 2u * SR_DPDK_BURST + cache * 3u / 2u;
+        if (rings > n)
+            n = rings;
+        break;
+    }
+    return n;
+}
 
 int sr_dpdk_eal_is_up(void)
 {
@@ -201,6 +249,7 @@ int sr_dpdk_port_start(uint16_t port, struct rte_mempool **pool, const char *poo
         return fail(err, "%s: configure: %s", info->name, rte_strerror(-rc));
     if ((rc = rte_eth_dev_adjust_nb_rx_tx_desc(port, &nrx, &ntx)) != 0)
         return fail(err, "%s: descriptor counts: %s", info->name, rte_strerror(-rc));
+    nb_mbufs = sr_dpdk_pool_size(port, nb_mbufs, 0);
     if (!*pool) {
         /* No per-lcore cache: the data-path thread is not an EAL lcore, and
          * a cache is all that hands an lcore back the mbuf it freed last.

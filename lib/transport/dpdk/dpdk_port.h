@@ -61,8 +61,18 @@ typedef struct sr_dpdk_port_info {
     char name[64];       /* the device name */
 } sr_dpdk_port_info;
 
+/* Mbufs a pool for port needs: min (which covers its caches), or, where the
+ * port keeps mbufs in its rings, more if they take more: a memif client in
+ * zero-copy mode (`zero-copy=yes`) posts one in every descriptor of both
+ * its rings (2^rsize each, default 2^10), so both rings full, a burst each
+ * way in hand and 1.5 x cache, what the per-lcore caches may hold. A pool
+ * smaller than the rings it must fill leaves the receive ring empty: the
+ * peer drops every frame it sends. */
+unsigned sr_dpdk_pool_size(uint16_t port, unsigned min, unsigned cache);
+
 /* Configure port with one RX and one TX queue on *pool (created as
- * pool_name with nb_mbufs mbufs when *pool is NULL, else reused: a stopped
+ * pool_name with sr_dpdk_pool_size(port, nb_mbufs, 0) mbufs when *pool is
+ * NULL, else reused: a stopped
  * port keeps referring to its pool, so the pool lives as long as the port),
  * enable checksum offload when the port has both, optionally promiscuous
  * mode, start it and wait for link-up until deadline_ns (CLOCK_MONOTONIC;
