@@ -20,11 +20,13 @@
 # remove refuses a job with a live worker (bound_reg and not left_reg; the
 # software switch's `job remove` refuses the same) unless --force. It
 # deletes the job's table entries, multicast nodes and group, and writes
-# zero over the job's registers: its id's (nonce, bindings, low, high) and
-# its block's (slots, store rows and push sequence numbers, ring, context
-# tokens and RoCE QPs). The program clears nothing on its own (a new
-# incarnation resets only the bindings and clocks), so this is what makes
-# the block clean for the next job. Clone sessions (mirroring_add P P) are
+# zero over the job's registers: its id's (nonce, epoch, bindings, low,
+# high) and its block's (slots, store rows and push sequence numbers, ring,
+# their incarnation tags, context tokens and RoCE QPs). A new incarnation
+# of the same job clears its block lazily (the tags, ingress.p4); another
+# job id in the block counts its incarnations from its own epoch, which
+# could equal the tags left there, so this is what makes the block clean
+# for the next job. Clone sessions (mirroring_add P P) are
 # per switch port and shared by the jobs on it: they stay.
 #
 # check-json lists the program's register arrays that remove would not
@@ -47,14 +49,14 @@ define() { sed -n "s/^#define $1 \([0-9]*\).*/\1/p" "$CONSTANTS"; }
 # with that many entries per block.
 JOBS=$(define SR_P4_MAX_JOBS) SLOTS=$(define SR_P4_SLOTS) ROWS=$(define SR_P4_STORE_ROWS)
 WORKERS=$(define SR_P4_MAX_WORKERS) RING=$(define SR_P4_RING) ELEMS=$(define SR_P4_ELEMS)
-BY_ID="nonce_reg bound_reg left_reg low_reg high_reg"
+BY_ID="nonce_reg epoch_reg bound_reg left_reg low_reg high_reg"
 CELL_REGS="seen_reg cnt_reg mseq_reg moff_reg mtotal_reg mcount_reg mexp_reg nexp_reg upwait_reg upts_reg"
-ROW_REGS="" VAL_REGS=""
+ROW_REGS="row_epoch_reg" VAL_REGS="" SLOT_REGS="slot_epoch_reg"
 for i in $(seq 0 $((ELEMS - 1))); do
     VAL_REGS+=" SereneIngress.allreduce.val_reg_$i"
     ROW_REGS+=" SereneIngress.store.st_reg_$i"
 done
-PUSH_REGS="push_last_reg" RING_REGS="ring_reg" WORKER_REGS="token_reg roce_qp_reg roce_psn_reg"
+PUSH_REGS="push_last_reg push_epoch_reg" RING_REGS="ring_reg ring_epoch_reg" WORKER_REGS="token_reg roce_qp_reg roce_psn_reg"
 
 # reg_clears J: register_write ... 0 for everything job J's id and block hold.
 # shellcheck disable=SC2086 # the register lists split into names
@@ -62,6 +64,7 @@ reg_clears() {
     local j=$1 b=$(($1 % JOBS)) r
     for r in $BY_ID; do echo "register_write $r $j 0"; done
     span $((b * 2 * SLOTS)) $((2 * SLOTS)) $CELL_REGS $VAL_REGS
+    span $((b * SLOTS)) "$SLOTS" $SLOT_REGS
     span $((b * ROWS)) "$ROWS" $ROW_REGS
     span $((b * ROWS * WORKERS)) $((ROWS * WORKERS)) $PUSH_REGS
     span $((b * RING)) "$RING" $RING_REGS
@@ -88,7 +91,7 @@ failed() { grep -m1 -i 'error\|invalid\|exception' "$1"; }
 cmd_check_json() {
     local json=$1 known
     [ -r "$json" ] || die "$json: not readable"
-    known=" $BY_ID $CELL_REGS $VAL_REGS $ROW_REGS $PUSH_REGS $RING_REGS $WORKER_REGS "
+    known=" $BY_ID $CELL_REGS $VAL_REGS $SLOT_REGS $ROW_REGS $PUSH_REGS $RING_REGS $WORKER_REGS "
     python3 -c 'import json, sys; [print(r["name"]) for r in json.load(open(sys.argv[1]))["register_arrays"]]' \
         "$json" | while read -r r; do case $known in *" $r "*) ;; *) echo "$r" ;; esac; done >"$TMP/unknown"
     if [ -s "$TMP/unknown" ]; then

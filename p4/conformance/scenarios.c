@@ -378,9 +378,73 @@ static int run_ssp(cf_ctx *c)
     return 0;
 }
 
+/* LEAVE of every worker of the run whose context tokens are token(w). */
+static int leave_all(cf_ctx *c, uint32_t (*token)(unsigned))
+{
+    for (unsigned w = 0; w < c->job.n_workers; w++) {
+        sr_hdr h = cf_req(c, SR_OP_LEAVE, w, token(w));
+        TRY(send_to(c, w, &h, NULL, 0));
+    }
+    return 0;
+}
+
+static uint32_t token1(unsigned w) { return TOKEN(w); }
+static uint32_t token2(unsigned w) { return TOKEN(w) + 0x01000000u; }
+
+/* A new incarnation finds nothing of the last one (the software switch's
+ * epoch.c, the P4 program's incarnation tags). Run 1 leaves state in every
+ * register class: slot 2 version 0 complete, its version 1 open with
+ * worker 0's contribution, slot 6 open with worker 1's, store rows 0 and 1
+ * pushed (push number 1), worker 0's CLOCK 0 in the ring. Every worker
+ * leaves, and run 2 (another nonce and tokens) sends what would show the
+ * old state if it were still there. The policy file must give SSP 1
+ * before clock 3. */
+static int run_incarnation(cf_ctx *c)
+{
+    unsigned n = c->job.n_workers, E = c->elems;
+
+    TRY(join_all(c));
+    for (unsigned w = 0; w < n; w++)
+        TRY(ar(c, w, 2, 0, 1, 0, 3, 3, E, 10u * (w + 1), 1u));
+    TRY(ar(c, 0, 2, 1, 2, E, 3, 3, E, 5u, 2u));
+    TRY(ar(c, 1, 6, 0, 1, 2 * E, 1, 1, E, 7u, 1u));
+    TRY(push(c, 0, 1, 0, E, 100u, 1u));
+    TRY(push(c, 1, 1, E, E, 3u, 0u));
+    TRY(clk(c, 0, 0)); /* PROCEED; worker 0's bit in the ring entry of clock 0 */
+    TRY(leave_all(c, token1));
+
+    for (unsigned w = 0; w < n; w++)
+        TRY(join(c, w, token2(w), NONCE + 1, c->job.token));
+    /* Slot 2 version 0 again, round 1 of the new run: worker 0's copy opens
+     * it (no shadow copy of run 1 answers), the others complete it with
+     * run 2's values alone. */
+    TRY(ar(c, 0, 2, 0, 1, 0, 3, 3, E, 10u, 1u));
+    for (unsigned w = 1; w < n; w++)
+        TRY(ar(c, w, 2, 0, 1, 0, 3, 3, E, 500u * w, 2u));
+    /* Slot 6: worker 1's probe finds nothing held (AR_NAK, not AR_HELD). */
+    TRY(probe(c, 1, 6, 0, 1, 2 * E, 1, 1));
+    /* Slot 2 version 1: run 1's open round (worker 0) is gone, so the round
+     * completes with all three of run 2, not early. */
+    for (unsigned w = n; w-- > 0;)
+        TRY(ar(c, w, 2, 1, 2, E, 3, 3, E, 20u + w, 1u));
+    /* The store: rows read as zeros; push number 1 applies again (acked
+     * with aux 1, not as a duplicate), and only its lanes are non-zero. */
+    TRY(pull(c, 2, 1, 0, E));
+    TRY(push(c, 0, 1, 4, 8, 9u, 1u));
+    TRY(pull(c, 2, 2, 0, E));
+    TRY(pull(c, 1, 1, E, E));
+    /* The barrier: clock 0 is complete only with worker 0's CLOCK of this
+     * run (RELEASE(0) then, not at worker 2's). */
+    for (unsigned w = 1; w < n; w++)
+        TRY(clk(c, w, 0));
+    TRY(clk(c, 0, 0));
+    return leave_all(c, token2);
+}
+
 const cf_scenario cf_scenarios[] = {
     {"allreduce", run_allreduce},
     {"ssp", run_ssp},
+    {"incarnation", run_incarnation},
     {"roce", cf_run_roce},
 };
 const unsigned cf_n_scenarios = sizeof cf_scenarios / sizeof cf_scenarios[0];

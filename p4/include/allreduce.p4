@@ -25,6 +25,13 @@
  * count 0, its lanes invalid and flags and status 0 (egress sets the
  * lengths): never larger than the request.
  *
+ * Incarnation tag (ingress.p4): slot_epoch_reg, per slot (both cells).
+ * A slot whose tag is not the job's epoch reads as idle, both cells, as
+ * the software switch's sr_epoch_touch_slot leaves it; the contribution
+ * that opens its first round writes the tag and clears the other cell's
+ * round (its sums need no clearing: a round's first contribution sets
+ * them, and only a complete round is read back).
+ *
  * A leaf of a tree (upstream.p4; allreduce.c's leaf functions): a round
  * completes after n_local contributions and its sums leave as one AR_DATA
  * of member up_member to the parent's job (up_wait set); the parent's
@@ -93,6 +100,7 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
     SR_LANES(SR_VAL_REG)
     @name(".upwait_reg") register<bit<8>>(SR_P4_CELLS) upwait_reg; // 1: partial up, result awaited
     @name(".upts_reg") register<bit<48>>(SR_P4_CELLS) upts_reg;    // when it last went up
+    @name(".slot_epoch_reg") register<bit<32>>(SR_P4_SLOT_ENTRIES) slot_epoch_reg;
 
     // The AR_RESULT header of a cell; payload set by the caller.
     action result_hdr(bit<32> m_seq, bit<32> m_off, bit<16> m_count, bit<8> m_exp,
@@ -143,6 +151,9 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         index_t cell = ((meta.blk * SR_P4_SLOTS + (index_t)hdr.serene.slot) << 1) |
                        (index_t)hdr.serene.shadow;
         index_t other = cell ^ 1;
+        index_t sidx = meta.blk * SR_P4_SLOTS + (index_t)hdr.serene.slot;
+        bit<32> tag;
+        bool stale;
         bitmap_t seen;
         bitmap_t seen_other;
         bit<8> cnt;
@@ -176,6 +187,10 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
             mcount_reg.read(m_count, cell);
             mexp_reg.read(m_exp, cell);
             nexp_reg.read(nexp, cell);
+            slot_epoch_reg.read(tag, sidx);
+            if (tag != meta.epoch) {
+                upwait = 0; // a slot of an earlier incarnation awaits nothing
+            }
             ours = upwait == 1 && hdr.serene.seq == m_seq && hdr.serene.offset == m_off &&
                     hdr.serene.exp == m_exp;
             if (hdr.serene.op == SR_OP_AR_RESULT) {
@@ -238,6 +253,22 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         nexp_reg.read(nexp, cell);
         upwait_reg.read(upwait, cell);
         upts_reg.read(upts, cell);
+        slot_epoch_reg.read(tag, sidx);
+        stale = tag != meta.epoch;
+        if (stale) {
+            // Written in an earlier incarnation: both cells read as idle.
+            seen = 0;
+            seen_other = 0;
+            cnt = 0;
+            cnt_other = 0;
+            m_seq = 0;
+            m_off = 0;
+            m_total = 0;
+            m_count = 0;
+            m_exp = 0;
+            nexp = 0;
+            upwait = 0;
+        }
         up_due = sm.ingress_global_timestamp - upts >= SR_P4_UP_RESEND_US;
         meta_eq = hdr.serene.seq == m_seq && hdr.serene.offset == m_off &&
                   hdr.serene.count == m_count && hdr.serene.exp == m_exp &&
@@ -308,6 +339,19 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
 
         seen_reg.write(cell, seen | meta.wbit);
         seen_reg.write(other, seen_other & ~meta.wbit);
+        if (stale) {
+            // The slot's first write in this incarnation: the tag, and the
+            // other cell's round cleared (this cell's is written below).
+            slot_epoch_reg.write(sidx, meta.epoch);
+            cnt_reg.write(other, 0);
+            mseq_reg.write(other, 0);
+            moff_reg.write(other, 0);
+            mtotal_reg.write(other, 0);
+            mcount_reg.write(other, 0);
+            mexp_reg.write(other, 0);
+            nexp_reg.write(other, 0);
+            upwait_reg.write(other, 0);
+        }
         first = cnt == 0;
         if (first) {
             // A new round: what a leaf's parent still says about the

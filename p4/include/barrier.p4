@@ -8,7 +8,10 @@
  * and R = ring_mask + 1 ring entries (worker bitmaps) in ring_reg at
  * blk * SR_P4_RING + (c & ring_mask). The policy at clock c comes from
  * policy_table, a range match on the clock filled by serene-ctl: the hot
- * swap is a table update effective at a clock above high.
+ * swap is a table update effective at a clock above high. ring_epoch_reg
+ * tags each entry with the epoch it was written in (ingress.p4): an entry
+ * of an earlier incarnation reads as empty, as in the software switch's
+ * fresh ring (sr_barrier_job_renew).
  *
  * Difference from the software switch: it walks the ring to fill in the
  * clocks of a lost CLOCK; this program has no loop. It relies on the
@@ -30,6 +33,7 @@ control Barrier(inout headers_t hdr, inout meta_t meta, inout standard_metadata_
     @name(".low_reg") register<clock_t>(SR_P4_JOB_IDS) low_reg;
     @name(".high_reg") register<clock_t>(SR_P4_JOB_IDS) high_reg;
     @name(".ring_reg") register<bitmap_t>(SR_P4_RING_ENTRIES) ring_reg;
+    @name(".ring_epoch_reg") register<bit<32>>(SR_P4_RING_ENTRIES) ring_epoch_reg;
 
     @name(".set_policy") action set_policy(bit<8> mode, bit<32> s) {
         meta.pol_mode = mode;
@@ -54,6 +58,7 @@ control Barrier(inout headers_t hdr, inout meta_t meta, inout standard_metadata_
         clock_t low;
         clock_t high;
         bitmap_t e;
+        bit<32> tag;
         bit<32> s;
         bool advanced = false;
         index_t idx = meta.blk * SR_P4_RING + (c & meta.ring_mask & (SR_P4_RING - 1));
@@ -87,6 +92,10 @@ control Barrier(inout headers_t hdr, inout meta_t meta, inout standard_metadata_
         }
         if ((int<32>)(c - low) > 0) {
             ring_reg.read(e, idx);
+            ring_epoch_reg.read(tag, idx);
+            if (tag != meta.epoch) {
+                e = 0; // written in an earlier incarnation
+            }
             if ((e & meta.wbit) == 0) {
                 e = e | meta.wbit;
                 if ((int<32>)(c - high) > 0) {
@@ -100,6 +109,7 @@ control Barrier(inout headers_t hdr, inout meta_t meta, inout standard_metadata_
                     advanced = true;
                 }
                 ring_reg.write(idx, e);
+                ring_epoch_reg.write(idx, meta.epoch);
             }
         }
         meta.ans_op = (int<32>)(c - low) <= (int<32>)s ? SR_OP_PROCEED : SR_OP_HOLD;

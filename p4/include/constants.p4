@@ -44,6 +44,7 @@
 
 // Register sizes derived from the above.
 #define SR_P4_CELLS (SR_P4_MAX_JOBS * SR_P4_SLOTS * 2)
+#define SR_P4_SLOT_ENTRIES (SR_P4_MAX_JOBS * SR_P4_SLOTS)
 #define SR_P4_ROWS (SR_P4_MAX_JOBS * SR_P4_STORE_ROWS)
 #define SR_P4_PUSH_ENTRIES (SR_P4_ROWS * SR_P4_MAX_WORKERS)
 #define SR_P4_RING_ENTRIES (SR_P4_MAX_JOBS * SR_P4_RING)

@@ -9,6 +9,16 @@
  * requests the root serves, to its parent (route SR_P4_OUT_UP), and takes
  * its parent's answers about its cells; every other answer is dropped.
  *
+ * Incarnation tags (the software switch's epoch.c): epoch_reg counts a job
+ * id's incarnations; a JOIN that starts a new one (membership.p4) adds
+ * one. Each slot, store row, push entry and ring entry carries the epoch
+ * it was last written in, and one whose tag differs reads as cleared (its
+ * control writes the tag with the state): so a new incarnation clears
+ * everything in O(1), as one packet must, and what a control reads is what
+ * an eager clear would have left. After 2^32 incarnations of one job id a
+ * tag could pass for current (the software switch then clears eagerly;
+ * p4/README.md).
+ *
  * Frames that are not Serene's go to forward_table, an ordinary IPv4
  * forwarding table (empty: dropped). Serene packets from a source in no
  * worker_table entry are dropped and counted, never answered.
@@ -34,6 +44,7 @@
 control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     @name(".drop_ctr") counter(SR_P4_DROP_REASONS, CounterType.packets) drop_ctr;
     @name(".error_ctr") counter(16, CounterType.packets) error_ctr; // by SR_ST_*
+    @name(".epoch_reg") register<bit<32>>(SR_P4_JOB_IDS) epoch_reg; // by job id
 
     Membership() membership;
     Allreduce() allreduce;
@@ -184,9 +195,15 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
             meta.err = SR_ST_UNKNOWN_JOB;
         } else {
             meta.blk = (index_t)(hdr.serene.job & (SR_P4_MAX_JOBS - 1));
+            epoch_reg.read(meta.epoch, (bit<32>)hdr.serene.job);
             upstream_job.apply(hdr, meta);
             if (request) {
                 membership.apply(hdr, meta, sm, reset_clocks);
+            }
+            if (reset_clocks) {
+                // A new incarnation: every tag of the job is stale from now on.
+                meta.epoch = meta.epoch + 1;
+                epoch_reg.write((bit<32>)hdr.serene.job, meta.epoch);
             }
             if (op == SR_OP_JOIN && hdr.serene.op == SR_OP_JOIN_ACK) {
                 // What the answer teaches the RoCE QP table (roce_out.p4).

@@ -14,9 +14,9 @@
  * source: a JOIN naming another rank is refused with NOT_MEMBER.
  *
  * A JOIN with a new nonce, with no worker bound, starts a new incarnation:
- * bindings, low and high are reset here; the slot, store and ring
- * registers cannot be cleared by one packet, so they must already be zero
- * (a freshly started switch, or the reset commands of p4/README.md).
+ * bindings, low and high are reset here, and the job's epoch goes up by
+ * one (ingress.p4), so its slots, store rows and ring entries read as
+ * cleared until they are next written (their incarnation tags).
  *
  * A leaf of a tree (upstream.p4) binds its workers here too, but the JOIN
  * it accepted, and a LEAVE that matched, go on to the root (meta.relay)

@@ -12,6 +12,12 @@
  * Tofino proof of concept keeps requests row-aligned instead).
  * push_last_reg holds, per (job block, row, worker), the last push number
  * applied; numbers compare in serial arithmetic.
+ *
+ * Incarnation tags (ingress.p4): row_epoch_reg per row, push_epoch_reg per
+ * push entry. A row whose tag is not the job's epoch reads as zeros, and a
+ * push entry whose tag is not as 0 (nothing applied), as the software
+ * switch's sr_epoch_touch_row leaves them; the first PUSH applied to a
+ * stale row writes every lane (zero where it pushes nothing) and the tag.
  */
 #ifndef SERENE_P4_STORE_P4_
 #define SERENE_P4_STORE_P4_
@@ -31,7 +37,12 @@
         if ((bit<16>)pi_##i < n) {                                          \
             bit<32> acc_##i;                                                \
             st_reg_##i.read(acc_##i, row);                                  \
+            if (stale) {                                                    \
+                acc_##i = 0;                                                \
+            }                                                               \
             st_reg_##i.write(row, acc_##i + hdr.vals[pi_##i].v);            \
+        } else if (stale) {                                                 \
+            st_reg_##i.write(row, 0);                                       \
         }                                                                   \
     }
 // Payload word validity for a PULL answer of n words.
@@ -48,13 +59,15 @@
         if ((bit<16>)pi_##i < n) {                                          \
             bit<32> word_##i;                                               \
             st_reg_##i.read(word_##i, row);                                 \
-            hdr.vals[pi_##i].v = word_##i;                                  \
+            hdr.vals[pi_##i].v = stale ? 32w0 : word_##i;                   \
         }                                                                   \
     }
 #define SR_DROP_VAL(i) hdr.vals[i].setInvalid();
 
 control Store(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     @name(".push_last_reg") register<bit<32>>(SR_P4_PUSH_ENTRIES) push_last_reg;
+    @name(".push_epoch_reg") register<bit<32>>(SR_P4_PUSH_ENTRIES) push_epoch_reg;
+    @name(".row_epoch_reg") register<bit<32>>(SR_P4_ROWS) row_epoch_reg;
     SR_LANES(SR_ST_REG)
 
     // PUSH_ACK / PULL_RESP keep job, worker, seq and offset.
@@ -81,6 +94,8 @@ control Store(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t 
         index_t row = meta.blk * SR_P4_STORE_ROWS + (off >> SR_P4_ELEMS_LOG2);
         index_t pidx;
         bit<32> last;
+        bit<32> tag;
+        bool stale;
 
         if (!meta.worker_ok) {
             meta.route = SR_P4_OUT_DROP;
@@ -96,12 +111,20 @@ control Store(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t 
             meta.err = SR_ST_RANGE;
             return;
         }
+        row_epoch_reg.read(tag, row);
+        stale = tag != meta.epoch;
         if (is_push) {
             pidx = row * SR_P4_MAX_WORKERS + (index_t)hdr.serene.worker;
             push_last_reg.read(last, pidx);
+            push_epoch_reg.read(tag, pidx);
+            if (tag != meta.epoch) {
+                last = 0;
+            }
             if ((int<32>)(hdr.serene.seq - last) > 0) {
                 SR_LANES(SR_PUSH_LANE)
+                row_epoch_reg.write(row, meta.epoch);
                 push_last_reg.write(pidx, hdr.serene.seq);
+                push_epoch_reg.write(pidx, meta.epoch);
                 answer(SR_OP_PUSH_ACK, 0, 1);
             } else {
                 answer(SR_OP_PUSH_ACK, 0, 0); // a duplicate: acked, not added

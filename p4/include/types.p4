@@ -71,6 +71,7 @@ struct meta_t {
     bit<16> mgrp;
     bit<64> job_token;     // admission token a JOIN must carry; 0: none
     index_t blk;           // the job's register block: job id mod SR_P4_MAX_JOBS
+    bit<32> epoch;         // the job's incarnations so far (ingress.p4's epoch_reg)
 
     bool worker_ok;        // a bound worker of the job at its own address
     bitmap_t wbit;         // 1 << worker
