@@ -58,6 +58,51 @@ uint64_t sr_dpdk_now_ns(void)
 
 /* ---- EAL ------------------------------------------------------------------ */
 
+int sr_dpdk_eal_is_up(void)
+{
+    /* The configuration is static and zeroed until rte_eal_init fills it. */
+    return rte_lcore_count() > 0;
+}
+
+int sr_dpdk_eal_start(const char *args, const char *prog, char *err)
+{
+    if (sr_dpdk_eal_is_up())
+        return 1;
+    if (!args || !*args)
+        return fail(err, "EAL is not initialized and no EAL arguments were given");
+    char *copy = strdup(args);
+    char *argv[SR_DPDK_MAX_ARGS + 2];
+    int argc = 0;
+    if (!copy)
+        return fail(err, "out of memory");
+    argv[argc++] = (char *)prog;
+    for (char *save = NULL, *tok = strtok_r(copy, " \t\n", &save); tok;
+         tok = strtok_r(NULL, " \t\n", &save)) {
+        if (argc > SR_DPDK_MAX_ARGS) {
+            free(copy);
+            return fail(err, "more than %d EAL arguments", SR_DPDK_MAX_ARGS);
+        }
+        argv[argc++] = tok;
+    }
+    argv[argc] = NULL;
+    cpu_set_t saved;
+    int have_aff = pthread_getaffinity_np(pthread_self(), sizeof saved, &saved) == 0;
+    /* rte_eal_init may permute argv: it gets a copy of the pointers. */
+    int rc = rte_eal_init(argc, argv);
+    int e = rte_errno;
+    if (have_aff)
+        (void)pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
+    free(copy);
+    if (rc < 0) {
+        if (e == EALREADY)
+            return 1;
+        return fail(err, "rte_eal_init(\"%s\") failed: %s", args, rte_strerror(e));
+    }
+    return 0;
+}
+
+/* ---- ports ---------------------------------------------------------------- */
+
 /* In a driver argument string "k1=v1,k2=v2,...", the value of key (up to
  * the next comma) into out, cap bytes; 1 if key is there, else 0. */
 static int devarg_get(const char *args, const char *key, char *out, size_t cap)
@@ -104,51 +149,6 @@ unsigned sr_dpdk_pool_size(uint16_t port, unsigned min, unsigned cache)
     }
     return n;
 }
-
-int sr_dpdk_eal_is_up(void)
-{
-    /* The configuration is static and zeroed until rte_eal_init fills it. */
-    return rte_lcore_count() > 0;
-}
-
-int sr_dpdk_eal_start(const char *args, const char *prog, char *err)
-{
-    if (sr_dpdk_eal_is_up())
-        return 1;
-    if (!args || !*args)
-        return fail(err, "EAL is not initialized and no EAL arguments were given");
-    char *copy = strdup(args);
-    char *argv[SR_DPDK_MAX_ARGS + 2];
-    int argc = 0;
-    if (!copy)
-        return fail(err, "out of memory");
-    argv[argc++] = (char *)prog;
-    for (char *save = NULL, *tok = strtok_r(copy, " \t\n", &save); tok;
-         tok = strtok_r(NULL, " \t\n", &save)) {
-        if (argc > SR_DPDK_MAX_ARGS) {
-            free(copy);
-            return fail(err, "more than %d EAL arguments", SR_DPDK_MAX_ARGS);
-        }
-        argv[argc++] = tok;
-    }
-    argv[argc] = NULL;
-    cpu_set_t saved;
-    int have_aff = pthread_getaffinity_np(pthread_self(), sizeof saved, &saved) == 0;
-    /* rte_eal_init may permute argv: it gets a copy of the pointers. */
-    int rc = rte_eal_init(argc, argv);
-    int e = rte_errno;
-    if (have_aff)
-        (void)pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
-    free(copy);
-    if (rc < 0) {
-        if (e == EALREADY)
-            return 1;
-        return fail(err, "rte_eal_init(\"%s\") failed: %s", args, rte_strerror(e));
-    }
-    return 0;
-}
-
-/* ---- ports ---------------------------------------------------------------- */
 
 int sr_dpdk_port_find(const char *spec, uint16_t *port, int *probed, char *err)
 {
