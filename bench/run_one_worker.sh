@@ -5,9 +5,13 @@
 # alone and beside busy loops. Runs bench_allreduce under serene-run for
 # every values-per-packet and background load, --runs times in turn, and
 # prints per case the median over the runs of the goodput (each run itself
-# the median of --reps samples), its range, the packets resent in full as
-# a share of all sent, and the 1-minute load average at the end of the
-# runs. As root, from the repository root.
+# the median of --reps samples), its range, the CPU the job got (its
+# processes' threads, from /proc/PID/task/TID/schedstat, read every 0.5 s
+# from 1.5 s after the start, past EAL's start-up, to the last reading:
+# cores, and Gbps per core, medians over the runs; "-" for a run too short
+# to sample, so give --reps 200 or more for them at 2048 values), the
+# packets resent in full as a share of all sent, and the 1-minute load
+# average at the end of the runs. As root, from the repository root.
 #
 #   bench/run_one_worker.sh [--build DIR] [--elems 256,2048] [--busy 0,2]
 #                           [--size 64M] [--runs 5] [--reps 20] [--copy]
@@ -46,7 +50,7 @@ while [ $# -gt 0 ]; do
     --slots) SLOTS=${2:?}; shift ;;
     --rsize) RSIZE=${2:?}; shift ;;
     --pin) PIN=${2:?}; shift ;;
-    -h | --help) sed -n '3,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '3,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
     esac
     shift
@@ -77,6 +81,47 @@ together | apart)
 esac
 median() { sort -g | awk '{a[NR] = $1} END {print NR ? a[int((NR + 1) / 2)] : "-"}'; }
 
+# The threads of PID's descendants: their /proc/C/task/T directories.
+job_tasks() {
+    local c
+    for c in $(pgrep -P "$1"); do
+        printf '%s\n' /proc/"$c"/task/*
+        job_tasks "$c"
+    done
+}
+# cpu_watch PID OUT: 1.5 s after PID (the job) started, take its threads,
+# then read their schedstat every 0.5 s (shell builtins: the sampling itself
+# costs next to nothing) while all of them live; OUT gets the CPU they ran
+# from the first reading to the last complete one, in cores ("-" if the
+# run was too short for two readings).
+cpu_watch() {
+    local pid=$1 out=$2 tasks first=() last=() now=() t0 t1='' tn ns i ok
+    sleep 1.5
+    mapfile -t tasks < <(job_tasks "$pid")
+    t0=$EPOCHREALTIME
+    for i in "${!tasks[@]}"; do
+        read -r ns _ <"${tasks[i]}/schedstat" 2>/dev/null || { echo - >"$out"; return; }
+        first[i]=$ns
+    done
+    while [ ${#tasks[@]} -gt 0 ] && kill -0 "$pid" 2>/dev/null; do
+        sleep 0.5
+        tn=$EPOCHREALTIME ok=1
+        for i in "${!tasks[@]}"; do
+            read -r ns _ <"${tasks[i]}/schedstat" 2>/dev/null || { ok=0; break; }
+            now[i]=$ns
+        done
+        [ $ok = 1 ] || break
+        t1=$tn last=("${now[@]}")
+    done
+    if [ -z "$t1" ]; then
+        echo - >"$out"
+        return
+    fi
+    ns=0
+    for i in "${!tasks[@]}"; do ns=$((ns + last[i] - first[i])); done
+    awk -v ns="$ns" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f\n", ns / 1e9 / (b - a) }' >"$out"
+}
+
 IFS=, read -ra ES <<<"$ELEMS"
 IFS=, read -ra LS <<<"$BUSY"
 for run in $(seq "$RUNS"); do
@@ -88,8 +133,13 @@ for run in $(seq "$RUNS"); do
                 "SERENE_DPDK_EAL_ARGS=$ceal --vdev=net_memif0,$client,socket=$TMP/$tag.sock" \
                 "$RUN" -n 1 --elems "$e" "${slots[@]}" --no-prefix --timeout 600 --switch-arg=--dpdk \
                 "--switch-arg=$EAL --vdev=net_memif0,$server,socket=$TMP/$tag.sock" \
-                -- "$BENCH" --sizes "$SIZE" --reps "$REPS" --warmup 1 --csv >"$LOGS/$tag.csv" 2>"$LOGS/$tag.log"
+                -- "$BENCH" --sizes "$SIZE" --reps "$REPS" --warmup 1 --csv >"$LOGS/$tag.csv" 2>"$LOGS/$tag.log" &
+            job=$!
+            cpu_watch "$job" "$LOGS/$tag.cpu" &
+            watch=$!
+            wait "$job"
             rc=$?
+            wait "$watch"
             cut -d' ' -f1 /proc/loadavg >"$LOGS/$tag.load"
             stop_loops
             [ $rc -eq 0 ] || echo "run_one_worker: $tag failed (status $rc, $LOGS/$tag.log)" >&2
@@ -98,14 +148,23 @@ for run in $(seq "$RUNS"); do
 done
 
 kv() { grep -h '^"allreduce"' "$@" | grep -o "[ \"]$K=[0-9.e+]*" | cut -d= -f2; }
-echo "| values/pkt | busy loops | runs | Gbps, median | Gbps, range | resent % (max) | load avg |"
-echo "|---|---|---|---|---|---|---|"
+echo "| values/pkt | busy loops | runs | Gbps, median | Gbps, range | job CPU, cores | Gbps per core |" \
+    "resent % (max) | load avg |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for busy in "${LS[@]}"; do
     for e in "${ES[@]}"; do
         f=("$LOGS"/e"$e"-busy"$busy"-run*.csv)
         g=$(K=gbps kv "${f[@]}")
+        # Gbps per core, per run: its goodput over the cores it got.
+        pc=$(for c in "${f[@]}"; do
+            cores=$(cat "${c%.csv}.cpu" 2>/dev/null) gb=$(K=gbps kv "$c")
+            [ -n "$gb" ] && [ -n "$cores" ] && [ "$cores" != - ] &&
+                awk -v g="$gb" -v c="$cores" 'BEGIN { if (c > 0) printf "%.2f\n", g / c }'
+        done)
         echo "| $e | $busy | $(echo "$g" | grep -c .) | $(echo "$g" | median) |" \
             "$(echo "$g" | sort -g | head -1)-$(echo "$g" | sort -g | tail -1) |" \
+            "$(cat "$LOGS"/e"$e"-busy"$busy"-run*.cpu 2>/dev/null | grep -v '^-' | median) |" \
+            "$(echo "$pc" | grep . | median) |" \
             "$(K=retrans_pct kv "${f[@]}" | sort -g | tail -1) |" \
             "$(cat "$LOGS"/e"$e"-busy"$busy"-run*.load | sort -g | sed -n '1p;$p' | paste -sd-) |"
     done
