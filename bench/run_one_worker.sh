@@ -100,14 +100,14 @@ cpu_watch() {
     mapfile -t tasks < <(job_tasks "$pid")
     t0=$EPOCHREALTIME
     for i in "${!tasks[@]}"; do
-        read -r ns _ <"${tasks[i]}/schedstat" 2>/dev/null || { echo - >"$out"; return; }
+        read -r ns _ 2>/dev/null <"${tasks[i]}/schedstat" || { echo - >"$out"; return; }
         first[i]=$ns
     done
     while [ ${#tasks[@]} -gt 0 ] && kill -0 "$pid" 2>/dev/null; do
         sleep 0.5
         tn=$EPOCHREALTIME ok=1
         for i in "${!tasks[@]}"; do
-            read -r ns _ <"${tasks[i]}/schedstat" 2>/dev/null || { ok=0; break; }
+            read -r ns _ 2>/dev/null <"${tasks[i]}/schedstat" || { ok=0; break; }
             now[i]=$ns
         done
         [ $ok = 1 ] || break
