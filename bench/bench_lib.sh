@@ -53,7 +53,7 @@ bench_init() {
     for f in "$RUN" "$BENCH" "$SERENE_SWITCH_BIN"; do [ -x "$f" ] || die "$f was not built"; done
     LOGS=$2/$name
     mkdir -p "$LOGS" || die "cannot create $LOGS"
-    rm -f "$LOGS"/*.csv "$LOGS"/*.log "$LOGS"/*.load # the tables read this run's alone
+    rm -f "$LOGS"/*.csv "$LOGS"/*.log "$LOGS"/*.load "$LOGS"/*.cpu # the tables read this run's alone
     TMP=$(mktemp -d "${TMPDIR:-/tmp}/serene-$name.XXXXXX") || die "mktemp failed"
     trap 'stop_loops; rm -rf "$TMP"' EXIT
 }

@@ -155,7 +155,8 @@ for busy in "${LS[@]}"; do
     for e in "${ES[@]}"; do
         f=("$LOGS"/e"$e"-busy"$busy"-run*.csv)
         g=$(K=gbps kv "${f[@]}")
-        # Gbps per core, per run: its goodput over the cores it got.
+        # Per run: the cores the job got, and its goodput over them.
+        cpu=$(for c in "${f[@]}"; do cat "${c%.csv}.cpu" 2>/dev/null; done | grep -v '^-')
         pc=$(for c in "${f[@]}"; do
             cores=$(cat "${c%.csv}.cpu" 2>/dev/null) gb=$(K=gbps kv "$c")
             [ -n "$gb" ] && [ -n "$cores" ] && [ "$cores" != - ] &&
@@ -163,7 +164,7 @@ for busy in "${LS[@]}"; do
         done)
         echo "| $e | $busy | $(echo "$g" | grep -c .) | $(echo "$g" | median) |" \
             "$(echo "$g" | sort -g | head -1)-$(echo "$g" | sort -g | tail -1) |" \
-            "$(cat "$LOGS"/e"$e"-busy"$busy"-run*.cpu 2>/dev/null | grep -v '^-' | median) |" \
+            "$(echo "$cpu" | grep . | median) |" \
             "$(echo "$pc" | grep . | median) |" \
             "$(K=retrans_pct kv "${f[@]}" | sort -g | tail -1) |" \
             "$(cat "$LOGS"/e"$e"-busy"$busy"-run*.load | sort -g | sed -n '1p;$p' | paste -sd-) |"
