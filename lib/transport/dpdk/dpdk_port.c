@@ -19,6 +19,7 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
+#include <rte_kvargs.h>
 #include <rte_ip.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
@@ -103,29 +104,13 @@ int sr_dpdk_eal_start(const char *args, const char *prog, char *err)
 
 /* ---- ports ---------------------------------------------------------------- */
 
-/* In a driver argument string "k1=v1,k2=v2,...", the value of key (up to
- * the next comma) into out, cap bytes; 1 if key is there, else 0. */
-static int devarg_get(const char *args, const char *key, char *out, size_t cap)
-{
-    size_t klen = strlen(key);
-
-    for (const char *p = args; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
-        if (strncmp(p, key, klen) != 0 || p[klen] != '=')
-            continue;
-        size_t n = strcspn(p + klen + 1, ",");
-        snprintf(out, cap, "%.*s", (int)n, p + klen + 1);
-        return 1;
-    }
-    return 0;
-}
-
 /* The memif driver's defaults and limit for its log2 ring size (rsize). */
 #define MEMIF_RSIZE_DEFAULT 10
 #define MEMIF_RSIZE_MAX 14
 
 unsigned sr_dpdk_pool_size(uint16_t port, unsigned min, unsigned cache)
 {
-    char name[RTE_ETH_NAME_MAX_LEN], v[16];
+    char name[RTE_ETH_NAME_MAX_LEN];
     const struct rte_devargs *da;
     unsigned n = min;
 
@@ -135,16 +120,18 @@ unsigned sr_dpdk_pool_size(uint16_t port, unsigned min, unsigned cache)
     {
         if (strcmp(da->name, name) != 0 || !da->args)
             continue;
-        if (!devarg_get(da->args, "zero-copy", v, sizeof v) || strcmp(v, "yes") != 0)
-            break;
-        long rsize = MEMIF_RSIZE_DEFAULT;
-        if (devarg_get(da->args, "rsize", v, sizeof v))
-            rsize = strtol(v, NULL, 10);
-        if (rsize < 0 || rsize > MEMIF_RSIZE_MAX)
-            break; /* the driver refuses it */
-        unsigned rings = 2u * (1u << rsize) + 2u * SR_DPDK_BURST + cache * 3u / 2u;
-        if (rings > n)
-            n = rings;
+        /* The driver's own parser reads the same string. */
+        struct rte_kvargs *kv = rte_kvargs_parse(da->args, NULL);
+        const char *zc = kv ? rte_kvargs_get(kv, "zero-copy") : NULL;
+        const char *rs = kv ? rte_kvargs_get(kv, "rsize") : NULL;
+        long rsize = rs ? strtol(rs, NULL, 10) : MEMIF_RSIZE_DEFAULT;
+        /* An rsize out of range: the driver refuses the port. */
+        if (zc && !strcmp(zc, "yes") && rsize >= 0 && rsize <= MEMIF_RSIZE_MAX) {
+            unsigned rings = 2u * (1u << rsize) + 2u * SR_DPDK_BURST + cache * 3u / 2u;
+            if (rings > n)
+                n = rings;
+        }
+        rte_kvargs_free(kv);
         break;
     }
     return n;
@@ -249,8 +236,8 @@ int sr_dpdk_port_start(uint16_t port, struct rte_mempool **pool, const char *poo
         return fail(err, "%s: configure: %s", info->name, rte_strerror(-rc));
     if ((rc = rte_eth_dev_adjust_nb_rx_tx_desc(port, &nrx, &ntx)) != 0)
         return fail(err, "%s: descriptor counts: %s", info->name, rte_strerror(-rc));
-    nb_mbufs = sr_dpdk_pool_size(port, nb_mbufs, 0);
     if (!*pool) {
+        nb_mbufs = sr_dpdk_pool_size(port, nb_mbufs, 0);
         /* No per-lcore cache: the data-path thread is not an EAL lcore, and
          * a cache is all that hands an lcore back the mbuf it freed last.
          * Without one the default pool (a ring) hands out the mbuf freed
