@@ -378,18 +378,19 @@ static int run_ssp(cf_ctx *c)
     return 0;
 }
 
-/* LEAVE of every worker of the run whose context tokens are token(w). */
-static int leave_all(cf_ctx *c, uint32_t (*token)(unsigned))
+/* Added to TOKEN(w) for worker w's context token in run_incarnation's
+ * second run. */
+#define RUN2 0x01000000u
+
+/* LEAVE of every worker, with context tokens TOKEN(w) + delta. */
+static int leave_all(cf_ctx *c, uint32_t delta)
 {
     for (unsigned w = 0; w < c->job.n_workers; w++) {
-        sr_hdr h = cf_req(c, SR_OP_LEAVE, w, token(w));
+        sr_hdr h = cf_req(c, SR_OP_LEAVE, w, TOKEN(w) + delta);
         TRY(send_to(c, w, &h, NULL, 0));
     }
     return 0;
 }
-
-static uint32_t token1(unsigned w) { return TOKEN(w); }
-static uint32_t token2(unsigned w) { return TOKEN(w) + 0x01000000u; }
 
 /* A new incarnation finds nothing of the last one (the software switch's
  * epoch.c, the P4 program's incarnation tags). Run 1 leaves state in every
@@ -411,10 +412,10 @@ static int run_incarnation(cf_ctx *c)
     TRY(push(c, 0, 1, 0, E, 100u, 1u));
     TRY(push(c, 1, 1, E, E, 3u, 0u));
     TRY(clk(c, 0, 0)); /* PROCEED; worker 0's bit in the ring entry of clock 0 */
-    TRY(leave_all(c, token1));
+    TRY(leave_all(c, 0));
 
     for (unsigned w = 0; w < n; w++)
-        TRY(join(c, w, token2(w), NONCE + 1, c->job.token));
+        TRY(join(c, w, TOKEN(w) + RUN2, NONCE + 1, c->job.token));
     /* Slot 2 version 0 again, round 1 of the new run: worker 0's copy opens
      * it (no shadow copy of run 1 answers), the others complete it with
      * run 2's values alone. */
@@ -438,7 +439,7 @@ static int run_incarnation(cf_ctx *c)
     for (unsigned w = 1; w < n; w++)
         TRY(clk(c, w, 0));
     TRY(clk(c, 0, 0));
-    return leave_all(c, token2);
+    return leave_all(c, RUN2);
 }
 
 const cf_scenario cf_scenarios[] = {
