@@ -155,17 +155,16 @@ for busy in "${LS[@]}"; do
     for e in "${ES[@]}"; do
         f=("$LOGS"/e"$e"-busy"$busy"-run*.csv)
         g=$(K=gbps kv "${f[@]}")
-        # Per run: the cores the job got, and its goodput over them.
-        cpu=$(for c in "${f[@]}"; do cat "${c%.csv}.cpu" 2>/dev/null; done | grep -v '^-')
-        pc=$(for c in "${f[@]}"; do
+        # Per run with a reading: "CORES", then " GBPS_PER_CORE" where it has a goodput.
+        cpu=$(for c in "${f[@]}"; do
             cores=$(cat "${c%.csv}.cpu" 2>/dev/null) gb=$(K=gbps kv "$c")
-            [ -n "$gb" ] && [ -n "$cores" ] && [ "$cores" != - ] &&
-                awk -v g="$gb" -v c="$cores" 'BEGIN { if (c > 0) printf "%.2f\n", g / c }'
+            [ -n "$cores" ] && [ "$cores" != - ] && awk -v g="$gb" -v c="$cores" \
+                'BEGIN { printf "%s", c; if (g != "" && c > 0) printf " %.2f", g / c; print "" }'
         done)
         echo "| $e | $busy | $(echo "$g" | grep -c .) | $(echo "$g" | median) |" \
             "$(echo "$g" | sort -g | head -1)-$(echo "$g" | sort -g | tail -1) |" \
-            "$(echo "$cpu" | grep . | median) |" \
-            "$(echo "$pc" | grep . | median) |" \
+            "$(echo "$cpu" | awk 'NF {print $1}' | median) |" \
+            "$(echo "$cpu" | awk 'NF == 2 {print $2}' | median) |" \
             "$(K=retrans_pct kv "${f[@]}" | sort -g | tail -1) |" \
             "$(cat "$LOGS"/e"$e"-busy"$busy"-run*.load | sort -g | sed -n '1p;$p' | paste -sd-) |"
     done
