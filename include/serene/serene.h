@@ -442,6 +442,12 @@ typedef enum serene_sync_mode {
  * wraps of the accumulators, as long as the change fits an int32. */
 #define SERENE_PULL_DELTA 0x1u
 
+/* Step flag: return what the other workers added since this worker's last
+ * read of each element (a pull or a step, any form): the change minus this
+ * step's own update, so a worker that already holds its own update in its
+ * model adds just this. Exact modulo 2^32 as SERENE_PULL_DELTA. */
+#define SERENE_STEP_OTHERS 0x2u
+
 /* Words of the job's store (0 if the switch has none). */
 SERENE_API size_t serene_store_capacity(const serene_ctx *ctx);
 
@@ -475,6 +481,43 @@ SERENE_API int serene_push_start(serene_ctx *ctx, size_t offset, const float *va
 SERENE_API int serene_pull_start(serene_ctx *ctx, size_t offset, float *out, size_t count,
                                  unsigned flags, serene_op **op_out);
 SERENE_API int serene_clock_start(serene_ctx *ctx, serene_op **op_out);
+
+/*
+ * One SSP iteration as one pipelined operation: push, clock and pull.
+ * Adds update[0 .. count) at offset of the store (as serene_push), ends
+ * this worker's current clock c (as serene_clock) and reads the same words
+ * into out (as serene_pull with flags: 0, SERENE_PULL_DELTA or
+ * SERENE_STEP_OTHERS). It streams like an allreduce: each row of the
+ * store (the job's elems_per_pkt words) travels as one packet and comes
+ * back as soon as the switch holds every worker's steps of that row at
+ * clocks <= c - s(c); a worker the barrier holds waits in the switch, not
+ * in another round trip. Guarantee: when it returns, out holds every
+ * worker's updates of clocks <= c - s(c) to these words (plus possibly
+ * newer ones), as a pull after serene_clock would. Under BSP (s = 0) that is
+ * every update of clocks <= c, plus, where this worker's answer was lost
+ * and the others already went on, some of clock c + 1.
+ * Rules: every worker of the job steps a word at every clock once it
+ * began stepping it, all from the same clock on (a data-parallel loop does
+ * this); a skipped clock is refused with SERENE_ERR_MISMATCH. Steps and
+ * plain pushes may share words (the sums add up), but a step's guarantee
+ * covers steps only.
+ * update and out: count values each, valid until the call returns (for
+ * serene_step_start: until serene_op_wait returns); out may be update
+ * itself (in place) but may not overlap it otherwise. The float forms use
+ * the store's fixed point (store_frac_bits) as push and pull do.
+ * Returns 0; SERENE_ERR_INVAL (count 0, a NULL buffer, partly overlapping
+ * buffers, unknown flags or DELTA with OTHERS); SERENE_ERR_RANGE (beyond
+ * the capacity; nothing sent); SERENE_ERR_NONFINITE (NaN/Inf in update;
+ * nothing sent); SERENE_ERR_MISMATCH (the rules above); SERENE_ERR_TIMEOUT
+ * (the clock stays unfinished; the same step may be repeated, and what the
+ * switch already added is not added again).
+ */
+SERENE_API int serene_step(serene_ctx *ctx, size_t offset, const float *update, float *out,
+                           size_t count, unsigned flags);
+SERENE_API int serene_step_i32(serene_ctx *ctx, size_t offset, const int32_t *update,
+                               int32_t *out, size_t count, unsigned flags);
+SERENE_API int serene_step_start(serene_ctx *ctx, size_t offset, const float *update,
+                                 float *out, size_t count, unsigned flags, serene_op **op_out);
 
 typedef struct serene_clock_info {
     uint32_t clock;        /* the clock this worker is in (finished clocks + first) */

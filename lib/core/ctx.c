@@ -106,11 +106,13 @@ static int ctx_setup(serene_ctx *ctx, const serene_config *cfg, const sr_transpo
     int rc = sr_engine_init(e, ops, (unsigned)cfg->max_ops);
     if (!rc && ((cfg->dpdk_eal_args && !ctx->dpdk_eal_args) || (cfg->dpdk_port && !ctx->dpdk_port)))
         rc = SERENE_ERR_NOMEM;
-    /* The clock before the store: pushes carry the worker's clock. */
+    /* The clock before the store, both before the step: pushes carry the
+     * worker's clock, and a step uses both. */
     if (!rc && !(rc = sr_engine_plug(e, &sr_join_class, &ctx->join)) &&
         !(rc = sr_engine_plug(e, &sr_allreduce_class, &ctx->ar)) &&
-        !(rc = sr_engine_plug(e, &sr_clock_class, &ctx->clock)))
-        rc = sr_engine_plug(e, &sr_store_class, &ctx->store);
+        !(rc = sr_engine_plug(e, &sr_clock_class, &ctx->clock)) &&
+        !(rc = sr_engine_plug(e, &sr_store_class, &ctx->store)))
+        rc = sr_engine_plug(e, &sr_step_class, &ctx->step);
     if (!rc)
         rc = sr_engine_open(e, tp);
     if (!rc)

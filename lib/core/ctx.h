@@ -33,6 +33,7 @@ struct serene_ctx {
     sr_ar ar;
     sr_clock clock;
     sr_store store;
+    sr_step step;
     /* API side only. */
     size_t region_size;  /* bytes of the mapping that holds this and the ops */
     char *dpdk_eal_args; /* copies of the caller's strings (NULL if none) */

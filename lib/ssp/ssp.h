@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "engine/engine.h"
+#include "proto/wire.h"
 
 /* The worker's view of the barrier: written by the engine, read by anyone. */
 typedef struct sr_sync_view {
@@ -45,8 +46,44 @@ typedef struct sr_store {
     sr_req_slot *slots; /* the engine's window of slots */
 } sr_store;
 
+/* The step (step.c): push, clock and pull of one iteration as one stream
+ * of row pieces, each answered with its row once the barrier allows. */
+typedef struct sr_step_piece {
+    uint8_t busy;    /* in flight, unanswered */
+    uint8_t held;    /* the switch said it waits for the row */
+    uint32_t start;  /* its first store word */
+    uint16_t count;  /* words it moves */
+    uint8_t probe[SR_WIRE_HDR_LEN]; /* its STEP_PROBE */
+} sr_step_piece;
+
+typedef struct sr_step {
+    sr_clock *clock; /* the clock module's: a step ends the clock */
+    sr_store *store; /* the store module's: capacity and the delta-pull view */
+    /* --- engine only ------------------------------------------------------ */
+    uint32_t clk;               /* the clock the current step ends */
+    uint32_t n_pieces, w_eff;   /* pieces of the current step, slots it uses */
+    uint32_t done;              /* pieces answered */
+    int held;                   /* some piece was answered STEP_HELD */
+    sr_step_piece *pieces;      /* the engine's window of slots */
+} sr_step;
+
 extern const sr_op_class sr_clock_class;
 /* Plug it after the clock: its init finds the clock's state. */
 extern const sr_op_class sr_store_class;
+/* Plug it after the clock and the store. */
+extern const sr_op_class sr_step_class;
+
+/* Store words for the wire at pl: n int32 words (src_i32) as they are, or
+ * n floats (src) in the store's fixed point, saturations counted. */
+void sr_store_encode(sr_engine *e, uint8_t *pl, const float *src, const int32_t *src_i32,
+                     uint32_t n);
+/* Store words [word, word + n) read as payload: into dst_i32 or dst (the
+ * store's fixed point), absolute or, with SERENE_PULL_DELTA or
+ * SERENE_STEP_OTHERS, minus this worker's view of them from its last read;
+ * own (may be NULL: n words on the wire) is subtracted too. The view
+ * becomes the words read. */
+void sr_store_read(const sr_store *st, const sr_engine *e, uint32_t word, uint32_t n,
+                   const uint8_t *payload, const uint8_t *own, unsigned flags, float *dst,
+                   int32_t *dst_i32);
 
 #endif /* SERENE_SSP_SSP_H */

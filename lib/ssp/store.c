@@ -68,19 +68,25 @@ static void piece(const sr_engine *e, const serene_op *op, uint32_t j, size_t *s
     *end = row_end < op_end ? row_end : op_end;
 }
 
+void sr_store_encode(sr_engine *e, uint8_t *pl, const float *src, const int32_t *src_i32,
+                     uint32_t n)
+{
+    if (src_i32) {
+        for (uint32_t i = 0; i < n; i++)
+            sr_put_be32(pl + 4 * i, (uint32_t)src_i32[i]);
+        return;
+    }
+    size_t sat = e->qk.encode(pl, src, n, (float)(1u << e->cfg.store_frac_bits));
+    if (sat)
+        SR_STAT_ADD(e, saturations, sat);
+}
+
 /* The push payload of words [start, start + n) of op at pl. */
 static void push_payload(sr_engine *e, const serene_op *op, uint8_t *pl, size_t start,
                          uint32_t n)
 {
     size_t k = start - op->offset;
-    if (op->src_i32) {
-        for (uint32_t i = 0; i < n; i++)
-            sr_put_be32(pl + 4 * i, (uint32_t)op->src_i32[k + i]);
-        return;
-    }
-    size_t sat = e->qk.encode(pl, op->src + k, n, (float)(1u << e->cfg.store_frac_bits));
-    if (sat)
-        SR_STAT_ADD(e, saturations, sat);
+    sr_store_encode(e, pl, op->src ? op->src + k : NULL, op->src_i32 ? op->src_i32 + k : NULL, n);
 }
 
 static void send_request(sr_store *st, sr_engine *e, const serene_op *op, uint32_t j,
@@ -163,22 +169,34 @@ static void req_done(sr_store *st, sr_engine *e, serene_op *op, sr_req_slot *sl,
         sr_op_finish(e, op, 0);
 }
 
+void sr_store_read(const sr_store *st, const sr_engine *e, uint32_t word, uint32_t n,
+                   const uint8_t *payload, const uint8_t *own, unsigned flags, float *dst,
+                   int32_t *dst_i32)
+{
+    float scale = 1.0f / (float)(1u << e->cfg.store_frac_bits);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t now_v = sr_get_be32(payload + 4 * i);
+        uint32_t *seen = &st->pulled[word + i];
+        /* Modulo 2^32: exact whenever the true change fits an int32. */
+        uint32_t v = now_v;
+        if (flags & (SERENE_PULL_DELTA | SERENE_STEP_OTHERS))
+            v -= *seen;
+        if (own)
+            v -= sr_get_be32(own + 4 * i);
+        *seen = now_v;
+        if (dst_i32)
+            dst_i32[i] = (int32_t)v;
+        else
+            dst[i] = (float)(int32_t)v * scale;
+    }
+}
+
 static void pull_copy(const sr_store *st, const sr_engine *e, const serene_op *op,
                       const sr_hdr *h, const uint8_t *payload)
 {
     size_t k = h->offset - op->offset;
-    float scale = 1.0f / (float)(1u << e->cfg.store_frac_bits);
-    for (uint32_t i = 0; i < h->count; i++) {
-        uint32_t now_v = sr_get_be32(payload + 4 * i);
-        uint32_t *seen = &st->pulled[h->offset + i];
-        /* Modulo 2^32: exact whenever the true change fits an int32. */
-        int32_t v = (int32_t)(op->flags & SERENE_PULL_DELTA ? now_v - *seen : now_v);
-        *seen = now_v;
-        if (op->dst_i32)
-            op->dst_i32[k + i] = v;
-        else
-            op->dst[k + i] = (float)v * scale;
-    }
+    sr_store_read(st, e, h->offset, h->count, payload, NULL, op->flags,
+                  op->dst ? op->dst + k : NULL, op->dst_i32 ? op->dst_i32 + k : NULL);
 }
 
 static void store_on_message(void *self, sr_engine *e, serene_op *op, const sr_hdr *h,

@@ -59,6 +59,16 @@ const bit<8> SR_OP_PROCEED = 37;
 const bit<8> SR_OP_RELEASE = 38;
 // SSP: wait for a RELEASE with c - low <= s; fields as PROCEED
 const bit<8> SR_OP_HOLD = 39;
+// SSP step: add to a row at clock seq, read the row once the barrier allows
+const bit<8> SR_OP_STEP = 40;
+// SSP step: is my piece (row, clock seq) applied? header only
+const bit<8> SR_OP_STEP_PROBE = 41;
+// SSP step: the row; seq = the receiver's clock, aux = row's low clock
+const bit<8> SR_OP_STEP_RESP = 42;
+// SSP step: applied; the row waits for other workers; count 0
+const bit<8> SR_OP_STEP_HELD = 43;
+// SSP step: not applied, or the row is ready: resend the piece in full
+const bit<8> SR_OP_STEP_NAK = 44;
 
 /* ---- Status codes (serene_h.status) carried by SR_OP_ERROR; 0 = OK elsewhere */
 
@@ -102,6 +112,8 @@ const bit<32> SR_SYNC_ASP = 2;
 
 // set by a worker on a retransmitted packet
 const bit<8> SR_FLAG_RETRANSMIT = 0x01;
+// STEP aux: the worker's last piece of its clock
+const bit<32> SR_STEP_LAST = 0x00000001;
 
 /* ---- Slot field: serene_h splits it into shadow (bit 15) and slot (bits 14..0) */
 

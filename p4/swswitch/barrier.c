@@ -239,6 +239,12 @@ int sr_barrier_clock(sr_barrier *b, uint32_t w, uint32_t c, sr_barrier_result *r
     return 0;
 }
 
+void sr_barrier_note(sr_barrier *b, uint32_t c)
+{
+    if (serial_diff(c, b->high) > 0)
+        b->high = c;
+}
+
 int sr_barrier_set_policy(sr_barrier *b, enum sr_sync_mode mode, uint32_t s, uint32_t want_from,
                           uint32_t *effective)
 {
@@ -463,6 +469,15 @@ void sr_barrier_job_clock(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const 
         return;
     }
     if (clock_answer(p, j, src, h, &r, out) && r.advanced)
+        release(p, j, h, &r, out);
+}
+
+void sr_barrier_job_record(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, sr_pipe_out *out)
+{
+    sr_barrier_result r;
+
+    j->c.clocks++;
+    if (sr_barrier_clock(&j->bar, h->worker, h->seq, &r) == 0 && r.advanced)
         release(p, j, h, &r, out);
 }
 

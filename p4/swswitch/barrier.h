@@ -157,6 +157,11 @@ void sr_barrier_fini(sr_barrier *b);
  * untouched, nothing counted). */
 int sr_barrier_clock(sr_barrier *b, uint32_t w, uint32_t c, sr_barrier_result *r);
 
+/* A clock c about to be decided elsewhere (a step's row, step.c): high
+ * becomes max(high, c), so that no policy change can take effect at c any
+ * more. The caller checked c - low <= R. */
+void sr_barrier_note(sr_barrier *b, uint32_t c);
+
 /* Change the policy while the job runs: the new (mode, s) is in force from
  * E = max(want_from, high + 1) (serial) on; rules starting at or after E are
  * dropped. want_from is compared with high + 1 in serial arithmetic: one

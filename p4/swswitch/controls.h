@@ -7,6 +7,7 @@
  *   allreduce.c   AR_DATA and AR_PROBE on the slots allreduce.p4
  *   store.c       PUSH and PULL on the SSP store    store.p4
  *   barrier.c     CLOCK on the barrier ring         barrier.p4
+ *   step.c        STEP and STEP_PROBE on the store  step.p4
  *   upstream.c    a tree's leaf: relays, its parent upstream.p4
  *                 (a leaf's cells: allreduce.c)
  *
@@ -163,6 +164,29 @@ void sr_store_push(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr 
 void sr_store_pull(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
                    sr_pipe_out *out);
 
+/* ---- step.c --------------------------------------------------------------- */
+
+/* Allocate j's step state (after sr_store_alloc: j->rows set). Returns 0
+ * or -ENOMEM; sr_step_free is safe either way. */
+int sr_step_alloc(sr_pipe_job *j);
+void sr_step_free(sr_pipe_job *j);
+/* Bytes sr_step_alloc allocated. */
+uint64_t sr_step_bytes(const sr_pipe_job *j);
+/* Row row's step state, or every row's, back to never stepped. */
+void sr_step_clear_row(sr_pipe_job *j, uint32_t row);
+void sr_step_clear(sr_pipe_job *j);
+
+/* STEP: add the piece once per (row, worker, clock); STEP_RESP with the
+ * row to the sender and the waiting workers the row releases, STEP_HELD
+ * to a repeated piece that waits, or ERROR; the last piece of a clock
+ * records it in the barrier (RELEASE when low moves). */
+void sr_step_piece(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
+                   const uint8_t *payload, sr_pipe_out *out);
+/* STEP_PROBE: STEP_HELD (applied and waiting: marks it waiting again) or
+ * STEP_NAK, or ERROR. */
+void sr_step_probe(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
+                   sr_pipe_out *out);
+
 /* ---- barrier.c ------------------------------------------------------------ */
 
 /* Set up j's barrier from j->params (already checked). Returns 0 or
@@ -178,5 +202,10 @@ int sr_barrier_job_renew(sr_pipe_job *j);
  * low advanced, or ERROR. */
 void sr_barrier_job_clock(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
                           sr_pipe_out *out);
+
+/* A step's last piece h (checked by step.c: bound worker, clock within the
+ * ring): CLOCK(h->seq) of h->worker recorded as sr_barrier_job_clock does,
+ * but unanswered (the row is the answer); RELEASE when low moved. */
+void sr_barrier_job_record(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, sr_pipe_out *out);
 
 #endif /* SERENE_SWSWITCH_CONTROLS_H */

@@ -12,5 +12,7 @@ void sr_pipe_replica_hdr(const sr_pipe_action *a, unsigned k, uint8_t *out)
     sr_hdr h = a->hdr;
 
     h.worker = a->dests[k].worker;
+    if (a->dest_seq)
+        h.seq = a->dests[k].seq;
     sr_hdr_pack(out, &h);
 }

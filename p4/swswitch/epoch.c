@@ -5,8 +5,8 @@
  *
  * A job's epoch counts its incarnations. Each slot (both its cells: the
  * allreduce rules read a cell and its other version together) and each
- * store row (its words and its push-table entries: a PUSH or PULL stays in
- * one row) carries the epoch it was last cleared in. The dispatch touches
+ * store row (its words, its push-table entries and its step state: a PUSH,
+ * PULL or STEP stays in one row) carries the epoch it was last cleared in. The dispatch touches
  * the slot or row a request names before its control sees it
  * (ingress.c): a stale tag clears that slot or row and takes the current
  * epoch. So a new incarnation is one increment, whatever the store's or
@@ -43,6 +43,8 @@ void sr_epoch_next(sr_pipe_job *j)
         return;
     sr_allreduce_clear(j);
     sr_store_clear(j);
+    if (j->step_on)
+        sr_step_clear(j);
     memset(j->slot_epoch, 0, j->slots * sizeof *j->slot_epoch);
     if (j->row_epoch)
         memset(j->row_epoch, 0, j->rows * sizeof *j->row_epoch);
@@ -80,6 +82,7 @@ void sr_epoch_touch_row(sr_pipe_job *j, uint32_t offset)
         words = j->elems;
     memset(j->store + (size_t)row * j->elems, 0, words * sizeof *j->store);
     memset(j->push_last + (size_t)row * j->n, 0, j->n * sizeof *j->push_last);
+    sr_step_clear_row(j, row);
     j->row_epoch[row] = j->epoch;
 }
 

@@ -23,6 +23,8 @@ static int is_request(uint8_t op)
     case SR_OP_PUSH:
     case SR_OP_PULL:
     case SR_OP_CLOCK:
+    case SR_OP_STEP:
+    case SR_OP_STEP_PROBE:
         return 1;
     default:
         return 0;
@@ -62,7 +64,7 @@ void sr_pipe_process(sr_pipe *p, const sr_peer *src, const uint8_t *msg, size_t 
         return;
     }
     j->c.rx++;
-    /* A leaf relays what the root serves: LEAVE, PUSH, PULL, CLOCK. */
+    /* A leaf relays what the root serves: LEAVE, PUSH, PULL, CLOCK, STEP. */
     if (j->params.up && sr_up_request(p, j, src, &h, payload, out)) {
         sr_membership_seen(p, j, &h, src);
         return;
@@ -71,9 +73,12 @@ void sr_pipe_process(sr_pipe *p, const sr_peer *src, const uint8_t *msg, size_t 
      * job started a new incarnation since it was last touched. */
     if (h.op == SR_OP_AR_DATA || h.op == SR_OP_AR_PROBE)
         sr_epoch_touch_slot(j, h.slot);
-    else if (h.op == SR_OP_PUSH || h.op == SR_OP_PULL)
+    else if (h.op == SR_OP_PUSH || h.op == SR_OP_PULL || h.op == SR_OP_STEP ||
+             h.op == SR_OP_STEP_PROBE)
         sr_epoch_touch_row(j, h.offset);
-    if ((h.op == SR_OP_PULL || h.op == SR_OP_CLOCK) && sr_membership_unproven(p, j, &h, src)) {
+    if ((h.op == SR_OP_PULL || h.op == SR_OP_CLOCK || h.op == SR_OP_STEP ||
+         h.op == SR_OP_STEP_PROBE) &&
+        sr_membership_unproven(p, j, &h, src)) {
         sr_svc_reply_error(p, j, src, &h, SR_ST_UNPROVEN, out);
         return;
     }
@@ -84,6 +89,8 @@ void sr_pipe_process(sr_pipe *p, const sr_peer *src, const uint8_t *msg, size_t 
     case SR_OP_AR_PROBE: sr_allreduce_probe(p, j, src, &h, out); break;
     case SR_OP_PUSH: sr_store_push(p, j, src, &h, payload, out); break;
     case SR_OP_PULL: sr_store_pull(p, j, src, &h, out); break;
+    case SR_OP_STEP: sr_step_piece(p, j, src, &h, payload, out); break;
+    case SR_OP_STEP_PROBE: sr_step_probe(p, j, src, &h, out); break;
     default: sr_barrier_job_clock(p, j, src, &h, out); break;
     }
     sr_membership_seen(p, j, &h, src);

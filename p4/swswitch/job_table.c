@@ -25,6 +25,7 @@ static void job_free(sr_pipe_job *j)
         return;
     sr_allreduce_free(j);
     sr_store_free(j);
+    sr_step_free(j);
     sr_epoch_free(j);
     sr_barrier_job_free(j);
     free(j);
@@ -121,6 +122,10 @@ int sr_pipe_job_params_check(const sr_pipe_job_params *jp, const char **why)
              SR_PIPE_PUSH_TABLE_MAX)
         msg = "store rows (store words / elements per packet) times workers must be at most "
               "268435456 (2^28): use more elements per packet or a smaller store";
+    else if (((uint64_t)jp->store_words + jp->elems_per_pkt - 1) / jp->elems_per_pkt * jp->ring >
+             SR_PIPE_PUSH_TABLE_MAX)
+        msg = "store rows (store words / elements per packet) times the ring must be at most "
+              "268435456 (2^28): use more elements per packet, a smaller store or ring";
     if (why)
         *why = msg;
     return msg ? -EINVAL : 0;
@@ -148,7 +153,8 @@ int sr_pipe_job_add(sr_pipe *p, uint16_t job_id, const sr_pipe_job_params *jp)
     j->slots = jp->pool_slots;
     j->params = *jp;
     j->n_local = jp->local_n ? jp->local_n : jp->n_workers;
-    if (sr_allreduce_alloc(j) < 0 || sr_store_alloc(j) < 0 || sr_epoch_alloc(j) < 0 ||
+    if (sr_allreduce_alloc(j) < 0 || sr_store_alloc(j) < 0 ||
+        sr_step_alloc(j) < 0 || sr_epoch_alloc(j) < 0 ||
         sr_barrier_job_alloc(j) < 0) {
         job_free(j);
         return -ENOMEM;
@@ -207,7 +213,8 @@ static uint64_t job_bytes(const sr_pipe_job *j)
                         (uint64_t)j->elems * sizeof *j->values;
     uint64_t store = j->store_words ? (uint64_t)j->store_words * sizeof *j->store +
                                           (uint64_t)j->rows * j->n * sizeof *j->push_last +
-                                          (uint64_t)j->rows * sizeof *j->row_epoch
+                                          (uint64_t)j->rows * sizeof *j->row_epoch +
+                                          sr_step_bytes(j)
                                     : 0;
 
     return sizeof *j + cells * per_cell + (uint64_t)j->slots * sizeof *j->slot_epoch + store +

@@ -191,7 +191,7 @@ static void print_job_lines(const sw *s)
         sr_pipe_job_counters c;
         sr_pipe_job_info info;
         sr_pipe_sync_state st;
-        char line[1024];
+        char line[2048];
 
         if (sr_pipe_job_counters_get(s->pipe, ids[i], &c) ||
             sr_pipe_job_info_get(s->pipe, ids[i], &info) || sr_pipe_sync_get(s->pipe, ids[i], &st))

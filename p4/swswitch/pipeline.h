@@ -59,10 +59,13 @@ typedef struct sr_peer {
 typedef struct sr_pipe_dest {
     sr_peer peer;
     uint16_t worker;
+    uint32_t seq; /* the replica's seq, when its action's dest_seq is set */
 } sr_pipe_dest;
 
 typedef struct sr_pipe_action {
-    uint8_t multicast; /* 0: unicast back to the source; 1: every worker of the job */
+    uint8_t multicast; /* 0: unicast back to the source; 1: workers of the job (every
+                          one, or those a STEP_RESP goes to) */
+    uint8_t dest_seq;  /* 1: each replica's header seq is its dests[k].seq (STEP_RESP) */
     unsigned n_dests;  /* replicas: 1 for unicast, the job's workers for multicast */
     sr_pipe_dest dests[SR_WIRE_MAX_WORKERS];
     sr_hdr hdr;        /* header template: hdr.worker is replaced per replica */
@@ -124,7 +127,14 @@ typedef struct sr_pipe_out {
     X(up_results)      /* results from upstream passed down to the workers */                   \
     X(up_relayed)      /* requests relayed upstream: JOIN, LEAVE, PUSH, PULL, CLOCK */          \
     X(down_relayed)    /* answers from upstream relayed to a worker */                          \
-    X(up_dropped)      /* answers from upstream that match nothing: late, duplicate, refused */
+    X(up_dropped)      /* answers from upstream that match nothing: late, duplicate, refused */ \
+    X(steps)           /* STEP pieces applied to the store */                                    \
+    X(step_dups)       /* STEP pieces already applied: not added again */                        \
+    X(step_waits)      /* first STEP pieces whose row waits for other workers (no answer) */    \
+    X(step_answers)    /* STEP_RESP copies: rows sent to a sender or released to a waiter */   \
+    X(step_probes)     /* STEP_PROBEs from bound workers */                                      \
+    X(step_held)       /* STEP_HELD answers: the row waits, the piece is applied */             \
+    X(step_naks)       /* STEP_NAK answers: the probed piece is not applied, or ready */
 
 typedef struct sr_pipe_job_counters {
 #define SR_PIPE_X_FIELD(name) uint64_t name;
@@ -321,7 +331,8 @@ void sr_pipe_process(sr_pipe *p, const sr_peer *src, const uint8_t *msg, size_t 
                      sr_pipe_out *out);
 
 /* Pack the header of replica k (< a->n_dests) of an action into
- * out[SR_WIRE_HDR_LEN]: the template with worker = a->dests[k].worker.
+ * out[SR_WIRE_HDR_LEN]: the template with worker = a->dests[k].worker (and
+ * seq = a->dests[k].seq when a->dest_seq is set).
  * The payload (a->payload, a->payload_len bytes) follows it unchanged. */
 void sr_pipe_replica_hdr(const sr_pipe_action *a, unsigned k, uint8_t *out);
 

@@ -36,6 +36,7 @@ sr_pipe_action *sr_svc_action_new(sr_pipe_out *out)
         return NULL;
     a = &out->act[out->n++];
     a->multicast = 0;
+    a->dest_seq = 0;
     a->n_dests = 0;
     a->payload_len = 0;
     a->words = NULL;

@@ -63,6 +63,17 @@ typedef struct sr_pipe_job {
     uint32_t *store;
     uint32_t *push_last;
 
+    /* Step (step.c, which explains them): per store row, the workers that
+     * stepped it, those waiting for it, its low clock; per (row, worker)
+     * the last clock stepped; per (row, clock mod step_ring) the workers
+     * that stepped that clock. NULL when store_words is 0. */
+    uint32_t step_ring; /* the barrier's ring R */
+    uint64_t *step_on;
+    uint64_t *step_wait;
+    uint32_t *step_low;
+    uint32_t *step_last;
+    uint8_t *step_cnt;
+
     /* Incarnation tags (epoch.c): the job's epoch, and the epoch each slot
      * and each store row was last cleared in. */
     uint32_t epoch;

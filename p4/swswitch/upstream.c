@@ -11,7 +11,7 @@
  *   goes there as one contribution of member up_member, and the parent's
  *   AR_RESULT comes down (the cells' side is in allreduce.c);
  * - job `j->id` itself, of the N workers: the SSP store and barrier. The
- *   leaf relays its workers' JOIN, LEAVE, PUSH, PULL and CLOCK there
+ *   leaf relays its workers' JOIN, LEAVE, PUSH, PULL, CLOCK and STEP there
  *   unchanged, and the answers back to the worker they name. So the root
  *   binds every worker (at its leaf's address), answers every JOIN with the
  *   tree's parameters, applies each push once and holds each clock as a
@@ -104,6 +104,8 @@ int sr_up_request(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *
     case SR_OP_PUSH:
     case SR_OP_PULL:
     case SR_OP_CLOCK:
+    case SR_OP_STEP:
+    case SR_OP_STEP_PROBE:
         /* Isolation as for every request: only a bound worker at its own
          * address is heard, and the root checks again (its binding of the
          * worker is at this leaf's address). */

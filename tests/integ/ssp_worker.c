@@ -31,6 +31,21 @@
  *       within N * 2^-store_frac_bits, and (--expect-retrans) the stats
  *       show retransmissions.
  *
+ *   ssp_worker step    --clocks C --offset O --count K --staleness S [--others]
+ *                      [--compute-ms M] [--slow-rank R --slow-ms S]
+ *                      [--jitter-us J] [--seed X]
+ *       Each clock c: sleep as `clocks` does, then one serene_step_i32 of K
+ *       words at O whose update is 1 at the words k with k % N == rank and 0
+ *       elsewhere, so word k counts the clocks of rank k % N that reached
+ *       it. Checks the step's guarantee at every clock: this rank's words
+ *       hold exactly c + 1, every other word at least c - S + 1 (S = -1:
+ *       no lower bound, ASP) and at most c + S + 2 (a rank is at most
+ *       S + 1 clocks ahead; S = -1: at most C). --others reads with SERENE_STEP_OTHERS and adds its
+ *       own update and the others' to a local model, which must meet the
+ *       same bounds. Then the misuse: count 0 and partly overlapping
+ *       buffers (INVAL), beyond the capacity (RANGE), NaN (NONFINITE), none
+ *       of which sends a packet or moves the clock.
+ *
  *   ssp_worker killed  [--nonblocking]
  *       Loops push / clock / pull (blocking, or the three *_start forms in
  *       flight together, then waited for) until a call fails; the test
@@ -63,7 +78,7 @@ typedef struct opts {
     const char *mode;
     const char *out;
     int clocks, compute_ms, slow_rank, slow_ms, jitter_us;
-    int iters, count, expect_retrans, nonblocking;
+    int iters, count, expect_retrans, nonblocking, staleness, others;
     size_t offset, capacity;
     uint64_t seed;
 } opts;
@@ -493,6 +508,125 @@ static int run_killed(serene_ctx *ctx, const serene_config *cfg, const opts *o)
     return 1;
 }
 
+/* ---- step: the guarantee of one pipelined push, clock and pull ---------- */
+
+/* Misuse refused before anything is sent; the clock does not move. */
+static int step_misuse(serene_ctx *ctx, const serene_config *cfg, const opts *o, int32_t *buf)
+{
+    log_sink *sink = cfg->log_cookie;
+    const int rank = cfg->rank;
+    const size_t cap = serene_store_capacity(ctx);
+    float fw[8] = {0}, fo[8];
+    serene_stats s0, s1;
+    serene_clock_info c0, c1;
+    int failures = 0;
+    serene_get_stats(ctx, &s0);
+    serene_get_clock_info(ctx, &c0);
+    atomic_store(&sink->quiet, 1);
+    struct {
+        const char *what;
+        int rc, want;
+    } cases[] = {
+        {"count 0", serene_step_i32(ctx, 0, buf, buf, 0, 0), SERENE_ERR_INVAL},
+        {"out overlapping update + 1", serene_step_i32(ctx, 0, buf, buf + 1, 4, 0),
+         SERENE_ERR_INVAL},
+        {"DELTA with OTHERS", serene_step_i32(ctx, 0, buf, buf, 4, 3), SERENE_ERR_INVAL},
+        {"NULL out", serene_step_i32(ctx, 0, buf, NULL, 4, 0), SERENE_ERR_INVAL},
+        {"across the end", serene_step_i32(ctx, cap - 2, buf, buf, 4, 0), SERENE_ERR_RANGE},
+        {"at offset SIZE_MAX", serene_step_i32(ctx, SIZE_MAX, buf, buf, 2, 0), SERENE_ERR_RANGE},
+        {"float across the end", serene_step(ctx, cap - 4, fw, fo, 8, 0), SERENE_ERR_RANGE},
+        {"NaN", (fw[3] = NAN, serene_step(ctx, 0, fw, fo, 8, 0)), SERENE_ERR_NONFINITE},
+    };
+    atomic_store(&sink->quiet, 0);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (cases[i].rc != cases[i].want) {
+            fprintf(stderr, "rank %d: step %s returned %s, want %s\n", rank, cases[i].what,
+                    serene_err_name(cases[i].rc), serene_err_name(cases[i].want));
+            failures++;
+        }
+    }
+    serene_get_stats(ctx, &s1);
+    serene_get_clock_info(ctx, &c1);
+    if (s1.pkts_sent != s0.pkts_sent || c1.clock != c0.clock) {
+        fprintf(stderr, "rank %d: refused steps sent %llu packets, clock %u -> %u\n", rank,
+                (unsigned long long)(s1.pkts_sent - s0.pkts_sent), c0.clock, c1.clock);
+        failures++;
+    }
+    (void)o;
+    return failures;
+}
+
+static int run_step(serene_ctx *ctx, const serene_config *cfg, const opts *o)
+{
+    const int rank = cfg->rank, n = cfg->world_size;
+    const size_t k_n = (size_t)o->count;
+    int32_t *upd = calloc(k_n, sizeof *upd), *out = calloc(k_n, sizeof *out);
+    int64_t *model = calloc(k_n, sizeof *model);
+    uint64_t rng = tc_mix(o->seed * 1000003u + (uint64_t)rank), waited = 0;
+    int failures = 0, rc = 0;
+    if (!upd || !out || !model) {
+        fprintf(stderr, "rank %d: out of memory\n", rank);
+        return 1;
+    }
+    for (int c = 0; c < o->clocks && failures <= 10; c++) {
+        long us = 1000L * (rank == o->slow_rank ? o->slow_ms : o->compute_ms);
+        if (o->jitter_us > 0) {
+            rng = tc_mix(rng);
+            us += (long)(rng % (uint64_t)(o->jitter_us + 1));
+        }
+        tc_sleep_us(us);
+        for (size_t k = 0; k < k_n; k++)
+            upd[k] = (o->offset + k) % (size_t)n == (size_t)rank;
+        serene_clock_info ci;
+        uint64_t t0 = tc_now_ns();
+        rc = serene_step_i32(ctx, o->offset, upd, out, k_n, o->others ? SERENE_STEP_OTHERS : 0);
+        waited += tc_now_ns() - t0;
+        if (rc) {
+            fprintf(stderr, "rank %d: step %d: %s (%s)\n", rank, c, serene_err_name(rc),
+                    serene_strerror(rc));
+            failures++;
+            break;
+        }
+        serene_get_clock_info(ctx, &ci);
+        if (ci.clock != (uint32_t)c + 1) {
+            fprintf(stderr, "rank %d: after step %d the clock is %u\n", rank, c, ci.clock);
+            failures++;
+        }
+        /* Another rank is at most s + 1 clocks ahead of this one's row:
+         * its step of c + s + 1 needs its c + s answered, which needs this
+         * rank's step of c. */
+        long need = o->staleness < 0 ? 0 : (long)c - o->staleness + 1;
+        long most = o->staleness < 0 ? o->clocks : (long)c + o->staleness + 2;
+        size_t bad = 0;
+        for (size_t k = 0; k < k_n; k++) {
+            int64_t got = out[k];
+            if (o->others)
+                got = model[k] += (int64_t)upd[k] + out[k];
+            int own = (o->offset + k) % (size_t)n == (size_t)rank;
+            int ok = own ? got == c + 1 : got >= need && got <= most;
+            if (!ok && bad++ < 3)
+                fprintf(stderr,
+                        "rank %d: after step %d (s=%d) word %zu (rank %zu's) = %lld, want "
+                        "%ld..%ld\n",
+                        rank, c, o->staleness, o->offset + k, (o->offset + k) % (size_t)n,
+                        (long long)got, own ? (long)c + 1 : need, own ? (long)c + 1 : most);
+        }
+        failures += bad != 0;
+    }
+    if (!failures)
+        failures += step_misuse(ctx, cfg, o, upd);
+    serene_stats st;
+    serene_get_stats(ctx, &st);
+    printf("rank %d: step: %d clocks of %d words, %.1f ms in steps, probes %llu held %llu "
+           "resent %llu\n",
+           rank, o->clocks, o->count, waited / 1e6, (unsigned long long)st.probes,
+           (unsigned long long)st.held, (unsigned long long)st.retransmissions);
+    free(upd);
+    free(out);
+    free(model);
+    return failures ? 1 : 0;
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 static void usage(void)
@@ -502,6 +636,9 @@ static void usage(void)
             "                         [--slow-ms S] [--jitter-us J] [--seed X]\n"
             "       ssp_worker store --iters I --offset O --count K --capacity W [--seed X]\n"
             "                        [--expect-retrans]\n"
+            "       ssp_worker step --clocks C --offset O --count K --staleness S [--others]\n"
+            "                       [--compute-ms M] [--slow-rank R] [--slow-ms S]\n"
+            "                       [--jitter-us J] [--seed X]\n"
             "       ssp_worker killed [--nonblocking]\n");
 }
 
@@ -521,6 +658,8 @@ static int parse(int argc, char **argv, opts *o)
         {"--seed", TC_OPT_U64, &o->seed, NULL, 0, NULL},
         {"--expect-retrans", TC_OPT_FLAG, &o->expect_retrans, NULL, 0, NULL},
         {"--nonblocking", TC_OPT_FLAG, &o->nonblocking, NULL, 0, NULL},
+        {"--staleness", TC_OPT_INT, &o->staleness, NULL, 0, NULL},
+        {"--others", TC_OPT_FLAG, &o->others, NULL, 0, NULL},
         {NULL, TC_OPT_FLAG, NULL, NULL, 0, NULL},
     };
 
@@ -536,6 +675,8 @@ static int parse(int argc, char **argv, opts *o)
         return o->clocks > 0 && o->out ? 0 : -1;
     if (!strcmp(o->mode, "store"))
         return o->iters > 0 && o->count > 0 && o->capacity > 0 ? 0 : -1;
+    if (!strcmp(o->mode, "step"))
+        return o->clocks > 0 && o->count > 0 && o->staleness >= -1 ? 0 : -1;
     return strcmp(o->mode, "killed") ? -1 : 0;
 }
 
@@ -557,6 +698,7 @@ int main(int argc, char **argv)
         return 1;
     int status = !strcmp(o.mode, "clocks")  ? run_clocks(ctx, &cfg, &o)
                  : !strcmp(o.mode, "store") ? run_store(ctx, &cfg, &o)
+                 : !strcmp(o.mode, "step")  ? run_step(ctx, &cfg, &o)
                                             : run_killed(ctx, &cfg, &o);
     serene_ctx_destroy(&ctx);
     return status;

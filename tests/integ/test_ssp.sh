@@ -19,6 +19,17 @@
 #               at random clocks, for SSP(3), ASP, then BSP: every rank saw
 #               the same policy at every clock, and the changes happened in
 #               order at the clocks the switch announced.
+#   step        serene_step of 1000 words at word 100 (rows 0-4 of 256, the
+#               first and last in part), 30 clocks, rank 3 slowed, under
+#               BSP, SSP(2) (read as SERENE_STEP_OTHERS into a local model)
+#               and ASP (one job each): every rank checks at every clock
+#               that its words hold exactly its own steps and every other
+#               word every step of clocks <= c - s (ssp_worker step), and
+#               the misuse errors.
+#   step-loss   the same under BSP and SSP(3) with 10% loss, 10%
+#               duplication and 10% reordering of every packet the switch
+#               sends and receives: the same checks, and packets were
+#               resent.
 #   switch-killed  the switch is SIGKILLed ~1 s into a push/clock/pull loop
 #               (SERENE_TIMEOUT_MS=2000; ranks 0-1 blocking calls, ranks 2-3
 #               the *_start forms): all 4 ranks, run without the launcher so
@@ -31,7 +42,7 @@
 set -uo pipefail
 
 if [ $# -ne 4 ]; then
-    echo "usage: $0 barrier|store-loss|hot-swap|switch-killed SERENE_RUN SSP_WORKER SSP_CHECK" >&2
+    echo "usage: $0 barrier|store-loss|hot-swap|switch-killed|step|step-loss SERENE_RUN SSP_WORKER SSP_CHECK" >&2
     exit 2
 fi
 CASE=$1 RUN=$2 WORKER=$3 CHECK=$4
@@ -102,6 +113,40 @@ case_hot_swap() {
     [ "${PIPESTATUS[0]}" -eq 0 ] || fail "the decision logs disagree (see above)"
 }
 
+# step_jobs NAME POLICY:STALENESS[:others] ... - one job per policy on the
+# switch already started, 4 ranks of `ssp_worker step` each.
+step_jobs() {
+    local name=$1 j=0 spec pol st others
+    shift
+    for spec in "$@"; do
+        IFS=: read -r pol st others <<<"$spec"
+        local extra=()
+        [ "$others" = others ] && extra=(--others)
+        ranks "$name-$pol" 90 "$N" --job "$j" -- "$WORKER" step --clocks 30 --offset 100 \
+            --count 1000 --staleness "$st" --compute-ms 2 --slow-rank 3 --slow-ms 8 \
+            "${extra[@]+"${extra[@]}"}"
+        [ "$(grep -c 'step: 30 clocks' "$work/$name-$pol.out")" -eq "$N" ] ||
+            fail "$name under $pol: not every rank reported its 30 clocks"
+        j=$((j + 1))
+    done
+}
+
+case_step() {
+    start_switch 127.0.0.1:0 --job "0:$N,store=2048,policy=bsp" \
+        --job "1:$N,store=2048,policy=ssp:2" --job "2:$N,store=2048,policy=asp" ||
+        fail "serene-switch did not start"
+    step_jobs step bsp:0 ssp2:2:others asp:-1
+}
+
+case_step_loss() {
+    start_switch 127.0.0.1:0 --job "0:$N,store=2048,policy=bsp" \
+        --job "1:$N,store=2048,policy=ssp:3" --loss 0.1 --dup 0.1 --reorder 0.1 --seed 11 ||
+        fail "serene-switch did not start"
+    step_jobs step-loss bsp:0 ssp3:3
+    grep -q 'resent [1-9]' "$work/step-loss-bsp.out" "$work/step-loss-ssp3.out" ||
+        fail "10% loss, yet no rank resent a packet"
+}
+
 case_killed() {
     local deadline=2000 r
     local pids=()
@@ -160,6 +205,8 @@ case $CASE in
     store-loss) case_store ;;
     hot-swap) case_hot_swap ;;
     switch-killed) case_killed ;;
+    step) case_step ;;
+    step-loss) case_step_loss ;;
     *) echo "unknown case $CASE" >&2; exit 2 ;;
 esac
 stop_switch

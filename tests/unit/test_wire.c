@@ -47,7 +47,8 @@ struct named { const char *name; int value; };
 static const struct named ops[] = {
     {"JOIN", 1}, {"JOIN_ACK", 2}, {"ERROR", 3}, {"LEAVE", 4}, {"AR_DATA", 16}, {"AR_RESULT", 17},
     {"AR_PROBE", 19}, {"AR_HELD", 20}, {"AR_NAK", 21}, {"PUSH", 32}, {"PUSH_ACK", 33}, {"PULL", 34}, {"PULL_RESP", 35}, {"CLOCK", 36},
-    {"PROCEED", 37}, {"RELEASE", 38}, {"HOLD", 39}};
+    {"PROCEED", 37}, {"RELEASE", 38}, {"HOLD", 39}, {"STEP", 40}, {"STEP_PROBE", 41},
+    {"STEP_RESP", 42}, {"STEP_HELD", 43}, {"STEP_NAK", 44}};
 #define N_OPS (sizeof(ops) / sizeof(ops[0]))
 static const struct named msg_results[] = {
     {"ok", SR_PARSE_OK}, {"truncated", SR_PARSE_TRUNCATED}, {"foreign", SR_PARSE_FOREIGN},
@@ -575,7 +576,7 @@ static void test_names(void **state)
     for (size_t i = 0; i < N_OPS; i++)
         assert_string_equal(sr_op_name((unsigned)ops[i].value), ops[i].name);
     /* 257 would alias JOIN if the name lookup truncated to 8 bits. */
-    static const unsigned bad_ops[] = {0, 5, 15, 18, 31, 40, 255, 257, 0xffffffffu};
+    static const unsigned bad_ops[] = {0, 5, 15, 18, 31, 45, 255, 257, 0xffffffffu};
     for (size_t i = 0; i < sizeof(bad_ops) / sizeof(bad_ops[0]); i++)
         assert_string_equal(sr_op_name(bad_ops[i]), "op?");
 

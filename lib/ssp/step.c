@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * step.c - the worker side of the SSP step: push, clock and pull of one
+ * iteration as one pipelined operation, the module the engine runs and the
+ * public calls.
+ *
+ * The step's range is cut at the store's rows, one piece per row (as a
+ * push), each a STEP carrying this worker's clock c and its update words;
+ * the last piece also says "clock c ends here" (SR_STEP_LAST). The switch
+ * adds each piece once per (row, worker, clock) and answers it with the
+ * whole row as soon as the row holds every worker's steps of clocks
+ * <= c - s(c) (p4/swswitch/step.c): under BSP the row's last worker
+ * releases it to all, as an allreduce round; a worker the barrier holds
+ * waits in the switch, not in a second round trip. Up to the engine's
+ * window of pieces are in flight, each with its timer in the one
+ * retransmission engine.
+ * Waiting is not loss, as for allreduce: an expired piece is not resent
+ * but probed (STEP_PROBE, header only). STEP_HELD says the switch applied
+ * it and the row waits (the timer backs off); STEP_NAK says it is not
+ * there, or the row is ready and its answer was lost: the piece is resent
+ * in full, which the switch applies once and answers with the row.
+ * An answer counts only for a piece in flight, at this step's clock (the
+ * switch writes each receiver's own clock into its copy), so a late copy
+ * from an earlier clock is never taken for the current one. The step ends
+ * the clock (serene_get_clock_info's clock moves on) when every piece has
+ * its row; on a timeout the clock stays, and the same step may be
+ * repeated: the switch does not add a piece twice.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "proto/wire.h"
+#include "reliab/reliab.h"
+#include "ssp/ssp.h"
+
+/* ---- the module ------------------------------------------------------------ */
+
+static int step_init(void *self, sr_engine *e)
+{
+    sr_step *sp = self;
+    sp->clock = sr_engine_self(e, &sr_clock_class);
+    sp->store = sr_engine_self(e, &sr_store_class);
+    return sp->clock && sp->store ? 0 : SERENE_ERR_INVAL;
+}
+
+static int step_on_join(void *self, sr_engine *e)
+{
+    sr_step *sp = self;
+    sp->pieces = calloc(e->window, sizeof *sp->pieces);
+    return sp->pieces ? 0 : SERENE_ERR_NOMEM;
+}
+
+static void step_fini(void *self, sr_engine *e)
+{
+    sr_step *sp = self;
+    free(sp->pieces);
+}
+
+/* Store words [start, end) of piece j of op. */
+static void piece_range(const sr_engine *e, const serene_op *op, uint32_t j, size_t *start,
+                        size_t *end)
+{
+    size_t w = e->params.elems_per_pkt, first_row = op->offset / w;
+    *start = j == 0 ? op->offset : (first_row + j) * w;
+    size_t row_end = (first_row + j + 1) * w, op_end = op->offset + op->count;
+    *end = row_end < op_end ? row_end : op_end;
+}
+
+static void send_piece(sr_step *sp, sr_engine *e, const serene_op *op, uint32_t j, uint64_t now)
+{
+    uint32_t s = j % sp->w_eff;
+    sr_step_piece *pc = &sp->pieces[s];
+    uint8_t *msg = sr_slot_msg(e, s);
+    size_t start, end;
+    piece_range(e, op, j, &start, &end);
+    uint32_t n = (uint32_t)(end - start);
+    size_t k = start - op->offset;
+    sr_hdr h;
+    sr_hdr_base(e, &h, SR_OP_STEP);
+    h.seq = sp->clk;
+    h.offset = (uint32_t)start;
+    h.count = (uint16_t)n;
+    h.aux = j + 1 == sp->n_pieces ? SR_STEP_LAST : 0;
+    sr_hdr_pack(msg, &h);
+    sr_store_encode(e, msg + SR_WIRE_HDR_LEN, op->src ? op->src + k : NULL,
+                    op->src_i32 ? op->src_i32 + k : NULL, n);
+    pc->busy = 1;
+    pc->held = 0;
+    pc->start = h.offset;
+    pc->count = h.count;
+    sr_slot_send(e, s, h.count, now);
+}
+
+static void step_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
+{
+    sr_step *sp = self;
+    float m;
+    if (op->src && e->qk.maxabs(op->src, op->count, &m)) {
+        sr_op_finish(e, op, SERENE_ERR_NONFINITE);
+        return;
+    }
+    size_t w = e->params.elems_per_pkt;
+    sp->n_pieces = (uint32_t)((op->offset + op->count - 1) / w - op->offset / w + 1);
+    sp->w_eff = sp->n_pieces < e->window ? sp->n_pieces : e->window;
+    sp->done = 0;
+    sp->held = 0;
+    sp->clk = atomic_load_explicit(&sp->clock->sync.clock, memory_order_relaxed);
+    sr_rel_set_deadline(&e->rel, op->deadline_ns);
+    for (uint32_t j = 0; j < sp->w_eff; j++)
+        send_piece(sp, e, op, j, now);
+}
+
+/* The piece in flight an answer h is about, or NULL (late, duplicate or
+ * foreign): its clock is this step's, and its offset lies in the piece's
+ * row (a STEP_RESP carries the whole row, the others echo the piece). */
+static sr_step_piece *piece_of(sr_step *sp, const sr_engine *e, const serene_op *op,
+                               const sr_hdr *h, uint32_t *j)
+{
+    size_t w = e->params.elems_per_pkt;
+    if (h->seq != sp->clk || h->worker != e->cfg.rank)
+        return NULL;
+    *j = (uint32_t)(h->offset / w - op->offset / w);
+    if (h->offset < op->offset / w * w || *j >= sp->n_pieces)
+        return NULL;
+    sr_step_piece *pc = &sp->pieces[*j % sp->w_eff];
+    if (!pc->busy || pc->start / w != h->offset / w)
+        return NULL;
+    return pc;
+}
+
+static void step_on_message(void *self, sr_engine *e, serene_op *op, const sr_hdr *h,
+                            const uint8_t *payload, uint64_t now)
+{
+    sr_step *sp = self;
+    uint32_t j;
+    sr_step_piece *pc = piece_of(sp, e, op, h, &j);
+    if (!pc) {
+        SR_STAT_ADD(e, duplicates, 1);
+        return;
+    }
+    uint32_t s = j % sp->w_eff;
+    if (h->op == SR_OP_STEP_HELD) { /* applied; the row waits: ask again later */
+        pc->held = 1;
+        if (!sp->held)
+            SR_STAT_ADD(e, holds, 1);
+        sp->held = 1;
+        sr_rel_held(&e->rel, s);
+        SR_STAT_ADD(e, held, 1);
+        return;
+    }
+    if (h->op == SR_OP_STEP_NAK) { /* lost, or its row was: resend it whole */
+        sr_slot_resend(e, s);
+        return;
+    }
+    /* STEP_RESP: the row from h->offset; the piece's words must be in it. */
+    uint32_t skip = pc->start - h->offset;
+    if (pc->start < h->offset || h->count < skip + pc->count) {
+        SR_STAT_ADD(e, rejected, 1);
+        return;
+    }
+    size_t k = pc->start - op->offset;
+    const uint8_t *own = op->flags & SERENE_STEP_OTHERS ? sr_slot_msg(e, s) + SR_WIRE_HDR_LEN
+                                                         : NULL;
+    sr_store_read(sp->store, e, pc->start, pc->count, payload + 4u * skip, own, op->flags,
+                  op->dst ? op->dst + k : NULL, op->dst_i32 ? op->dst_i32 + k : NULL);
+    pc->busy = 0;
+    sr_rel_ack(&e->rel, s, now);
+    sp->done++;
+    if (j + sp->w_eff < sp->n_pieces)
+        send_piece(sp, e, op, j + sp->w_eff, now);
+    if (sp->done == sp->n_pieces) {
+        atomic_fetch_add(&sp->clock->sync.clock, 1);
+        sr_op_finish(e, op, 0);
+    }
+}
+
+/* A piece's timer expired: ask the switch, header only, whether it holds
+ * the piece (see the top of this file). */
+static void step_on_expire(void *self, sr_engine *e, serene_op *op, uint32_t s, uint64_t now)
+{
+    sr_step *sp = self;
+    uint8_t *p = sp->pieces[s].probe;
+    memcpy(p, sr_slot_msg(e, s), SR_WIRE_HDR_LEN);
+    p[SR_WIRE_OFF_OP] = SR_OP_STEP_PROBE;
+    sr_put_be16(p + SR_WIRE_OFF_COUNT, 0);
+    p[SR_WIRE_OFF_FLAGS] |= SR_FLAG_RETRANSMIT;
+    sr_tx_queue(e, p, SR_WIRE_HDR_LEN);
+    SR_STAT_ADD(e, probes, 1);
+}
+
+static int step_on_error(void *self, sr_engine *e, serene_op *op, const sr_hdr *h)
+{
+    const sr_step *sp = self;
+    if ((h->aux != SR_OP_STEP && h->aux != SR_OP_STEP_PROBE) || h->seq != sp->clk)
+        return 0;
+    sr_op_finish(e, op, sr_op_refused(e, h));
+    return 1;
+}
+
+static void step_on_timeout(void *self, sr_engine *e, serene_op *op, int st)
+{
+    const sr_step *sp = self;
+    SR_ERR(&e->log, "step of clock %u timed out (%s) after %d ms: %u of %u rows answered%s",
+           sp->clk, st == SR_REL_RETRY_LIMIT ? "retry limit" : "deadline", e->cfg.timeout_ms,
+           sp->done, sp->n_pieces, sp->held ? ", held by the barrier" : "");
+    sr_op_finish(e, op, SERENE_ERR_TIMEOUT);
+}
+
+const sr_op_class sr_step_class = {
+    .name = "step",
+    .answers = {SR_OP_STEP_RESP, SR_OP_STEP_HELD, SR_OP_STEP_NAK},
+    /* API thread, at creation: finds the clock and the store. */
+    .init = step_init,
+    /* Engine thread, at the join: the window's pieces. */
+    .on_join = step_on_join,
+    /* API thread, at destroy. */
+    .fini = step_fini,
+    /* Engine thread: the first window of pieces (a step of NaN/Inf fails
+     * without sending). */
+    .begin = step_begin,
+    /* Engine thread: a row, STEP_HELD or STEP_NAK for a piece. */
+    .on_message = step_on_message,
+    /* Engine thread: a piece's timer expired: probe it. */
+    .on_expire = step_on_expire,
+    /* Engine thread: the switch refused a piece (MISMATCH, RANGE, ...). */
+    .on_error = step_on_error,
+    /* Engine thread: deadline or retry limit; the clock stays. */
+    .on_timeout = step_on_timeout,
+};
+
+/* ---- public calls ------------------------------------------------------------ */
+
+/* What a step moves: update (src or src_i32) and out (dst or dst_i32). */
+typedef struct step_req {
+    size_t offset, count;
+    const float *src;
+    const int32_t *src_i32;
+    float *dst;
+    int32_t *dst_i32;
+    unsigned flags;
+} step_req;
+
+/* Do [a, a + n) and [b, b + n) overlap without being the same range? */
+static int overlap_shifted(const void *a, const void *b, size_t n)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b, len = n * 4u;
+    return x != y && x < y + len && y < x + len;
+}
+
+/* Validate and queue a step (inside sr_call_enter); *h = its handle. */
+static int step_start(sr_engine *e, const step_req *r, serene_op **h)
+{
+    const void *src = r->src ? (const void *)r->src : (const void *)r->src_i32;
+    const void *dst = r->dst ? (const void *)r->dst : (const void *)r->dst_i32;
+    if (!r->count || !src || !dst || (r->flags & ~(SERENE_PULL_DELTA | SERENE_STEP_OTHERS)) ||
+        r->flags == (SERENE_PULL_DELTA | SERENE_STEP_OTHERS) ||
+        overlap_shifted(src, dst, r->count)) {
+        SR_ERR(&e->log, "step: %s", !r->count ? "count is 0 (serene_clock ends a clock alone)"
+                                    : !src || !dst ? "update or out is NULL"
+                                    : overlap_shifted(src, dst, r->count)
+                                        ? "update and out overlap without being the same"
+                                        : "unknown or conflicting flags");
+        return SERENE_ERR_INVAL;
+    }
+    sr_step *sp = sr_engine_self(e, &sr_step_class);
+    size_t cap = atomic_load(&sp->store->words);
+    if (r->offset > cap || r->count > cap - r->offset) {
+        SR_ERR(&e->log, "step of %zu words at offset %zu is beyond the store's %zu words",
+               r->count, r->offset, cap);
+        return SERENE_ERR_RANGE;
+    }
+    serene_op *o = sr_op_alloc(e, &sr_step_class, sp);
+    if (!o)
+        return SERENE_ERR_BUSY;
+    o->offset = r->offset;
+    o->count = r->count;
+    o->src = r->src;
+    o->src_i32 = r->src_i32;
+    o->dst = r->dst;
+    o->dst_i32 = r->dst_i32;
+    o->flags = r->flags;
+    sr_op_submit(e, o);
+    *h = sr_op_handle(o);
+    return 0;
+}
+
+/* A step call: started (op_out) or waited for (op_out NULL). */
+static int step_call(serene_ctx *ctx, const step_req *r, serene_op **op_out)
+{
+    if (op_out)
+        *op_out = NULL;
+    sr_engine *e = sr_engine_live(ctx);
+    serene_op *h = NULL;
+    int rc = e ? sr_call_enter(e) : SERENE_ERR_INVAL;
+    if (rc)
+        return rc;
+    rc = step_start(e, r, &h);
+    return sr_call_end(e, rc, h, op_out);
+}
+
+SERENE_API int serene_step(serene_ctx *ctx, size_t offset, const float *update, float *out,
+                           size_t count, unsigned flags)
+{
+    step_req r = {.offset = offset, .count = count, .src = update, .dst = out, .flags = flags};
+    return step_call(ctx, &r, NULL);
+}
+
+SERENE_API int serene_step_i32(serene_ctx *ctx, size_t offset, const int32_t *update,
+                               int32_t *out, size_t count, unsigned flags)
+{
+    step_req r = {.offset = offset, .count = count, .src_i32 = update, .dst_i32 = out,
+                  .flags = flags};
+    return step_call(ctx, &r, NULL);
+}
+
+SERENE_API int serene_step_start(serene_ctx *ctx, size_t offset, const float *update,
+                                 float *out, size_t count, unsigned flags, serene_op **op_out)
+{
+    step_req r = {.offset = offset, .count = count, .src = update, .dst = out, .flags = flags};
+    return op_out ? step_call(ctx, &r, op_out) : SERENE_ERR_INVAL;
+}
