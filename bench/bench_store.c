@@ -10,7 +10,15 @@
  *   push/large  serene_push_i32 of --large words (default 16384, 64 rows);
  *   pull/small, pull/large  serene_pull_i32 of the same ranges, absolute;
  *   clock/bsp   serene_clock under BSP (each call waits for every rank: a
- *               barrier round trip through the switch).
+ *               barrier round trip through the switch);
+ *   allreduce/float  serene_allreduce (SUM) of --step W floats (default 79510,
+ *               the demo's MLP; 0 skips this pair), the synchronous
+ *               baseline a data-parallel user would run;
+ *   step/bsp    serene_step of the same W floats under BSP (store words
+ *               from --large on): push, clock and
+ *               pull of one iteration as one pipelined op; its extra
+ *               column gives its time over the allreduce's just before
+ *               (vs_allreduce, the ratio of the medians).
  * Rates: calls per second and store words per second (extra column); GB/s
  * counts the words' 4 bytes.
  *
@@ -32,8 +40,10 @@
 typedef struct st_ctx {
     serene_ctx *ctx;
     int world;
-    size_t small, large;
+    size_t small, large, step;
     int32_t *vals, *out;
+    float *fin, *fout;      /* the step and allreduce cases' floats */
+    uint64_t steps;         /* step calls made by this rank */
     size_t count;           /* words of the current case */
     uint64_t pushes_small;  /* push calls made by this rank on [0, small) */
     uint64_t pushes_large;  /* on [0, large) */
@@ -67,6 +77,62 @@ static void run_clock(void *a)
     st_ctx *c = a;
     note_rc(c, serene_clock(c->ctx));
     c->clocks++;
+}
+
+/* Each step adds STEP_UNIT per rank to every word: exact in the store's
+ * default fixed point (16 fractional bits). */
+#define STEP_UNIT (1.0f / 4096.0f)
+
+static int failed_rc(const st_ctx *c, char *why, size_t wl);
+
+static void run_step(void *a)
+{
+    st_ctx *c = a;
+    note_rc(c, serene_step(c->ctx, c->large, c->fin, c->fout, c->step, 0));
+    c->steps++;
+    c->calls++;
+}
+
+static void run_allreduce(void *a)
+{
+    st_ctx *c = a;
+    note_rc(c, serene_allreduce(c->ctx, c->fin, c->fout, c->step, SERENE_SUM));
+    c->calls++;
+}
+
+/* Words [large, large + step) hold only steps: N units per step of every
+ * rank, and under BSP a rank's last step holds every rank's steps up to
+ * it, plus at most one more of each other rank's (where its answer came
+ * after they went on). */
+static int verify_step(void *a, char *why, size_t wl)
+{
+    st_ctx *c = a;
+    if (failed_rc(c, why, wl))
+        return 1;
+    double lo = (double)c->world * (double)c->steps, hi = lo + c->world - 1;
+    for (size_t i = 0; i < c->step; i++) {
+        double units = c->fout[i] / STEP_UNIT;
+        if (units < lo || units > hi) {
+            snprintf(why, wl, "word %zu holds %.1f steps' units, want %.0f..%.0f", c->large + i,
+                     units, lo, hi);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int verify_allreduce(void *a, char *why, size_t wl)
+{
+    st_ctx *c = a;
+    if (failed_rc(c, why, wl))
+        return 1;
+    for (size_t i = 0; i < c->step; i++)
+        if (c->fout[i] != STEP_UNIT * (float)c->world) {
+            snprintf(why, wl, "element %zu is %g, want %g", i, c->fout[i],
+                     STEP_UNIT * (float)c->world);
+            return 1;
+        }
+    return 0;
 }
 
 /* Word i of the store, as every push so far made it (modulo 2^32). */
@@ -138,10 +204,11 @@ static int verify_clock(void *a, char *why, size_t wl)
 int main(int argc, char **argv)
 {
     sr_bench b;
-    size_t small = 256, large = 16384;
+    size_t small = 256, large = 16384, step = 79510;
     const sr_bench_opt opts[] = {
         {"--small", "words of the small push/pull", &small},
         {"--large", "words of the large push/pull", &large},
+        {"--step", "floats of the step and allreduce pair (0: skip it)", &step},
     };
     sr_bench_init(&b, "bench_store", 0);
     b.reps = 5;
@@ -153,8 +220,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_store: --iters must be fixed (>= 1): all ranks make the same calls\n");
         return 2;
     }
-    if (small == 0 || large < small || large > ((size_t)1 << 26)) {
-        fprintf(stderr, "bench_store: need 1 <= --small <= --large <= 64Mi\n");
+    if (small == 0 || large < small || large > ((size_t)1 << 26) || step > ((size_t)1 << 26)) {
+        fprintf(stderr, "bench_store: need 1 <= --small <= --large <= 64Mi, --step <= 64Mi\n");
         return 2;
     }
     serene_config cfg;
@@ -168,23 +235,29 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_store: rank %d: serene_ctx_create: %s\n", cfg.rank, serene_err_name(rc));
         return 1;
     }
-    if (serene_store_capacity(ctx) < large) {
-        fprintf(stderr, "bench_store: the job's store holds %zu words, --large needs %zu\n",
-                serene_store_capacity(ctx), large);
+    if (serene_store_capacity(ctx) < large + step) {
+        fprintf(stderr,
+                "bench_store: the job's store holds %zu words, --large and --step need %zu "
+                "(serene-run --store W)\n",
+                serene_store_capacity(ctx), large + step);
         serene_ctx_destroy(&ctx);
         return 2;
     }
     serene_config eff;
     serene_ctx_config(ctx, &eff);
-    st_ctx c = {.ctx = ctx, .world = cfg.world_size, .small = small, .large = large};
+    st_ctx c = {.ctx = ctx, .world = cfg.world_size, .small = small, .large = large, .step = step};
     c.vals = malloc(4 * large);
     c.out = malloc(4 * large);
-    if (!c.vals || !c.out) {
+    c.fin = malloc(4 * (step ? step : 1));
+    c.fout = malloc(4 * (step ? step : 1));
+    if (!c.vals || !c.out || !c.fin || !c.fout) {
         fprintf(stderr, "bench_store: out of memory\n");
         return 1;
     }
     for (size_t i = 0; i < large; i++)
         c.vals[i] = (int32_t)(i + 1);
+    for (size_t i = 0; i < step; i++)
+        c.fin[i] = STEP_UNIT;
     b.size_bytes = 4 * large;
 
     char config[256];
@@ -202,11 +275,17 @@ int main(int argc, char **argv)
         {"push", "small", 0, run_push, verify_push}, {"push", "large", 1, run_push, verify_push},
         {"pull", "small", 0, run_pull, verify_pull}, {"pull", "large", 1, run_pull, verify_pull},
         {"clock", "bsp", 0, run_clock, verify_clock},
+        {"allreduce", "float", 0, run_allreduce, verify_allreduce},
+        {"step", "bsp", 0, run_step, verify_step},
     };
     int failed = 0;
+    double ar_median = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0] && !c.rc; i++) {
+        int pair = cases[i].run == run_step || cases[i].run == run_allreduce;
+        if (pair && !step)
+            continue;
         /* no --filter here: every rank must make the same calls */
-        c.count = cases[i].large ? large : small;
+        c.count = pair ? step : cases[i].large ? large : small;
         c.calls = 0;
         memset(c.out, 0, 4 * large);
         sr_bench_case bc = {cases[i].name, cases[i].variant, cases[i].run == run_clock ? 0 : 4 * c.count,
@@ -214,7 +293,12 @@ int main(int argc, char **argv)
         sr_bench_result r;
         if (sr_bench_run(&b, &bc, &r))
             failed = 1;
-        if (cases[i].run == run_clock)
+        if (cases[i].run == run_allreduce)
+            ar_median = r.median_s;
+        if (pair)
+            snprintf(r.extra, sizeof r.extra, "workers=%d words=%zu us_per_call=%.1f vs_allreduce=%.3f",
+                     cfg.world_size, step, r.median_s * 1e6, r.median_s / ar_median);
+        else if (cases[i].run == run_clock)
             snprintf(r.extra, sizeof r.extra, "workers=%d calls_per_s=%.0f us_per_call=%.1f", cfg.world_size,
                      1.0 / r.median_s, r.median_s * 1e6);
         else
@@ -225,6 +309,8 @@ int main(int argc, char **argv)
     serene_ctx_destroy(&ctx);
     free(c.vals);
     free(c.out);
+    free(c.fin);
+    free(c.fout);
     int end = sr_bench_end(&b);
     return end ? end : failed;
 }

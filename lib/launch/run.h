@@ -17,6 +17,9 @@
 #include "proto/wire.h"
 #include "serene/serene.h"
 
+/* Largest --store: the switch's own limit (2^28 words, SR_PIPE_STORE_MAX). */
+#define SR_RUN_STORE_MAX (1L << 28)
+
 /* Slot 0 of launch.procs is the switch; rank r is procs[1 + r]. */
 #define SWITCH_SLOT 0
 #define MAX_PROCS (1 + (int)SR_WIRE_MAX_WORKERS)
@@ -51,6 +54,7 @@ struct opts {
     int n_switch_args;
     int elems; /* 0: the switch's default */
     int slots; /* 0: the switch's default */
+    long store; /* words of the job's store; -1: the switch's default */
     int64_t timeout_ms; /* 0: none */
     int prefix;
     char **prog; /* PROGRAM [ARGS...], NULL-terminated */

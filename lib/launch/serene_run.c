@@ -72,7 +72,7 @@
 
 static const char usage_line[] =
     "usage: serene-run -n N [--job ID] [--switch HOST:PORT] [--switch-arg ARG]...\n"
-    "                  [--elems E] [--slots S] [--timeout SEC] [--no-prefix]\n"
+    "                  [--elems E] [--slots S] [--store W] [--timeout SEC] [--no-prefix]\n"
     "                  [--] PROGRAM [ARGS...]\n";
 
 static const char help_text[] =
@@ -84,6 +84,7 @@ static const char help_text[] =
     "                      else the build tree, else PATH)\n"
     "  --switch-arg ARG    extra argument for that switch (repeatable)\n"
     "  --elems E, --slots S  elements per packet, slot pool of its job\n"
+    "  --store W           words of its job's SSP store (default 1048576)\n"
     "  --timeout SEC       stop everything after SEC seconds (0: never; default)\n"
     "  --no-prefix         relay rank output without the \"[rank] \" prefix\n"
     "Ranks get SERENE_RANK, SERENE_LOCAL_RANK, SERENE_WORLD_SIZE, SERENE_JOB,\n"
@@ -173,6 +174,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         {"switch-arg", required_argument, NULL, 'a'},
         {"elems", required_argument, NULL, 'e'},
         {"slots", required_argument, NULL, 'S'},
+        {"store", required_argument, NULL, 'W'},
         {"timeout", required_argument, NULL, 't'},
         {"no-prefix", no_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
@@ -180,6 +182,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
     };
     memset(o, 0, sizeof *o);
     o->prefix = 1;
+    o->store = -1;
     /* argc bounds the --switch-arg count; freed by process exit. */
     o->switch_args = calloc((size_t)argc, sizeof *o->switch_args);
     if (!o->switch_args)
@@ -195,6 +198,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         case 'j': o->job = (int)opt_long("--job", optarg, 0, 65535); break;
         case 'e': o->elems = (int)opt_long("--elems", optarg, 1, SR_WIRE_MAX_ELEMS); break;
         case 'S': o->slots = (int)opt_long("--slots", optarg, 1, SR_WIRE_MAX_SLOTS); break;
+        case 'W': o->store = opt_long("--store", optarg, 0, SR_RUN_STORE_MAX); break;
         case 'a': o->switch_args[o->n_switch_args++] = optarg; break;
         case 'P': o->prefix = 0; break;
         case 's':
@@ -226,8 +230,8 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         usage_error("-n N is required");
     if (optind >= argc)
         usage_error("missing PROGRAM");
-    if (o->switch_addr && (o->n_switch_args || o->elems || o->slots))
-        usage_error("--switch-arg, --elems and --slots configure the embedded switch; "
+    if (o->switch_addr && (o->n_switch_args || o->elems || o->slots || o->store >= 0))
+        usage_error("--switch-arg, --elems, --slots and --store configure the embedded switch; "
                     "they cannot be used with --switch");
     o->prog = argv + optind;
 }
@@ -338,6 +342,8 @@ static int start_switch(struct launch *L)
                       L->o.elems ? L->o.elems : (int)SR_WIRE_DEF_ELEMS);
     if (L->o.slots)
         k += snprintf(job + k, sizeof job - (size_t)k, ":%d", L->o.slots);
+    if (L->o.store >= 0)
+        k += snprintf(job + k, sizeof job - (size_t)k, ",store=%ld", L->o.store);
     /* The switch reads the token from its environment (fresh_token), not
      * from argv, which every local user can read. */
     snprintf(job + k, sizeof job - (size_t)k, ",token=env:SERENE_JOB_TOKEN");

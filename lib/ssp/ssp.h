@@ -42,7 +42,8 @@ typedef struct sr_store {
     uint32_t push_seq; /* last push number used; the switch dedups on it */
     uint32_t pull_seq; /* last pull request number */
     uint32_t req_base, n_req, req_done; /* requests of the current push/pull */
-    uint32_t *pulled;  /* per store word: value at this worker's last pull */
+    uint8_t *pulled;   /* per store word: its 4 wire bytes (big-endian) at this
+                          worker's last read, so that keeping it is a copy */
     sr_req_slot *slots; /* the engine's window of slots */
 } sr_store;
 

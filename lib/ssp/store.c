@@ -43,7 +43,7 @@ static int store_on_join(void *self, sr_engine *e)
     if (!st->slots)
         return SERENE_ERR_NOMEM;
     if (words) {
-        st->pulled = calloc(words, sizeof *st->pulled);
+        st->pulled = calloc(words, 4);
         if (!st->pulled)
             return SERENE_ERR_NOMEM;
     }
@@ -169,26 +169,45 @@ static void req_done(sr_store *st, sr_engine *e, serene_op *op, sr_req_slot *sl,
         sr_op_finish(e, op, 0);
 }
 
+/* A big-endian word as one load and a byte swap, which vectorizes (the
+ * byte-wise sr_get_be32 does not). */
+static inline uint32_t be32_load(const uint8_t *p)
+{
+    uint32_t x;
+    memcpy(&x, p, 4);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return x;
+#else
+    return __builtin_bswap32(x);
+#endif
+}
+
 void sr_store_read(const sr_store *st, const sr_engine *e, uint32_t word, uint32_t n,
                    const uint8_t *payload, const uint8_t *own, unsigned flags, float *dst,
                    int32_t *dst_i32)
 {
-    float scale = 1.0f / (float)(1u << e->cfg.store_frac_bits);
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t now_v = sr_get_be32(payload + 4 * i);
-        uint32_t *seen = &st->pulled[word + i];
-        /* Modulo 2^32: exact whenever the true change fits an int32. */
-        uint32_t v = now_v;
-        if (flags & (SERENE_PULL_DELTA | SERENE_STEP_OTHERS))
-            v -= *seen;
-        if (own)
-            v -= sr_get_be32(own + 4 * i);
-        *seen = now_v;
+    const float scale = 1.0f / (float)(1u << e->cfg.store_frac_bits);
+    uint8_t *seen = st->pulled + 4u * (size_t)word;
+    if (!own && !(flags & (SERENE_PULL_DELTA | SERENE_STEP_OTHERS))) {
+        /* Absolute: the SIMD decode, and the view is the bytes as read. */
+        if (dst)
+            e->qk.decode(dst, payload, n, scale);
+        else
+            for (size_t i = 0; i < n; i++)
+                dst_i32[i] = (int32_t)be32_load(payload + 4 * i);
+        memcpy(seen, payload, 4u * (size_t)n);
+        return;
+    }
+    /* Modulo 2^32: exact whenever the true change fits an int32. */
+    for (size_t i = 0; i < n; i++) {
+        uint32_t now_v = be32_load(payload + 4 * i);
+        uint32_t v = now_v - be32_load(seen + 4 * i) - (own ? be32_load(own + 4 * i) : 0u);
         if (dst_i32)
             dst_i32[i] = (int32_t)v;
         else
             dst[i] = (float)(int32_t)v * scale;
     }
+    memcpy(seen, payload, 4u * (size_t)n);
 }
 
 static void pull_copy(const sr_store *st, const sr_engine *e, const serene_op *op,

@@ -143,4 +143,12 @@ void sr_svc_count_tx(sr_pipe *p, sr_pipe_job *j, const sr_pipe_action *a);
 void sr_svc_reply_error(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *req,
                         unsigned status, sr_pipe_out *out);
 
+/* The payload is big-endian int32 words and the state holds host words:
+ * v[i] = word i of src (SR_BE32_SET) or v[i] += it (SR_BE32_ADD), i < n;
+ * and dst (4 * n bytes) = the big-endian words of v[0 .. n). AVX2 where
+ * the CPU has it; exact either way. */
+enum { SR_BE32_SET, SR_BE32_ADD };
+void sr_svc_be32_in(uint32_t *v, const uint8_t *src, unsigned n, int op);
+void sr_svc_be32_out(uint8_t *dst, const uint32_t *v, unsigned n);
+
 #endif /* SERENE_SWSWITCH_SERVICES_H */

@@ -160,9 +160,12 @@ static void answer_row(sr_pipe *p, sr_pipe_job *j, uint32_t r, uint64_t to, sr_p
         a->dests[a->n_dests].seq = j->step_last[(size_t)r * j->n + w];
         a->n_dests++;
     }
-    for (uint32_t i = 0; i < words; i++)
-        sr_put_be32(a->payload + 4u * i, j->store[first + i]);
     a->payload_len = 4u * (size_t)words;
+    /* With lazy payloads the I/O converts the row straight into its frames. */
+    if (p->lazy_payload)
+        a->words = j->store + first;
+    else
+        sr_svc_be32_out(a->payload, j->store + first, words);
     sr_svc_count_tx(p, j, a);
     j->c.step_answers += a->n_dests;
 }
@@ -243,13 +246,11 @@ static enum piece_state piece_state(const sr_pipe_job *j, uint32_t r, uint16_t w
 static int apply(sr_pipe_job *j, uint32_t r, uint16_t w, uint32_t c, const sr_hdr *h,
                  const uint8_t *payload)
 {
-    uint32_t *v = j->store + h->offset;
     uint8_t *cnt = j->step_cnt + (size_t)r * j->step_ring;
     uint32_t mask = j->step_ring - 1;
 
     /* uint32_t: the int32 sums wrap modulo 2^32, as in the switch ALU. */
-    for (unsigned i = 0; i < h->count; i++)
-        v[i] += sr_get_be32(payload + 4u * i);
+    sr_svc_be32_in(j->store + h->offset, payload, h->count, SR_BE32_ADD);
     if (!j->step_on[r])
         j->step_low[r] = c - 1; /* the row's first step: nothing below c */
     j->step_on[r] |= UINT64_C(1) << w;
