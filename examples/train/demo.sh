@@ -297,26 +297,32 @@ awk -F, '
       if ($6 < 0) miss[k]++; else tt[k] = tt[k] " " $6
       if (!(k in lo) || $3 < lo[k]) lo[k] = $3; if ($3 > hi[k]) hi[k] = $3 }
     END {
-        printf "%-10s %8s %13s %8s %8s %8s %8s %8s %10s\n", "policy", "JCT (s)", "(min-max)", "vs BSP",
-               "wait (s)", "vs BSP", "test acc", "vs BSP", "to " target " (s)"
+        printf "%-10s %8s %13s %8s %8s %8s %8s %8s %8s %8s %10s\n", "policy", "JCT (s)", "(min-max)",
+               "vs BSP", "vs AR", "wait (s)", "vs BSP", "test acc", "vs BSP", "vs AR",
+               "to " target " (s)"
         for (i = 1; i <= np; i++) {
             k = order[i]; J[k] = median(jct[k]); W[k] = median(w[k]); A[k] = median(acc[k])
         }
-        bj = J["bsp"]; bw = W["bsp"]; ba = A["bsp"]
+        # Against BSP through the store, and against the synchronous
+        # allreduce a data-parallel user would run instead ("AR").
+        bj = J["bsp"]; bw = W["bsp"]; ba = A["bsp"]; rj = J["allreduce"]; ra = A["allreduce"]
         for (i = 1; i <= np; i++) {
             k = order[i]
             cj = bj ? sprintf("%+.1f%%", 100 * (J[k] - bj) / bj) : "-"
+            rcj = rj ? sprintf("%+.1f%%", 100 * (J[k] - rj) / rj) : "-"
             cw = bw ? sprintf("%+.1f%%", 100 * (W[k] - bw) / bw) : "-"
             ca = ba ? sprintf("%+.2fpt", 100 * (A[k] - ba)) : "-"
+            rca = ra ? sprintf("%+.2fpt", 100 * (A[k] - ra)) : "-"
             t = miss[k] ? sprintf("%d missed", miss[k]) : sprintf("%.2f", median(tt[k]))
-            printf "%-10s %8.2f %13s %8s %8.2f %8s %8.4f %8s %10s\n", k, J[k],
-                   (n[k] > 1 ? sprintf("(%.2f-%.2f)", lo[k], hi[k]) : ""), cj, W[k], cw, A[k], ca, t
+            printf "%-10s %8.2f %13s %8s %8s %8.2f %8s %8.4f %8s %8s %10s\n", k, J[k],
+                   (n[k] > 1 ? sprintf("(%.2f-%.2f)", lo[k], hi[k]) : ""), cj, rcj, W[k], cw, A[k],
+                   ca, rca, t
         }
     }' target="$target" "$summary" | tee "$out/table.txt"
 nseeds=${#seed_list[@]}
 echo "($workers workers, $iters iterations, batch $batch, lr $lr, split $split, stragglers $straggler${strag_ranks:+ on ranks $strag_ranks},"
 echo " T = $mean_ms ms ($t_ref);"
-echo " medians over $nseeds seed(s): $seeds; per run: $summary)"
+echo " medians over $nseeds seed(s): $seeds; load average $(cut -d' ' -f1-3 /proc/loadavg); per run: $summary)"
 
 # ---- the plots -------------------------------------------------------
 if [ "$plots" = 1 ]; then

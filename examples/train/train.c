@@ -9,22 +9,20 @@
  *   store      the model lives in the switch's SSP store (fixed point,
  *              --frac-bits). Each iteration: gradient of a minibatch of
  *              this rank's shard at the local (possibly stale) weights;
- *              the injected straggler delay; serene_push(-lr * grad);
- *              serene_clock (the barrier of the job's policy: BSP, SSP(s),
- *              ASP); serene_pull of the whole model. The policy is the
- *              switch's, not this program's.
+ *              the injected straggler delay; serene_step: push -lr * grad,
+ *              end the clock under the barrier of the job's policy (BSP,
+ *              SSP(s), ASP) and read the whole model back, as one
+ *              pipelined operation. The policy is the switch's, not this
+ *              program's.
  *   allreduce  synchronous data parallelism for comparison: serene_allreduce
  *              (SUM) of the gradients every iteration, then w -= lr * sum,
  *              the same update as the store under BSP.
  *
  * Timing and waiting (documented in examples/train/README.md):
  *   time of an iteration = wall time from the start of its gradient to the
- *   end of its pull (store) or allreduce;
- *   wait (store) = the wall time of serene_clock when the switch held that
- *   call (stats.holds advanced), else 0: an answered clock costs one round
- *   trip, which is not waiting;
- *   wait (allreduce) = its allreduce time minus the fastest allreduce this
- *   rank saw in the run (the bare transfer time).
+ *   end of its step (store) or allreduce;
+ *   wait = its step or allreduce time minus the fastest one this rank saw
+ *   in the run (the bare transfer time).
  *
  * Accuracy is measured after the run on snapshots of the local weights
  * taken every --eval-every iterations, so that evaluation never slows the
@@ -315,29 +313,19 @@ static int iterate(run *r, long it, uint64_t *batch_rng, size_t *pos, double *ar
     }
     double t2 = mono_s();
     if (o->store_mode) {
-        serene_stats before, after;
         for (size_t k = 0; k < r->m.n_params; k++)
             r->g[k] *= (float)-o->lr;
-        if ((rc = serene_push(r->ctx, 0, r->g, r->m.n_params)))
-            return fail_call(r->rank, "serene_push", it, rc);
-        serene_get_stats(r->ctx, &before);
-        double tc = mono_s();
-        if ((rc = serene_clock(r->ctx)))
-            return fail_call(r->rank, "serene_clock", it, rc);
-        double dc = mono_s() - tc;
-        serene_get_stats(r->ctx, &after);
-        rw->wait = after.holds > before.holds ? dc : 0.0;
-        if ((rc = serene_pull(r->ctx, 0, r->w, r->m.n_params, 0)))
-            return fail_call(r->rank, "serene_pull", it, rc);
+        if ((rc = serene_step(r->ctx, 0, r->g, r->w, r->m.n_params, 0)))
+            return fail_call(r->rank, "serene_step", it, rc);
     } else {
         if ((rc = serene_allreduce(r->ctx, r->g, r->g, r->m.n_params, SERENE_SUM)))
             return fail_call(r->rank, "serene_allreduce", it, rc);
         for (size_t k = 0; k < r->m.n_params; k++)
             r->w[k] -= (float)o->lr * r->g[k];
-        rw->wait = mono_s() - t2; /* the fastest is subtracted at the end */
-        if (rw->wait < *ar_min)
-            *ar_min = rw->wait;
     }
+    rw->wait = mono_s() - t2; /* the fastest is subtracted at the end */
+    if (rw->wait < *ar_min)
+        *ar_min = rw->wait;
     double t3 = mono_s();
     rw->comm = t3 - t2;
     rw->t = t3 - r->t_start;
@@ -542,8 +530,7 @@ static int train(run *r)
     }
     double cum_wait = 0.0;
     for (long it = 0; it < o->iters; it++) {
-        if (!o->store_mode)
-            r->rows[it].wait -= ar_min;
+        r->rows[it].wait -= ar_min;
         cum_wait += r->rows[it].wait;
     }
     /* The final model: every rank's last push is in the store once all
