@@ -157,9 +157,10 @@ _Static_assert(SR_WIRE_COUNT_POISON > SR_WIRE_MAX_ELEMS, "the poison mark is no 
      * payload to the store (as PUSH, applied once per row, worker and clock),                    \
      * and read the whole row back once the barrier lets it (STEP_RESP).                          \
      * seq = the worker's clock c, offset = store word, count + payload =                         \
-     * update words within one row; aux = SR_STEP_LAST on the worker's last                       \
-     * piece of the clock (the switch records CLOCK(c) in the job's barrier                       \
-     * then), else 0. A worker steps a row at consecutive clocks. */                              \
+     * update words within one row; aux = the pieces (rows) of the worker's                       \
+     * step: once the switch has applied that many of them at clock c, it                         \
+     * records CLOCK(c) in the job's barrier. A worker steps a row at                             \
+     * consecutive clocks. */                                                                     \
     X(STEP, 40, "SSP step: add to a row at clock seq, read the row once the barrier allows")     \
     /* Sent instead of a STEP whose timer expired: its header, op                                 \
      * STEP_PROBE, count 0. Changes no state but the row's wait bit: the                          \
@@ -168,9 +169,10 @@ _Static_assert(SR_WIRE_COUNT_POISON > SR_WIRE_MAX_ELEMS, "the poison mark is no 
      * STEP_NAK (not applied, or ready: the worker resends in full). */                           \
     X(STEP_PROBE, 41, "SSP step: is my piece (row, clock seq) applied? header only")              \
     /* The row's words [offset, offset + count), to each worker the row                           \
-     * releases, seq = that worker's clock; aux = the row's low clock: every                      \
-     * worker's steps of clocks <= aux are in it. */                                              \
-    X(STEP_RESP, 42, "SSP step: the row; seq = the receiver's clock, aux = row's low clock")     \
+     * releases, each copy with that worker's clock (seq) and the policy in                       \
+     * force at it (exp = mode, slot = s as applied); aux = the row's low                         \
+     * clock: every worker's steps of clocks <= aux are in it. */                                 \
+    X(STEP_RESP, 42, "SSP step: the row; seq = receiver's clock, exp/slot = its mode/s")          \
     /* The request's header echoed, count 0, aux = the row's low clock. */                        \
     X(STEP_HELD, 43, "SSP step: applied; the row waits for other workers; count 0")               \
     X(STEP_NAK, 44, "SSP step: not applied, or the row is ready: resend the piece in full")
@@ -178,9 +180,6 @@ _Static_assert(SR_WIRE_COUNT_POISON > SR_WIRE_MAX_ELEMS, "the poison mark is no 
 #define SR_WIRE_ENUM_OP(name, value, doc) SR_OP_##name = value,
 enum sr_wire_op { SR_WIRE_OPS(SR_WIRE_ENUM_OP) };
 #undef SR_WIRE_ENUM_OP
-
-/* STEP's aux: the worker's last piece of its clock. */
-#define SR_STEP_LAST 0x1u
 
 /* Flags. Informational only: the switch's semantics never depend on them. */
 #define SR_FLAG_RETRANSMIT 0x01u /* set by a worker on a retransmitted packet */

@@ -6,8 +6,9 @@
  *
  * The step's range is cut at the store's rows, one piece per row (as a
  * push), each a STEP carrying this worker's clock c and its update words;
- * the last piece also says "clock c ends here" (SR_STEP_LAST). The switch
- * adds each piece once per (row, worker, clock) and answers it with the
+ * each also says how many pieces the step has, so that the switch records
+ * the clock in the barrier once it applied them all. The switch adds each
+ * piece once per (row, worker, clock) and answers it with the
  * whole row as soon as the row holds every worker's steps of clocks
  * <= c - s(c) (p4/swswitch/step.c): under BSP the row's last worker
  * releases it to all, as an allreduce round; a worker the barrier holds
@@ -81,7 +82,7 @@ static void send_piece(sr_step *sp, sr_engine *e, const serene_op *op, uint32_t 
     h.seq = sp->clk;
     h.offset = (uint32_t)start;
     h.count = (uint16_t)n;
-    h.aux = j + 1 == sp->n_pieces ? SR_STEP_LAST : 0;
+    h.aux = sp->n_pieces; /* the switch records the clock once it applied them all */
     sr_hdr_pack(msg, &h);
     sr_store_encode(e, msg + SR_WIRE_HDR_LEN, op->src ? op->src + k : NULL,
                     op->src_i32 ? op->src_i32 + k : NULL, n);
@@ -159,6 +160,9 @@ static void step_on_message(void *self, sr_engine *e, serene_op *op, const sr_hd
         SR_STAT_ADD(e, rejected, 1);
         return;
     }
+    /* The policy in force at this clock, for serene_get_clock_info. */
+    atomic_store(&sp->clock->sync.mode, (uint32_t)(uint8_t)h->exp);
+    atomic_store(&sp->clock->sync.staleness, h->slot);
     size_t k = pc->start - op->offset;
     const uint8_t *own = op->flags & SERENE_STEP_OTHERS ? sr_slot_msg(e, s) + SR_WIRE_HDR_LEN
                                                          : NULL;

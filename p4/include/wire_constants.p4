@@ -112,8 +112,6 @@ const bit<32> SR_SYNC_ASP = 2;
 
 // set by a worker on a retransmitted packet
 const bit<8> SR_FLAG_RETRANSMIT = 0x01;
-// STEP aux: the worker's last piece of its clock
-const bit<32> SR_STEP_LAST = 0x00000001;
 
 /* ---- Slot field: serene_h splits it into shadow (bit 15) and slot (bits 14..0) */
 

@@ -178,8 +178,8 @@ void sr_step_clear(sr_pipe_job *j);
 
 /* STEP: add the piece once per (row, worker, clock); STEP_RESP with the
  * row to the sender and the waiting workers the row releases, STEP_HELD
- * to a repeated piece that waits, or ERROR; the last piece of a clock
- * records it in the barrier (RELEASE when low moves). */
+ * to a repeated piece that waits, or ERROR; the piece that completes a
+ * worker's step records its clock in the barrier (RELEASE when low moves). */
 void sr_step_piece(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
                    const uint8_t *payload, sr_pipe_out *out);
 /* STEP_PROBE: STEP_HELD (applied and waiting: marks it waiting again) or
@@ -203,9 +203,10 @@ int sr_barrier_job_renew(sr_pipe_job *j);
 void sr_barrier_job_clock(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
                           sr_pipe_out *out);
 
-/* A step's last piece h (checked by step.c: bound worker, clock within the
- * ring): CLOCK(h->seq) of h->worker recorded as sr_barrier_job_clock does,
- * but unanswered (the row is the answer); RELEASE when low moved. */
+/* A step piece h that completed its worker's step (checked by step.c:
+ * bound worker, clock within the ring): CLOCK(h->seq) of h->worker
+ * recorded as sr_barrier_job_clock does, but unanswered (the rows are the
+ * answer); RELEASE when low moved. */
 void sr_barrier_job_record(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, sr_pipe_out *out);
 
 #endif /* SERENE_SWSWITCH_CONTROLS_H */

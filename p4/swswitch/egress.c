@@ -12,7 +12,10 @@ void sr_pipe_replica_hdr(const sr_pipe_action *a, unsigned k, uint8_t *out)
     sr_hdr h = a->hdr;
 
     h.worker = a->dests[k].worker;
-    if (a->dest_seq)
+    if (a->dest_seq) {
         h.seq = a->dests[k].seq;
+        h.exp = (int8_t)a->dests[k].mode;
+        h.slot = a->dests[k].s;
+    }
     sr_hdr_pack(out, &h);
 }

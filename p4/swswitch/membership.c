@@ -39,6 +39,7 @@ int sr_membership_renew(sr_pipe_job *j)
     j->proven = 0;
     memset(j->peer, 0, sizeof j->peer);
     memset(j->token, 0, sizeof j->token);
+    memset(j->step_n, 0, sizeof j->step_n);
     return 0;
 }
 

@@ -59,13 +59,17 @@ typedef struct sr_peer {
 typedef struct sr_pipe_dest {
     sr_peer peer;
     uint16_t worker;
-    uint32_t seq; /* the replica's seq, when its action's dest_seq is set */
+    /* A STEP_RESP replica's own fields (its action's dest_seq set): its
+     * receiver's clock (seq) and the policy at it (exp = mode, slot = s). */
+    uint32_t seq;
+    uint16_t s;
+    uint8_t mode;
 } sr_pipe_dest;
 
 typedef struct sr_pipe_action {
     uint8_t multicast; /* 0: unicast back to the source; 1: workers of the job (every
                           one, or those a STEP_RESP goes to) */
-    uint8_t dest_seq;  /* 1: each replica's header seq is its dests[k].seq (STEP_RESP) */
+    uint8_t dest_seq;  /* 1: each replica's seq, exp and slot are its dests[k]'s (STEP_RESP) */
     unsigned n_dests;  /* replicas: 1 for unicast, the job's workers for multicast */
     sr_pipe_dest dests[SR_WIRE_MAX_WORKERS];
     sr_hdr hdr;        /* header template: hdr.worker is replaced per replica */
@@ -332,7 +336,7 @@ void sr_pipe_process(sr_pipe *p, const sr_peer *src, const uint8_t *msg, size_t 
 
 /* Pack the header of replica k (< a->n_dests) of an action into
  * out[SR_WIRE_HDR_LEN]: the template with worker = a->dests[k].worker (and
- * seq = a->dests[k].seq when a->dest_seq is set).
+ * seq, exp = mode and slot = s from a->dests[k] when a->dest_seq is set).
  * The payload (a->payload, a->payload_len bytes) follows it unchanged. */
 void sr_pipe_replica_hdr(const sr_pipe_action *a, unsigned k, uint8_t *out);
 

@@ -73,6 +73,10 @@ typedef struct sr_pipe_job {
     uint32_t *step_low;
     uint32_t *step_last;
     uint8_t *step_cnt;
+    /* Per worker: the clock whose pieces it is stepping, and how many of
+     * them were applied (a STEP's aux says how many there are). */
+    uint32_t step_clk[SR_WIRE_MAX_WORKERS];
+    uint32_t step_n[SR_WIRE_MAX_WORKERS];
 
     /* Incarnation tags (epoch.c): the job's epoch, and the epoch each slot
      * and each store row was last cleared in. */

@@ -31,10 +31,14 @@
  * - A new piece more than R - 1 clocks above the row's low, or more than R
  *   above the barrier's, is refused with CLOCK_AHEAD (its entry is in use).
  * - Every piece moves the barrier's high to its clock, so that a policy
- *   change never takes effect at a clock some row has already decided;
- *   the worker's last piece (aux SR_STEP_LAST) records CLOCK(c) in the
- *   barrier (barrier.c), whose RELEASE follows when its low moves.
- * Answers: the row (STEP_RESP, seq = the receiver's clock) to the sender
+ *   change never takes effect at a clock some row has already decided.
+ *   Each piece says how many its step has (aux); when the switch has
+ *   applied that many of a worker's pieces of clock c (step_clk, step_n:
+ *   per worker), it records CLOCK(c) in the barrier (barrier.c), whose
+ *   RELEASE follows when its low moves. So the barrier's low means what
+ *   it means for CLOCK: every worker's updates of clocks <= low are in.
+ * Answers: the row (STEP_RESP, seq = the receiver's clock, exp and slot
+ * the mode and s in force at it) to the sender
  * when c - step_low <= s(c), with every waiting worker that the row's new
  * low releases; STEP_HELD to a repeated piece that waits; a first piece
  * that waits gets no answer (as an allreduce contribution). A STEP_PROBE
@@ -118,14 +122,16 @@ static int ready(const sr_pipe_job *j, uint32_t r, uint32_t c)
     return sr_barrier_released(c, s, j->step_low[r]);
 }
 
+_Static_assert(SR_BARRIER_RING_MAX - 2 <= SR_WIRE_SLOT_MASK, "s fits a STEP_RESP's slot field");
+
 /* The piece's row and words: [offset, offset + count) within one row of
- * the store. Count 0 or above a row is BAD_COUNT, a fitting count in the
- * wrong place RANGE (as PUSH). */
+ * the store. Count 0 or above a row, or a step of 0 pieces (aux), is
+ * BAD_COUNT; a fitting count in the wrong place RANGE (as PUSH). */
 static unsigned check_piece(sr_pipe_job *j, const sr_hdr *h)
 {
     uint64_t end = (uint64_t)h->offset + h->count;
 
-    if (h->count < 1 || h->count > j->elems)
+    if (h->count < 1 || h->count > j->elems || h->aux == 0)
         return SR_ST_BAD_COUNT;
     if (end > j->store_words || h->offset / j->elems != (uint32_t)((end - 1) / j->elems)) {
         j->c.range_errors++;
@@ -153,11 +159,18 @@ static void answer_row(sr_pipe *p, sr_pipe_job *j, uint32_t r, uint64_t to, sr_p
     a->multicast = 1;
     a->dest_seq = 1;
     for (uint32_t w = 0; w < j->n; w++) {
+        sr_pipe_dest *d = &a->dests[a->n_dests];
+        enum sr_sync_mode mode;
+        uint32_t s;
+
         if (!(to & (UINT64_C(1) << w)))
             continue;
-        a->dests[a->n_dests].peer = j->peer[w];
-        a->dests[a->n_dests].worker = (uint16_t)w;
-        a->dests[a->n_dests].seq = j->step_last[(size_t)r * j->n + w];
+        d->peer = j->peer[w];
+        d->worker = (uint16_t)w;
+        d->seq = j->step_last[(size_t)r * j->n + w];
+        sr_barrier_policy_at(&j->bar, d->seq, &mode, &s);
+        d->mode = (uint8_t)mode;
+        d->s = (uint16_t)s;
         a->n_dests++;
     }
     a->payload_len = 4u * (size_t)words;
@@ -242,6 +255,16 @@ static enum piece_state piece_state(const sr_pipe_job *j, uint32_t r, uint16_t w
     return PIECE_NEW;
 }
 
+/* w's piece of clock c was applied: is it the last of the step's aux? */
+static int step_complete(sr_pipe_job *j, uint16_t w, uint32_t c, uint32_t pieces)
+{
+    if (j->step_n[w] == 0 || j->step_clk[w] != c) {
+        j->step_clk[w] = c;
+        j->step_n[w] = 0;
+    }
+    return ++j->step_n[w] == pieces;
+}
+
 /* Add w's piece of clock c to row r; returns 1 if the row's low moved. */
 static int apply(sr_pipe_job *j, uint32_t r, uint16_t w, uint32_t c, const sr_hdr *h,
                  const uint8_t *payload)
@@ -270,7 +293,7 @@ void sr_step_piece(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr 
     uint64_t bit = UINT64_C(1) << w, to;
     uint32_t r, c = h->seq;
     unsigned st = SR_ST_OK;
-    int moved = 0;
+    int moved = 0, complete = 0;
     enum piece_state ps;
 
     if (!sr_svc_worker_ok(j, w, src)) {
@@ -297,9 +320,10 @@ void sr_step_piece(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr 
         return;
     }
     sr_barrier_note(&j->bar, c);
-    if (ps == PIECE_NEW)
+    if (ps == PIECE_NEW) {
         moved = apply(j, r, w, c, h, payload);
-    else
+        complete = step_complete(j, w, c, h->aux);
+    } else
         j->c.step_dups++;
     to = moved ? released(j, r) : 0;
     if (ready(j, r, c))
@@ -313,7 +337,7 @@ void sr_step_piece(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr 
         answer_short(p, j, src, h, SR_OP_STEP_HELD, out);
     else
         j->c.step_waits++;
-    if (h->aux & SR_STEP_LAST)
+    if (complete)
         sr_barrier_job_record(p, j, h, out);
 }
 

@@ -103,18 +103,21 @@ static void test_bsp_row(void **state)
     uint32_t sum[ELEMS] = {-89, 22, 133, 51}, clk[3] = {0, 0, 0};
 
     add_job(f, 3, SR_SYNC_BSP, 0);
-    step(f, 0, 0, 4, ELEMS, 0, v[0]);
+    step(f, 0, 0, 4, ELEMS, 1, v[0]);
     expect_nothing(f);
-    step(f, 1, 0, 4, ELEMS, 0, v[1]);
+    step(f, 1, 0, 4, ELEMS, 1, v[1]);
     expect_nothing(f);
     /* A repeat of a waiting piece: held, not added again. */
-    step(f, 1, 0, 4, ELEMS, 0, v[1]);
+    step(f, 1, 0, 4, ELEMS, 1, v[1]);
     expect_short(f, 1, 0, 4, ELEMS, SR_OP_STEP, SR_OP_STEP_HELD, UINT32_MAX);
-    step(f, 2, 0, 4, ELEMS, 0, v[2]);
-    assert_int_equal(f->out->n, 1);
+    step(f, 2, 0, 4, ELEMS, 1, v[2]);
+    /* The row to all, and RELEASE(0): every worker's one-piece step of
+     * clock 0 is complete. */
+    assert_int_equal(f->out->n, 2);
     expect_row(f, 0, 1, 0, 7, clk, sum);
+    assert_int_equal(f->out->act[1].hdr.op, SR_OP_RELEASE);
     /* A repeat after the row was sent: the row again, to it alone. */
-    step(f, 0, 0, 4, ELEMS, 0, v[0]);
+    step(f, 0, 0, 4, ELEMS, 1, v[0]);
     expect_row(f, 0, 1, 0, 1, clk, sum);
     sr_pipe_job_counters c = jc(f, JOB);
     assert_int_equal(c.steps, 3);
@@ -125,7 +128,7 @@ static void test_bsp_row(void **state)
     /* The next clock adds on top. */
     clk[0] = clk[1] = clk[2] = 1;
     for (unsigned w = 0; w < 3; w++)
-        step(f, w, 1, 4, ELEMS, 0, v[w]);
+        step(f, w, 1, 4, ELEMS, 1, v[w]);
     for (unsigned i = 0; i < ELEMS; i++)
         sum[i] *= 2;
     expect_row(f, 0, 1, 1, 7, clk, sum);
@@ -139,9 +142,9 @@ static void test_partial_row(void **state)
     uint32_t row[ELEMS] = {0, 5, 6 + 9, 0}, clk[2] = {0, 0};
 
     add_job(f, 2, SR_SYNC_BSP, 0);
-    step(f, 0, 0, 1, 2, 0, a);
+    step(f, 0, 0, 1, 2, 1, a);
     expect_nothing(f);
-    step(f, 1, 0, 2, 1, 0, b);
+    step(f, 1, 0, 2, 1, 1, b);
     expect_row(f, 0, 0, 0, 3, clk, row);
 }
 
@@ -155,24 +158,24 @@ static void test_ssp_release(void **state)
 
     add_job(f, 2, SR_SYNC_SSP, 1);
     /* w0 at clock 0: the row's low is -1, 0 - (-1) = 1 <= 1. */
-    step(f, 0, 0, 0, ELEMS, 0, one);
+    step(f, 0, 0, 0, ELEMS, 1, one);
     clk[0] = 0;
     for (unsigned i = 0; i < ELEMS; i++)
         row[i] = 1;
     expect_row(f, 0, 0, UINT32_MAX, 1, clk, row);
     /* w0 at clock 1: 1 - (-1) = 2 > 1, waits; its probe says held. */
-    step(f, 0, 1, 0, ELEMS, 0, one);
+    step(f, 0, 1, 0, ELEMS, 1, one);
     expect_nothing(f);
     probe(f, 0, 1, 0);
     expect_short(f, 0, 1, 0, 0, SR_OP_STEP_PROBE, SR_OP_STEP_HELD, UINT32_MAX);
     /* A piece of clock 2 before its clock 1 was answered would be beyond
      * what the library sends; clock 3 skips one: refused. */
-    sr_hdr skip = step_hdr(0, 3, 0, ELEMS, 0);
+    sr_hdr skip = step_hdr(0, 3, 0, ELEMS, 1);
     ar(f, &skip, 0, one);
     expect_error_w(f, &skip, SR_ST_MISMATCH);
     /* w1 at clock 0: the row's low becomes 0; w1 (0 - 0 <= 1) and the
      * waiting w0 (1 - 0 <= 1) get the row, each with its own clock. */
-    step(f, 1, 0, 0, ELEMS, 0, one);
+    step(f, 1, 0, 0, ELEMS, 1, one);
     clk[0] = 1;
     clk[1] = 0;
     for (unsigned i = 0; i < ELEMS; i++)
@@ -182,7 +185,7 @@ static void test_ssp_release(void **state)
     probe(f, 0, 1, 0);
     expect_short(f, 0, 1, 0, 0, SR_OP_STEP_PROBE, SR_OP_STEP_NAK, 0);
     /* A late copy of an older piece is dropped. */
-    step(f, 0, 0, 0, ELEMS, 0, one);
+    step(f, 0, 0, 0, ELEMS, 1, one);
     expect_nothing(f);
     assert_int_equal(jc(f, JOB).stale_dropped, 1);
 }
@@ -199,35 +202,39 @@ static void test_probes_and_refusals(void **state)
     add_job(f, 2, SR_SYNC_BSP, 0);
     probe(f, 0, 0, 8);
     expect_short(f, 0, 0, 8, 0, SR_OP_STEP_PROBE, SR_OP_STEP_NAK, 0);
-    step(f, 0, 0, 8, ELEMS, 0, one);
+    step(f, 0, 0, 8, ELEMS, 1, one);
     expect_nothing(f);
     probe(f, 0, 0, 8);
     expect_short(f, 0, 0, 8, 0, SR_OP_STEP_PROBE, SR_OP_STEP_HELD, UINT32_MAX);
     /* w1 starts the row at clock 1 while the others started at 0. */
-    sr_hdr late = step_hdr(1, 1, 8, ELEMS, 0);
+    sr_hdr late = step_hdr(1, 1, 8, ELEMS, 1);
     ar(f, &late, 1, one);
     expect_error_w(f, &late, SR_ST_MISMATCH);
-    sr_hdr across = step_hdr(1, 0, 6, 4, 0);
+    sr_hdr across = step_hdr(1, 0, 6, 4, 1);
     ar(f, &across, 1, one);
     expect_error_w(f, &across, SR_ST_RANGE);
-    sr_hdr beyond = step_hdr(1, 0, 16, 1, 0);
+    sr_hdr beyond = step_hdr(1, 0, 16, 1, 1);
     ar(f, &beyond, 1, one);
     expect_error_w(f, &beyond, SR_ST_RANGE);
-    sr_hdr big = step_hdr(1, 0, 8, ELEMS + 1, 0);
+    sr_hdr big = step_hdr(1, 0, 8, ELEMS + 1, 1);
     ar(f, &big, 1, NULL);
     expect_error_w(f, &big, SR_ST_BAD_COUNT);
-    sr_hdr none = step_hdr(1, 0, 8, 0, 0);
+    sr_hdr none = step_hdr(1, 0, 8, 0, 1);
     ar(f, &none, 1, NULL);
     expect_error_w(f, &none, SR_ST_BAD_COUNT);
-    sr_hdr h = step_hdr(1, 0, 8, ELEMS, 0);
+    sr_hdr no_pieces = step_hdr(1, 0, 8, ELEMS, 0);
+    ar(f, &no_pieces, 1, one);
+    expect_error_w(f, &no_pieces, SR_ST_BAD_COUNT);
+    sr_hdr h = step_hdr(1, 0, 8, ELEMS, 1);
     feed(f, &stranger, &h, one);
     expect_nothing(f);
     assert_int_equal(jc(f, JOB).steps, 1);
     assert_int_equal(jc(f, JOB).mismatches, 1);
 }
 
-/* The last piece of a clock records it in the barrier: RELEASE when low
- * moves; every piece moves high, so a policy change starts after it. */
+/* The piece that completes a worker's step (aux: its pieces) records its
+ * clock in the barrier: RELEASE when low moves; every piece moves high, so
+ * a policy change starts after it. */
 static void test_last_piece_and_policy(void **state)
 {
     fx *f = *state;
@@ -236,18 +243,20 @@ static void test_last_piece_and_policy(void **state)
     uint32_t e;
 
     add_job(f, 2, SR_SYNC_BSP, 0);
-    step(f, 0, 0, 0, ELEMS, 0, one);
+    step(f, 0, 0, 0, ELEMS, 2, one);
     assert_int_equal(sr_pipe_sync_get(f->p, JOB, &st), 0);
     assert_int_equal(st.high, 0);
     assert_int_equal(st.low, UINT32_MAX);
     /* A change asked for now takes effect after clock 0, already decided. */
     assert_int_equal(sr_pipe_set_policy(f->p, JOB, SR_SYNC_SSP, 2, 0, &e), 0);
     assert_int_equal(e, 1);
-    step(f, 0, 0, 4, ELEMS, SR_STEP_LAST, one);
-    step(f, 1, 0, 0, ELEMS, 0, one);
-    assert_int_equal(f->out->n, 1); /* row 0 to both */
-    step(f, 1, 0, 4, ELEMS, SR_STEP_LAST, one);
-    assert_int_equal(f->out->n, 2); /* row 1 to both, and RELEASE(0) */
+    step(f, 0, 0, 4, ELEMS, 2, one);
+    /* w1's pieces come the other way round: its step is complete with
+     * its second applied piece, whichever row that is. */
+    step(f, 1, 0, 4, ELEMS, 2, one);
+    assert_int_equal(f->out->n, 1); /* row 1 to both */
+    step(f, 1, 0, 0, ELEMS, 2, one);
+    assert_int_equal(f->out->n, 2); /* row 0 to both, and RELEASE(0) */
     assert_int_equal(f->out->act[1].hdr.op, SR_OP_RELEASE);
     assert_int_equal(f->out->act[1].hdr.seq, 0);
     assert_int_equal(f->out->act[1].n_dests, 2);
@@ -255,7 +264,7 @@ static void test_last_piece_and_policy(void **state)
     assert_int_equal(st.low, 0);
     assert_int_equal(jc(f, JOB).clocks, 2);
     /* Clock 1 runs SSP(2): w0 goes on alone. */
-    step(f, 0, 1, 0, ELEMS, 0, one);
+    step(f, 0, 1, 0, ELEMS, 1, one);
     assert_int_equal(f->out->n, 1);
     assert_int_equal(f->out->act[0].hdr.op, SR_OP_STEP_RESP);
 }
@@ -268,18 +277,18 @@ static void test_incarnation(void **state)
     uint32_t clk[2] = {0, 0}, row[ELEMS] = {1, 1, 1, 1};
 
     add_job(f, 2, SR_SYNC_BSP, 0);
-    step(f, 0, 0, 0, ELEMS, 0, one);
-    step(f, 1, 0, 0, ELEMS, 0, one);
-    step(f, 0, 1, 0, ELEMS, 0, one);
+    step(f, 0, 0, 0, ELEMS, 1, one);
+    step(f, 1, 0, 0, ELEMS, 1, one);
+    step(f, 0, 1, 0, ELEMS, 1, one);
     leave(f, JOB, 0, 1000);
     leave(f, JOB, 1, 1001);
     join(f, JOB, 0, 2000, 7);
     join(f, JOB, 1, 2001, 7);
     /* Clock 5 is a fine first clock for a fresh row. */
     clk[0] = clk[1] = 5;
-    step(f, 0, 5, 0, ELEMS, 0, one);
+    step(f, 0, 5, 0, ELEMS, 1, one);
     expect_nothing(f);
-    step(f, 1, 5, 0, ELEMS, 0, one);
+    step(f, 1, 5, 0, ELEMS, 1, one);
     for (unsigned i = 0; i < ELEMS; i++)
         row[i] = 2;
     expect_row(f, 0, 0, 5, 3, clk, row);

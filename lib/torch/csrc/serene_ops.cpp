@@ -20,6 +20,9 @@
  *   serene::push(Tensor tensor, int offset) -> ()
  *   serene::pull(Tensor(a!) out, int offset, bool delta=False) -> Tensor(a!)
  *   serene::clock() -> int
+ *   serene::step(Tensor update, Tensor(a!) out, int offset, bool delta=False)
+ *                   -> Tensor(a!)   (push, clock and pull as one pipelined
+ *                                   op: serene_step; out may be update)
  *   serene::clock_info() -> int[]   [clock, low, high, mode, staleness]
  *                                   (low, high: -1 before any clock finished)
  *   serene::store_capacity() -> int
@@ -259,6 +262,22 @@ static at::Tensor op_pull(at::Tensor out, int64_t offset, bool delta)
     return out;
 }
 
+static at::Tensor op_step(const at::Tensor &update, at::Tensor out, int64_t offset, bool delta)
+{
+    check_tensor(update, "step", "update");
+    check_tensor(out, "step", "out");
+    TORCH_CHECK(update.numel() == out.numel(), "serene.step: update has ", update.numel(),
+                " elements, out ", out.numel());
+    size_t off = check_offset(offset, "step");
+    Global &g = global();
+    std::lock_guard<std::mutex> lock(g.mu);
+    int rc = serene_step(need_ctx(g), off, update.data_ptr<float>(), out.data_ptr<float>(),
+                         static_cast<size_t>(out.numel()), delta ? SERENE_PULL_DELTA : 0u);
+    if (rc)
+        fail("step", rc);
+    return out;
+}
+
 static int64_t op_clock()
 {
     Global &g = global();
@@ -347,6 +366,8 @@ TORCH_LIBRARY(serene, m)
     m.def(side_effect("push(Tensor tensor, int offset) -> ()"), op_push);
     m.def("pull(Tensor(a!) out, int offset, bool delta=False) -> Tensor(a!)", op_pull);
     m.def(side_effect("clock() -> int"), op_clock);
+    m.def("step(Tensor update, Tensor(a!) out, int offset, bool delta=False) -> Tensor(a!)",
+          op_step);
     m.def(side_effect("clock_info() -> int[]"), op_clock_info);
     m.def(side_effect("store_capacity() -> int"), op_store_capacity);
     m.def(side_effect("stats() -> Dict(str, int)"), op_stats);

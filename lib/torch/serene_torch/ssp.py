@@ -4,7 +4,7 @@
     ssp = serene_torch.SSP(model.parameters(), lr=0.1)
     for x, y in batches:
         model.zero_grad(); loss_fn(model(x), y).backward()
-        ssp.step()          # push -lr*grad, clock, pull delta, apply
+        ssp.step()          # push -lr*grad, clock, pull delta (one serene_step), apply
     ssp.sync()              # see every worker's last update
 
 The parameters are laid out one after the other, flattened, from word
@@ -106,19 +106,22 @@ class SSP:
     def step(self):
         """Push -lr * grad (a missing grad counts as zero), end the clock
         (held by the barrier if too far ahead), pull the delta and apply
-        it. Returns the clock the worker is now in."""
+        it, as one serene_step: each row of the store comes back as soon as
+        the barrier allows. Returns the clock the worker is now in."""
         with torch.no_grad():
             for p, dst in self._views(self._push_buf):
                 if p.grad is None:
                     dst.zero_()
                 else:
                     torch.mul(p.grad, -self.lr, out=dst)
-        _ops.push(self._push_buf, self.offset)
         self._last_push_clock = int(_ops.clock_info()[0])
-        c = int(_ops.clock())
-        self.pull_apply()
+        # Push, clock and pull delta as one pipelined operation.
+        _ops.step(self._push_buf, self._delta, self.offset, True)
+        with torch.no_grad():
+            for p, d in self._views(self._delta):
+                p.add_(d)
         self.steps += 1
-        return c
+        return self._last_push_clock + 1
 
     def sync(self):
         """End of training: clock without pushing until the barrier

@@ -1,0 +1,86 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# run_step.sh - what one SSP step (serene_step: push, clock and pull of an
+# iteration, pipelined) costs against the synchronous allreduce of the
+# same floats a data-parallel user would run instead: bench_store's
+# allreduce/float and step/bsp cases, timed in the same run, for every
+# transport, worker count and size; one markdown row per case with both
+# medians and their ratio (the target: step at most 1.1x the allreduce),
+# and the 1-minute load average when the case ended.
+#
+#   bench/run_step.sh [--build DIR] [--transports udp,dpdk] [--workers 2,4]
+#                     [--words 79510,1048576,11000000] [--reps 7]
+#
+#   --words LIST  floats per call: the demo's MLP (79,510), 1 Mi, and about
+#                 ResNet-18 (11 M); the store is sized for them
+#   --reps N      timed samples per case (medians); a sample is 10 calls up
+#                 to 1 Mi floats, 2 above
+#   dpdk          every rank on its own memif port to the embedded switch,
+#                 as bench/run_suite.sh runs it (needs root)
+#
+# Logs go to BUILD/step/ (one per case); the table to stdout.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$ROOT/build-bench TRANSPORTS=udp,dpdk WORKERS=2,4 WORDS=79510,1048576,11000000 REPS=7
+die() { echo "run_step: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+    case $1 in
+    --build) BUILD=${2:?}; shift ;;
+    --transports) TRANSPORTS=${2:?}; shift ;;
+    --workers) WORKERS=${2:?}; shift ;;
+    --words) WORDS=${2:?}; shift ;;
+    --reps) REPS=${2:?}; shift ;;
+    -h | --help) sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown option $1 (see --help)" ;;
+    esac
+    shift
+done
+[[ $REPS =~ ^[1-9][0-9]*$ ]] || die "bad --reps '$REPS'"
+[[ $WORDS =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "bad --words '$WORDS'"
+# shellcheck source=bench_lib.sh disable=SC2153 # RUN: set by bench_init
+. "$(dirname "$0")/bench_lib.sh"
+bench_init step "$BUILD"
+STORE_BENCH=$BUILD/bench/bench_store
+[ -x "$STORE_BENCH" ] || die "$STORE_BENCH was not built"
+
+echo "| transport | N | floats | allreduce (ms) | step (ms) | step / allreduce | load avg |"
+echo "|---|---|---|---|---|---|---|"
+IFS=, read -ra TS <<<"$TRANSPORTS"
+IFS=, read -ra NS <<<"$WORKERS"
+IFS=, read -ra WS <<<"$WORDS"
+total=$((${#TS[@]} * ${#NS[@]} * ${#WS[@]})) k=0 fails=0
+for t in "${TS[@]}"; do
+    for n in "${NS[@]}"; do
+        for w in "${WS[@]}"; do
+            k=$((k + 1))
+            tag=$t-n$n-w$w
+            env_=(SERENE_TRANSPORT=udp) sw=()
+            if [ "$t" = dpdk ]; then
+                memif_args "$TMP/$tag" "$n" "$EAL"
+                sw=("${MEMIF_SW[@]}") env_=("${MEMIF_ENV[@]}")
+            fi
+            iters=10
+            [ "$w" -gt 1048576 ] && iters=2
+            echo "run_step: [$k/$total] $t N=$n $w floats" >&2
+            if ! timeout -k 10 900 env "${env_[@]}" "$RUN" -n "$n" --no-prefix --timeout 880 \
+                --store $((w + 256)) "${sw[@]+"${sw[@]}"}" -- "$STORE_BENCH" --csv --small 256 \
+                --large 256 --step "$w" --reps "$REPS" --warmup 1 --iters "$iters" \
+                >"$LOGS/$tag.csv" 2>"$LOGS/$tag.log"; then
+                fails=$((fails + 1))
+                echo "| $t | $n | $w | FAILED (see $LOGS/$tag.log) | | | |"
+                continue
+            fi
+            load=$(cut -d' ' -f1 /proc/loadavg)
+            awk -F, -v t="$t" -v n="$n" -v w="$w" -v load="$load" '
+                { gsub(/"/, "") } $1 == "allreduce" { ar = $5 } $1 == "step" { st = $5; ok = $9 }
+                END {
+                    if (!ar || !st || ok != "ok") { printf "| %s | %d | %d | no result | | | |\n", t, n, w; exit 1 }
+                    printf "| %s | %d | %d | %.3f | %.3f | %.2f | %s |\n", t, n, w, ar * 1e3, st * 1e3,
+                           st / ar, load }' "$LOGS/$tag.csv" || fails=$((fails + 1))
+        done
+    done
+done
+echo
+echo "(bench/run_step.sh --reps $REPS, $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u +%Y-%m-%d); medians of $REPS samples)"
+[ "$fails" -eq 0 ]
