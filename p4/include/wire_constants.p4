@@ -63,7 +63,7 @@ const bit<8> SR_OP_HOLD = 39;
 const bit<8> SR_OP_STEP = 40;
 // SSP step: is my piece (row, clock seq) applied? header only
 const bit<8> SR_OP_STEP_PROBE = 41;
-// SSP step: the row; seq = the receiver's clock, aux = row's low clock
+// SSP step: the row; seq = receiver's clock, exp/slot = its mode/s
 const bit<8> SR_OP_STEP_RESP = 42;
 // SSP step: applied; the row waits for other workers; count 0
 const bit<8> SR_OP_STEP_HELD = 43;
