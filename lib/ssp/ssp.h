@@ -64,6 +64,7 @@ typedef struct sr_step {
     uint32_t clk;               /* the clock the current step ends */
     uint32_t n_pieces, w_eff;   /* pieces of the current step, slots it uses */
     uint32_t done;              /* pieces answered */
+    uint32_t min_low;           /* the smallest row low clock among the answers */
     int held;                   /* some piece was answered STEP_HELD */
     sr_step_piece *pieces;      /* the engine's window of slots */
 } sr_step;

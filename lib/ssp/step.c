@@ -160,7 +160,11 @@ static void step_on_message(void *self, sr_engine *e, serene_op *op, const sr_hd
         SR_STAT_ADD(e, rejected, 1);
         return;
     }
-    /* The policy in force at this clock, for serene_get_clock_info. */
+    /* The policy in force at this clock, for serene_get_clock_info, and the
+     * lowest row low clock: every worker's whole steps up to it are in the
+     * store, so the barrier's low is at least that. */
+    if (!sp->done || (int32_t)(h->aux - sp->min_low) < 0)
+        sp->min_low = h->aux;
     atomic_store(&sp->clock->sync.mode, (uint32_t)(uint8_t)h->exp);
     atomic_store(&sp->clock->sync.staleness, h->slot);
     size_t k = pc->start - op->offset;
@@ -174,6 +178,8 @@ static void step_on_message(void *self, sr_engine *e, serene_op *op, const sr_hd
     if (j + sp->w_eff < sp->n_pieces)
         send_piece(sp, e, op, j + sp->w_eff, now);
     if (sp->done == sp->n_pieces) {
+        if ((int32_t)(sp->min_low - atomic_load(&sp->clock->sync.low)) > 0)
+            atomic_store(&sp->clock->sync.low, sp->min_low);
         atomic_fetch_add(&sp->clock->sync.clock, 1);
         sr_op_finish(e, op, 0);
     }

@@ -32,7 +32,7 @@
  *       show retransmissions.
  *
  *   ssp_worker step    --clocks C --offset O --count K --staleness S [--others]
- *                      [--compute-ms M] [--slow-rank R --slow-ms S]
+ *                      [--out DIR] [--compute-ms M] [--slow-rank R --slow-ms S]
  *                      [--jitter-us J] [--seed X]
  *       Each clock c: sleep as `clocks` does, then one serene_step_i32 of K
  *       words at O whose update is 1 at the words k with k % N == rank and 0
@@ -42,7 +42,8 @@
  *       no lower bound, ASP) and at most c + S + 2 (a rank is at most
  *       S + 1 clocks ahead; S = -1: at most C). --others reads with SERENE_STEP_OTHERS and adds its
  *       own update and the others' to a local model, which must meet the
- *       same bounds. Then the misuse: count 0 and partly overlapping
+ *       same bounds. --out: DIR/rank<R>.csv as `clocks` writes it, one
+ *       row per step, for ssp_check's barrier check. Then the misuse: count 0 and partly overlapping
  *       buffers (INVAL), beyond the capacity (RANGE), NaN (NONFINITE), none
  *       of which sends a packet or moves the clock.
  *
@@ -564,10 +565,13 @@ static int run_step(serene_ctx *ctx, const serene_config *cfg, const opts *o)
     int64_t *model = calloc(k_n, sizeof *model);
     uint64_t rng = tc_mix(o->seed * 1000003u + (uint64_t)rank), waited = 0;
     int failures = 0, rc = 0;
+    tc_clock_log lg;
     if (!upd || !out || !model) {
         fprintf(stderr, "rank %d: out of memory\n", rank);
         return 1;
     }
+    if (o->out && tc_clock_log_open(&lg, o->out, rank))
+        return 1;
     for (int c = 0; c < o->clocks && failures <= 10; c++) {
         long us = 1000L * (rank == o->slow_rank ? o->slow_ms : o->compute_ms);
         if (o->jitter_us > 0) {
@@ -580,7 +584,8 @@ static int run_step(serene_ctx *ctx, const serene_config *cfg, const opts *o)
         serene_clock_info ci;
         uint64_t t0 = tc_now_ns();
         rc = serene_step_i32(ctx, o->offset, upd, out, k_n, o->others ? SERENE_STEP_OTHERS : 0);
-        waited += tc_now_ns() - t0;
+        uint64_t t1 = tc_now_ns();
+        waited += t1 - t0;
         if (rc) {
             fprintf(stderr, "rank %d: step %d: %s (%s)\n", rank, c, serene_err_name(rc),
                     serene_strerror(rc));
@@ -588,6 +593,8 @@ static int run_step(serene_ctx *ctx, const serene_config *cfg, const opts *o)
             break;
         }
         serene_get_clock_info(ctx, &ci);
+        if (o->out)
+            tc_clock_log_row(&lg, c, t0, t1, &ci);
         if (ci.clock != (uint32_t)c + 1) {
             fprintf(stderr, "rank %d: after step %d the clock is %u\n", rank, c, ci.clock);
             failures++;
@@ -613,6 +620,8 @@ static int run_step(serene_ctx *ctx, const serene_config *cfg, const opts *o)
         }
         failures += bad != 0;
     }
+    if (o->out && tc_clock_log_close(&lg, ctx))
+        failures++;
     if (!failures)
         failures += step_misuse(ctx, cfg, o, upd);
     serene_stats st;
@@ -637,7 +646,7 @@ static void usage(void)
             "       ssp_worker store --iters I --offset O --count K --capacity W [--seed X]\n"
             "                        [--expect-retrans]\n"
             "       ssp_worker step --clocks C --offset O --count K --staleness S [--others]\n"
-            "                       [--compute-ms M] [--slow-rank R] [--slow-ms S]\n"
+            "                       [--out DIR] [--compute-ms M] [--slow-rank R] [--slow-ms S]\n"
             "                       [--jitter-us J] [--seed X]\n"
             "       ssp_worker killed [--nonblocking]\n");
 }

@@ -25,7 +25,9 @@
 #               and ASP (one job each): every rank checks at every clock
 #               that its words hold exactly its own steps and every other
 #               word every step of clocks <= c - s (ssp_worker step), and
-#               the misuse errors.
+#               the misuse errors; ssp_check checks the barrier from every
+#               rank's log (no step of clock c returned before every rank
+#               had begun its step of c - s) and the policy each step saw.
 #   step-loss   the same under BSP and SSP(3) with 10% loss, 10%
 #               duplication and 10% reordering of every packet the switch
 #               sends and receives: the same checks, and packets were
@@ -116,17 +118,24 @@ case_hot_swap() {
 # step_jobs NAME POLICY:STALENESS[:others] ... - one job per policy on the
 # switch already started, 4 ranks of `ssp_worker step` each.
 step_jobs() {
-    local name=$1 j=0 spec pol st others
+    local name=$1 j=0 spec pol st others expect out
     shift
     for spec in "$@"; do
         IFS=: read -r pol st others <<<"$spec"
-        local extra=()
+        local extra=() dir=$work/$name-$pol
+        mkdir "$dir"
         [ "$others" = others ] && extra=(--others)
         ranks "$name-$pol" 90 "$N" --job "$j" -- "$WORKER" step --clocks 30 --offset 100 \
-            --count 1000 --staleness "$st" --compute-ms 2 --slow-rank 3 --slow-ms 8 \
+            --count 1000 --staleness "$st" --compute-ms 2 --slow-rank 3 --slow-ms 8 --out "$dir" \
             "${extra[@]+"${extra[@]}"}"
         [ "$(grep -c 'step: 30 clocks' "$work/$name-$pol.out")" -eq "$N" ] ||
             fail "$name under $pol: not every rank reported its 30 clocks"
+        case $st in -1) expect=asp ;; 0) expect=bsp ;; *) expect=ssp:$st ;; esac
+        out=$(timeout 20 "$CHECK" clocks "$dir" "$N" 30 --expect "$expect")
+        local crc=$?
+        # shellcheck disable=SC2001
+        sed "s/^/    /" <<<"$out"
+        [ "$crc" -eq 0 ] || fail "$name under $pol: the step logs break the barrier (see above)"
         j=$((j + 1))
     done
 }
