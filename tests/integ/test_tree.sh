@@ -2,16 +2,17 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # test_tree.sh CASE AR_WORKER SSP_WORKER - an aggregation tree of real
-# serene-switches on loopback (p4/README.md, "Trees"): a root (jobs 5 and
-# 7 of the 4 workers: store and barrier; jobs 6 and 8 of the 2 leaves) and
-# 2 leaves (jobs 5 and 7, workers 0-1 and 2-3), 4 real worker processes, no privileges (the
+# serene-switches on loopback (p4/README.md, "Trees"): a root (jobs 5, 7
+# and 9 of the 4 workers: store and barrier; jobs 6, 8 and 10 of the 2
+# leaves) and 2 leaves (jobs 5, 7 and 9, workers 0-1 and 2-3), 4 real worker processes, no privileges (the
 # namespace version, with loss on real links, is tests/fabric's
 # fabric-tree). Runs in the integ suite, so under the sanitizers too.
 #
 #   faults       every switch drops 5%, duplicates 2% and reorders 5% of
 #                what it receives and sends (--loss --dup --reorder): the
-#                allreduce within the bound and the SSP store exact, with
-#                retransmissions.
+#                allreduce within the bound, the SSP store exact, with
+#                retransmissions, and SSP steps (relayed to the root, rows
+#                relayed down) holding every step of their clock.
 #   root-killed  the root is SIGKILLed while the ranks are in a long
 #                allreduce (SERENE_TIMEOUT_MS=2000): each leaf keeps
 #                answering its workers' probes AR_HELD, yet every rank
@@ -38,7 +39,8 @@ SW=${SERENE_SWITCH_BIN:-}
 tree() {
     local l rp
     spawn "$work/root.log" "$SW" --listen 127.0.0.1:0 --port-file "$work/root.port" \
-        --job 5:4,store=4096 --job 6:2,store=0 --job 7:4,store=4096 --job 8:2,store=0 "$@" --seed 1
+        --job 5:4,store=4096 --job 6:2,store=0 --job 7:4,store=4096 --job 8:2,store=0 \
+        --job 9:4,store=4096 --job 10:2,store=0 "$@" --seed 1
     root_pid=$spawned
     wait_grep "$work/root.port" '^[0-9]+$' 10 || fail "the root did not start"
     rp=$(cat "$work/root.port")
@@ -46,6 +48,7 @@ tree() {
         spawn "$work/l$l.log" "$SW" --listen 127.0.0.1:0 --port-file "$work/l$l.port" \
             --job "5:4,store=0,local=$((2 * l))-$((2 * l + 1)),up=127.0.0.1:$rp,upjob=6,member=$l" \
             --job "7:4,store=0,local=$((2 * l))-$((2 * l + 1)),up=127.0.0.1:$rp,upjob=8,member=$l" \
+            --job "9:4,store=0,local=$((2 * l))-$((2 * l + 1)),up=127.0.0.1:$rp,upjob=10,member=$l" \
             "$@" --seed $((2 + l))
         wait_grep "$work/l$l.port" '^[0-9]+$' 10 || fail "leaf $l did not start"
         leaf_port[l]=$(cat "$work/l$l.port")
@@ -88,6 +91,9 @@ faults)
     ranks 7 30000 "$SSP" store --iters 6 --offset 100 --count 600 --capacity 4096 --expect-retrans --seed 32
     wait_ranks 120
     [ "$all" = 0 ] || fail "the SSP store through the tree with faults at every switch"
+    ranks 9 30000 "$SSP" step --clocks 10 --offset 100 --count 600 --staleness 0 --seed 34
+    wait_ranks 120
+    [ "$all" = 0 ] || fail "SSP steps through the tree with faults at every switch"
     ;;
 root-killed)
     tree
