@@ -507,8 +507,10 @@ SERENE_API int serene_clock_start(serene_ctx *ctx, serene_op **op_out);
  * the store's fixed point (store_frac_bits) as push and pull do.
  * Returns 0; SERENE_ERR_INVAL (count 0, a NULL buffer, partly overlapping
  * buffers, unknown flags or DELTA with OTHERS); SERENE_ERR_RANGE (beyond
- * the capacity; nothing sent); SERENE_ERR_NONFINITE (NaN/Inf in update;
- * nothing sent); SERENE_ERR_MISMATCH (the rules above); SERENE_ERR_TIMEOUT
+ * the capacity; nothing sent); SERENE_ERR_NONFINITE (NaN/Inf in update:
+ * as an allreduce does, the step completes so that every worker stays in
+ * step, but each row piece that held one added zeros instead; out and the
+ * clock are as for a success); SERENE_ERR_MISMATCH (the rules above); SERENE_ERR_TIMEOUT
  * (the clock stays unfinished; the same step may be repeated, and what the
  * switch already added is not added again).
  */

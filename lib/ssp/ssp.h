@@ -66,6 +66,7 @@ typedef struct sr_step {
     uint32_t done;              /* pieces answered */
     uint32_t min_low;           /* the smallest row low clock among the answers */
     int held;                   /* some piece was answered STEP_HELD */
+    int nonfinite;              /* some piece's update held NaN/Inf: sent as zeros */
     sr_step_piece *pieces;      /* the engine's window of slots */
 } sr_step;
 

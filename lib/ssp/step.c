@@ -20,7 +20,9 @@
  * it and the row waits (the timer backs off); STEP_NAK says it is not
  * there, or the row is ready and its answer was lost: the piece is resent
  * in full, which the switch applies once and answers with the row.
- * An answer counts only for a piece in flight, at this step's clock (the
+ * A piece with NaN/Inf in the update is sent as zeros and the step ends
+ * with SERENE_ERR_NONFINITE, as an allreduce does: every worker's rows and
+ * clock stay in step. An answer counts only for a piece in flight, at this step's clock (the
  * switch writes each receiver's own clock into its copy), so a late copy
  * from an earlier clock is never taken for the current one. The step ends
  * the clock (serene_get_clock_info's clock moves on) when every piece has
@@ -84,8 +86,18 @@ static void send_piece(sr_step *sp, sr_engine *e, const serene_op *op, uint32_t 
     h.count = (uint16_t)n;
     h.aux = sp->n_pieces; /* the switch records the clock once it applied them all */
     sr_hdr_pack(msg, &h);
-    sr_store_encode(e, msg + SR_WIRE_HDR_LEN, op->src ? op->src + k : NULL,
-                    op->src_i32 ? op->src_i32 + k : NULL, n);
+    float m;
+    /* NaN/Inf: the piece goes as zeros, so that every row and the clock
+     * stay in step on every worker, and the step ends NONFINITE. Checked
+     * here, piece by piece, while the piece is in the cache for the
+     * encode, rather than in a pass over the whole update before sending. */
+    if (op->src && e->qk.maxabs(op->src + k, n, &m)) {
+        memset(msg + SR_WIRE_HDR_LEN, 0, 4u * n);
+        sp->nonfinite = 1;
+    } else {
+        sr_store_encode(e, msg + SR_WIRE_HDR_LEN, op->src ? op->src + k : NULL,
+                        op->src_i32 ? op->src_i32 + k : NULL, n);
+    }
     pc->busy = 1;
     pc->held = 0;
     pc->start = h.offset;
@@ -96,16 +108,12 @@ static void send_piece(sr_step *sp, sr_engine *e, const serene_op *op, uint32_t 
 static void step_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
 {
     sr_step *sp = self;
-    float m;
-    if (op->src && e->qk.maxabs(op->src, op->count, &m)) {
-        sr_op_finish(e, op, SERENE_ERR_NONFINITE);
-        return;
-    }
     size_t w = e->params.elems_per_pkt;
     sp->n_pieces = (uint32_t)((op->offset + op->count - 1) / w - op->offset / w + 1);
     sp->w_eff = sp->n_pieces < e->window ? sp->n_pieces : e->window;
     sp->done = 0;
     sp->held = 0;
+    sp->nonfinite = 0;
     sp->clk = atomic_load_explicit(&sp->clock->sync.clock, memory_order_relaxed);
     sr_rel_set_deadline(&e->rel, op->deadline_ns);
     for (uint32_t j = 0; j < sp->w_eff; j++)
@@ -181,7 +189,7 @@ static void step_on_message(void *self, sr_engine *e, serene_op *op, const sr_hd
         if ((int32_t)(sp->min_low - atomic_load(&sp->clock->sync.low)) > 0)
             atomic_store(&sp->clock->sync.low, sp->min_low);
         atomic_fetch_add(&sp->clock->sync.clock, 1);
-        sr_op_finish(e, op, 0);
+        sr_op_finish(e, op, sp->nonfinite ? SERENE_ERR_NONFINITE : 0);
     }
 }
 
@@ -226,8 +234,7 @@ const sr_op_class sr_step_class = {
     .on_join = step_on_join,
     /* API thread, at destroy. */
     .fini = step_fini,
-    /* Engine thread: the first window of pieces (a step of NaN/Inf fails
-     * without sending). */
+    /* Engine thread: the first window of pieces. */
     .begin = step_begin,
     /* Engine thread: a row, STEP_HELD or STEP_NAK for a piece. */
     .on_message = step_on_message,
