@@ -36,7 +36,8 @@
 # reading of the paper's "mean iteration time".
 #
 # Outputs in --out (default BUILD/train-demo): POLICY-sSEED/rank<R>.csv and
-# .summary (see README.md next to this script), summary.csv (the table),
+# .summary (see README.md next to this script), summary.csv (the runs),
+# table.txt and table.md (the table, as printed and as markdown),
 # accuracy.png and wait.png (gnuplot). Exit status: 0 done; 1 a run failed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -300,6 +301,8 @@ awk -F, '
         printf "%-10s %8s %13s %8s %8s %8s %8s %8s %8s %8s %10s\n", "policy", "JCT (s)", "(min-max)",
                "vs BSP", "vs AR", "wait (s)", "vs BSP", "test acc", "vs BSP", "vs AR",
                "to " target " (s)"
+        printf "| policy | JCT (s) | (min-max) | vs BSP | vs AR | wait (s) | vs BSP | test acc | " \
+               "vs BSP | vs AR | to %s (s) |\n|---|---|---|---|---|---|---|---|---|---|---|\n", target >md
         for (i = 1; i <= np; i++) {
             k = order[i]; J[k] = median(jct[k]); W[k] = median(w[k]); A[k] = median(acc[k])
         }
@@ -314,15 +317,22 @@ awk -F, '
             ca = ba ? sprintf("%+.2fpt", 100 * (A[k] - ba)) : "-"
             rca = ra ? sprintf("%+.2fpt", 100 * (A[k] - ra)) : "-"
             t = miss[k] ? sprintf("%d missed", miss[k]) : sprintf("%.2f", median(tt[k]))
-            printf "%-10s %8.2f %13s %8s %8s %8.2f %8s %8.4f %8s %8s %10s\n", k, J[k],
-                   (n[k] > 1 ? sprintf("(%.2f-%.2f)", lo[k], hi[k]) : ""), cj, rcj, W[k], cw, A[k],
-                   ca, rca, t
+            rng = n[k] > 1 ? sprintf("(%.2f-%.2f)", lo[k], hi[k]) : ""
+            printf "%-10s %8.2f %13s %8s %8s %8.2f %8s %8.4f %8s %8s %10s\n", k, J[k], rng, cj,
+                   rcj, W[k], cw, A[k], ca, rca, t
+            printf "| %s | %.2f | %s | %s | %s | %.2f | %s | %.4f | %s | %s | %s |\n", k, J[k], rng,
+                   cj, rcj, W[k], cw, A[k], ca, rca, t >md
         }
-    }' target="$target" "$summary" | tee "$out/table.txt"
+    }' target="$target" md="$out/table.md" "$summary" | tee "$out/table.txt"
 nseeds=${#seed_list[@]}
-echo "($workers workers, $iters iterations, batch $batch, lr $lr, split $split, stragglers $straggler${strag_ranks:+ on ranks $strag_ranks},"
-echo " T = $mean_ms ms ($t_ref);"
-echo " medians over $nseeds seed(s): $seeds; load average $(cut -d' ' -f1-3 /proc/loadavg); per run: $summary)"
+note="$workers workers, $iters iterations, batch $batch, lr $lr, split $split, stragglers $straggler${strag_ranks:+ on ranks $strag_ranks},
+ T = $mean_ms ms ($t_ref);
+ medians over $nseeds seed(s): $seeds; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "($note; per run: $summary)"
+# The markdown table names its command, commit and date (README.md quotes it).
+printf '\n(`examples/train/demo.sh --seeds %s`, %s, %s, %s)\n' "$seeds" \
+    "$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?')" "$(date -u +%Y-%m-%d)" \
+    "$(tr '\n' ' ' <<<"$note")" >>"$out/table.md"
 
 # ---- the plots -------------------------------------------------------
 if [ "$plots" = 1 ]; then
