@@ -18,7 +18,8 @@
  *               from --large on): push, clock and
  *               pull of one iteration as one pipelined op; its extra
  *               column gives its time over the allreduce's just before
- *               (vs_allreduce, the ratio of the medians).
+ *               (vs_allreduce, the ratio of the medians); both give the
+ *               packets rank 0 sent, resent in full and probed in the case.
  * Rates: calls per second and store words per second (extra column); GB/s
  * counts the words' 4 bytes.
  *
@@ -291,13 +292,21 @@ int main(int argc, char **argv)
         sr_bench_case bc = {cases[i].name, cases[i].variant, cases[i].run == run_clock ? 0 : 4 * c.count,
                             cases[i].run, cases[i].verify, &c};
         sr_bench_result r;
+        serene_stats s0, s1;
+        serene_get_stats(ctx, &s0);
         if (sr_bench_run(&b, &bc, &r))
             failed = 1;
+        serene_get_stats(ctx, &s1);
         if (cases[i].run == run_allreduce)
             ar_median = r.median_s;
         if (pair)
-            snprintf(r.extra, sizeof r.extra, "workers=%d words=%zu us_per_call=%.1f vs_allreduce=%.3f",
-                     cfg.world_size, step, r.median_s * 1e6, r.median_s / ar_median);
+            snprintf(r.extra, sizeof r.extra,
+                     "workers=%d words=%zu us_per_call=%.1f vs_allreduce=%.3f sent=%llu resent=%llu "
+                     "probes=%llu",
+                     cfg.world_size, step, r.median_s * 1e6, r.median_s / ar_median,
+                     (unsigned long long)(s1.pkts_sent - s0.pkts_sent),
+                     (unsigned long long)(s1.retransmissions - s0.retransmissions),
+                     (unsigned long long)(s1.probes - s0.probes));
         else if (cases[i].run == run_clock)
             snprintf(r.extra, sizeof r.extra, "workers=%d calls_per_s=%.0f us_per_call=%.1f", cfg.world_size,
                      1.0 / r.median_s, r.median_s * 1e6);
