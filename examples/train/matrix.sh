@@ -26,7 +26,7 @@
 # and SPLIT is iid (every N-th image) or noniid (serene-train --split
 # noniid:F, default F = 0.95: each image goes to the worker owning its
 # class, label % N, with probability F). Policies (default
-# bsp,ssp3,ssp10,asp,dynamic) are demo.sh's. Every run of a seed sees the
+# bsp,ssp3,ssp10,asp,dynamic,allreduce) are demo.sh's. Every run of a seed sees the
 # same delays whatever the policy (straggler.h). Rank 0 snapshots its
 # weights every 10 iterations; they are scored after the run (not timed).
 #
@@ -51,7 +51,7 @@ repo=$(cd "$here/../.." && pwd)
 
 build=$repo/build out="" data="" seeds=1,2,3 workers=4 iters=600 lr=0.1 noniid=0.95
 target=0.925 mean_ms="" timeout=120 plots=1 retable=""
-policies=bsp,ssp3,ssp10,asp,dynamic
+policies=bsp,ssp3,ssp10,asp,dynamic,allreduce
 all_regimes=none-iid,random-iid,persistent-iid,burst-iid,failure-iid
 all_regimes=$all_regimes,none-noniid,random-noniid,persistent-noniid,burst-noniid,failure-noniid
 regimes=$all_regimes

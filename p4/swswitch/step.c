@@ -309,8 +309,12 @@ void sr_step_piece(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr 
     /* A worker streams its rows in order: bring its next row into the
      * cache while this one is added (a switch's SRAM has no such wait). */
     if (r + 1 < j->rows) {
-        const char *next = (const char *)(j->store + (size_t)(r + 1) * j->elems);
-        for (size_t b = 0; b < 4u * (size_t)j->elems; b += 64)
+        size_t first = (size_t)(r + 1) * j->elems, words = j->store_words - first;
+        const char *next = (const char *)(j->store + first);
+
+        if (words > j->elems)
+            words = j->elems;
+        for (size_t b = 0; b < 4u * words; b += 64)
             __builtin_prefetch(next + b, 1);
     }
     ps = piece_state(j, r, w, c, &st);
