@@ -238,8 +238,15 @@ typedef struct serene_config {
      * ff:ff:ff:ff:ff:ff, which suits point-to-point links (memif, a veth
      * pair, a cable). Default zero. Env SERENE_DPDK_PEER_MAC. */
     uint8_t dpdk_peer_mac[6];
+    /* 1: the udp transport sends one datagram per send call, never a UDP
+     * GSO train. 0 (the default): trains where the kernel has GSO, and
+     * the library turns them off by itself, once, with a warning, when a
+     * call gets no answer at all while trains go out (a path that drops
+     * them whole, such as a veth pair into BMv2's packet socket).
+     * Env SERENE_UDP_GSO (0: off, 1: on). */
+    uint8_t udp_gso_off;
     /* Reserved for future fields; must stay zero. */
-    uint8_t reserved_[20 - 2 * sizeof(void *)];
+    uint8_t reserved_[19 - 2 * sizeof(void *)];
 } serene_config;
 
 /* Fill cfg with the documented defaults. */

@@ -137,6 +137,7 @@ static void send_round(sr_ar *ar, sr_engine *e, const serene_op *op, uint32_t s,
     sl->next_ver ^= 1;
     sl->busy = 1;
     sl->probe_ns = 0;
+    sl->probe_out_ns = 0;
     sl->held = 0;
     sl->resent = 0;
     sl->sent_ns = now;
@@ -243,15 +244,17 @@ static sr_ar_slot *round_of(sr_ar *ar, const sr_engine *e, const serene_op *op, 
 static void ar_on_expire(void *self, sr_engine *e, serene_op *op, uint32_t s, uint64_t now)
 {
     sr_ar *ar = self;
-    uint8_t *p = ar->slots[s].probe;
-    if (!ar->slots[s].probe_ns)
-        ar->slots[s].probe_ns = now ? now : 1;
-    memcpy(p, sr_slot_msg(e, s), SR_WIRE_HDR_LEN);
-    p[SR_WIRE_OFF_OP] = SR_OP_AR_PROBE;
-    sr_put_be16(p + SR_WIRE_OFF_COUNT, 0);
-    p[SR_WIRE_OFF_FLAGS] |= SR_FLAG_RETRANSMIT;
-    sr_tx_queue(e, p, SR_WIRE_HDR_LEN);
-    SR_STAT_ADD(e, probes, 1);
+    sr_ar_slot *sl = &ar->slots[s];
+    /* Answers keep coming, just not this one yet: a delay (window.h). */
+    if (ar->answer_ns && now - ar->answer_ns < e->rel.rto_cur_ns &&
+        sr_arw_delay(&ar->win, sl->next_chunk))
+        SR_STAT_ADD(e, window_cuts, 1);
+    if (!sr_rel_probe_due(&e->rel, sl->probe_out_ns, now))
+        return; /* its last probe may still be answered: one per round trip */
+    if (!sl->probe_ns)
+        sl->probe_ns = now ? now : 1;
+    sl->probe_out_ns = now ? now : 1;
+    sr_probe_send(e, sl->probe, s, SR_OP_AR_PROBE);
 }
 
 /*
@@ -286,6 +289,10 @@ static void on_ar_answer(void *self, sr_engine *e, serene_op *op, const sr_hdr *
         on_stale(ar, e, h, now);
         return;
     }
+    /* A probe's answer: the switch answers at once, so its delay is the
+     * path's round trip, queues included (a slow switch's too). */
+    if (h->op != SR_OP_AR_RESULT)
+        sr_probe_answered(e, &sl->probe_out_ns, now);
     if (h->op == SR_OP_AR_HELD) { /* waiting, not lost: ask again later */
         sl->held = 1;
         sr_rel_held(&e->rel, h->slot);
@@ -301,6 +308,7 @@ static void on_ar_answer(void *self, sr_engine *e, serene_op *op, const sr_hdr *
         return;
     }
     sl->busy = 0;
+    ar->answer_ns = now;
     sl->done_delay_ns = sl->probe_ns && !sl->held && !sl->resent ? now - sl->sent_ns : 0;
     sl->done_probe_ns = sl->probe_ns;
     sl->done_seq = h->seq;

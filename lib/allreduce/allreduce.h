@@ -33,6 +33,7 @@ typedef struct sr_ar_slot {
     uint64_t done_probe_ns;         /* ... and first probe */
     uint64_t sent_ns;               /* when the round in flight was sent */
     uint64_t probe_ns;              /* when its timer first fired (0: never): its first probe */
+    uint64_t probe_out_ns;          /* when its last probe went, unanswered yet (0: none) */
     uint8_t probe[SR_WIRE_HDR_LEN]; /* the round's AR_PROBE, queued when its timer expires */
 } sr_ar_slot;
 
@@ -49,6 +50,7 @@ typedef struct sr_ar {
     uint32_t base;     /* lowest unit not yet answered */
     sr_arw win;        /* which ready round goes next (window.h); persists across calls */
     int nonfinite; /* the current call met a NaN/Inf chunk (own or reduced) */
+    uint64_t answer_ns; /* when a round of this worker was last answered */
     int stream;    /* the current call's result is decoded with decode_stream */
     /* --- the thread inside a blocking call (one at a time) ----------------- */
     int8_t *call_exps; /* its chunks' exponents (serene_op.exps) */

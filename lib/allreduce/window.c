@@ -111,6 +111,17 @@ void sr_arw_rtt(sr_arw *w, uint64_t rtt_ns, uint64_t now_ns)
                                                                      : w->min_cur_ns;
 }
 
+int sr_arw_delay(sr_arw *w, uint32_t unit)
+{
+    uint32_t floor = w->cwnd_max < 2 ? w->cwnd_max : 2;
+    if (unit < w->recover || w->cwnd <= floor)
+        return 0;
+    w->cwnd = w->cwnd / 2 > floor ? w->cwnd / 2 : floor;
+    w->cwnd_acc = 0;
+    w->recover = w->sent_hi;
+    return 1;
+}
+
 int sr_arw_loss(sr_arw *w, uint32_t unit, uint64_t srtt_ns)
 {
     if (unit < w->recover || w->min_rtt_ns == 0 ||

@@ -222,6 +222,12 @@ static int env_ints(serene_config *cfg)
             memcpy((char *)cfg + ints[i].off, &n, sizeof n);
         }
     }
+    if ((v = getenv("SERENE_UDP_GSO"))) {
+        if ((why = parse_dec(v, 0, 1, &x)))
+            rc = bad_env(cfg, "SERENE_UDP_GSO", v, why, "0 (no UDP GSO trains) or 1");
+        else
+            cfg->udp_gso_off = x == 0;
+    }
     return rc;
 }
 
@@ -338,7 +344,7 @@ SERENE_API int serene_config_dump(const serene_config *cfg, char *buf, size_t le
                     "max_ops = %d\ncpu_mask = 0x%x\nstore_frac_bits = %d\nlog_level = %s\n"
                     "pcap_path = %s\ndpdk_eal_args = %s\ndpdk_port = %s\n"
                     "dpdk_mac = %02x:%02x:%02x:%02x:%02x:%02x\n"
-                    "dpdk_peer_mac = %02x:%02x:%02x:%02x:%02x:%02x\n",
+                    "dpdk_peer_mac = %02x:%02x:%02x:%02x:%02x:%02x\nudp_gso_off = %d\n",
                     cfg->rank, cfg->world_size, cfg->job_id, cfg->job_nonce, cfg->switch_addr,
                     cfg->bind_addr, cfg->transport, cfg->timeout_ms, cfg->rto_us, cfg->rto_max_us,
                     cfg->retry_limit, cfg->window, cfg->max_ops, cfg->cpu_mask, cfg->store_frac_bits,
@@ -346,7 +352,7 @@ SERENE_API int serene_config_dump(const serene_config *cfg, char *buf, size_t le
                     memchr(cfg->pcap_path, 0, sizeof cfg->pcap_path) ? cfg->pcap_path : "?",
                     cfg->dpdk_eal_args ? cfg->dpdk_eal_args : "",
                     cfg->dpdk_port ? cfg->dpdk_port : "0", m[0], m[1], m[2], m[3], m[4], m[5],
-                    pm[0], pm[1], pm[2], pm[3], pm[4], pm[5]);
+                    pm[0], pm[1], pm[2], pm[3], pm[4], pm[5], cfg->udp_gso_off);
 }
 
 int sr_config_validate(const serene_config *cfg, const sr_log *log)
@@ -380,6 +386,7 @@ int sr_config_validate(const serene_config *cfg, const sr_log *log)
           "switch_addr is empty or not NUL-terminated");
     CHECK(memchr(cfg->bind_addr, 0, sizeof cfg->bind_addr), "bind_addr is not NUL-terminated");
     CHECK(memchr(cfg->transport, 0, sizeof cfg->transport), "transport is not NUL-terminated");
+    CHECK(cfg->udp_gso_off <= 1, "udp_gso_off %d is neither 0 nor 1", cfg->udp_gso_off);
     CHECK(memchr(cfg->pcap_path, 0, sizeof cfg->pcap_path), "pcap_path is not NUL-terminated");
     char path[SR_TRACE_PATH_MAX];
     CHECK(!cfg->pcap_path[0] || sr_trace_path(path, sizeof path, cfg->pcap_path, cfg->rank) == 0,

@@ -68,6 +68,23 @@ void sr_slot_resend(sr_engine *e, uint32_t s)
     SR_STAT_ADD(e, retransmissions, 1);
 }
 
+void sr_probe_send(sr_engine *e, uint8_t *buf, uint32_t s, uint8_t op)
+{
+    memcpy(buf, sr_slot_msg(e, s), SR_WIRE_HDR_LEN);
+    buf[SR_WIRE_OFF_OP] = op;
+    sr_put_be16(buf + SR_WIRE_OFF_COUNT, 0);
+    buf[SR_WIRE_OFF_FLAGS] |= SR_FLAG_RETRANSMIT;
+    sr_tx_queue(e, buf, SR_WIRE_HDR_LEN);
+    SR_STAT_ADD(e, probes, 1);
+}
+
+void sr_probe_answered(sr_engine *e, uint64_t *last_ns, uint64_t now)
+{
+    if (*last_ns && now >= *last_ns)
+        sr_rel_sample(&e->rel, now - *last_ns, now);
+    *last_ns = 0;
+}
+
 void sr_ctl_send(sr_engine *e, const sr_hdr *h, uint64_t now)
 {
     sr_hdr_pack(e->ctl_msg, h);
@@ -155,6 +172,7 @@ static void on_message(sr_engine *e, const uint8_t *buf, uint32_t len, uint64_t 
     }
     SR_STAT_ADD(e, pkts_recv, 1);
     SR_STAT_ADD(e, bytes_recv, len);
+    e->rx_ns = now;
     if (h.op == SR_OP_ERROR) {
         on_error(e, &h);
         return;
@@ -202,6 +220,31 @@ static int rx_burst(sr_engine *e, uint64_t now)
 
 /* ---- timers ---------------------------------------------------------------- */
 
+/* Nothing heard for this long while timers fire: the packets are not
+ * arriving, whatever the switch's speed (a slow one still answers). */
+#define SILENT_NS 300000000ull
+
+/* Timers fire and no message at all has come for SILENT_NS, though the
+ * job answered once (the JOIN): a path that drops trains whole (a veth
+ * pair into a packet socket that reads them uncut, as BMv2's does) looks
+ * exactly so, since single datagrams pass. The transport then sends one
+ * message per datagram from here on, once per context: against a dead
+ * switch it costs nothing but speed. */
+static void trains_check(sr_engine *e, uint64_t now)
+{
+    if (e->trains_tried || !e->tp->trains_off || !e->rx_ns || now - e->rx_ns < SILENT_NS ||
+        now - e->cur->start_ns < SILENT_NS)
+        return;
+    e->trains_tried = 1;
+    if (e->tp->trains_off(e->tps))
+        SR_WARN(&e->log,
+                "%s: no answer for %llu ms while packets go out as UDP GSO trains: the "
+                "path may drop trains whole (e.g. a veth pair into BMv2's packet socket); "
+                "sending one datagram per packet from now on (SERENE_UDP_GSO=0 does it from "
+                "the start; or `ip link set DEV gso_max_segs 1` on the worker's interface)",
+                e->cur->cls->name, (unsigned long long)((now - e->rx_ns) / 1000000));
+}
+
 static void on_timers(sr_engine *e, uint64_t now)
 {
     uint32_t idx[SR_TP_BURST], n;
@@ -209,6 +252,8 @@ static void on_timers(sr_engine *e, uint64_t now)
     serene_op *op = e->cur;
     do {
         st = sr_rel_poll(&e->rel, now, idx, SR_TP_BURST, &n);
+        if (n)
+            trains_check(e, now);
         for (uint32_t i = 0; i < n; i++) {
             if (e->ctl_armed) {
                 e->ctl_msg[SR_WIRE_OFF_FLAGS] |= SR_FLAG_RETRANSMIT;

@@ -191,6 +191,8 @@ struct sr_engine {
     uint8_t *rxbuf[SR_TP_BURST];
     uint32_t rxlen[SR_TP_BURST];
     uint64_t truncated;
+    uint64_t rx_ns;  /* when the last message of the job came (0: none) */
+    int trains_tried; /* the transport's trains were turned off once */
 };
 
 /* ---- lifetime, called by the API layer (setup.c, engine.c) -------------- */
@@ -261,6 +263,13 @@ void sr_slot_send(sr_engine *e, uint32_t s, uint16_t words, uint64_t now);
 /* Queue slot s's packet again, whole, marked RETRANSMIT, and count it in
  * stats.retransmissions; its timer is left as it is. */
 void sr_slot_resend(sr_engine *e, uint32_t s);
+/* Probes (allreduce, step: "is my packet in slot s held?"), paced by
+ * sr_rel_probe_due. Queue slot s's header as a header-only probe of op `op` (built in buf,
+ * SR_WIRE_HDR_LEN bytes that stay valid until the flush), count it. */
+void sr_probe_send(sr_engine *e, uint8_t *buf, uint32_t s, uint8_t op);
+/* A probe's answer came (HELD or NAK): its delay, from *last_ns, is a
+ * clean sample of the path's round trip, queues included; *last_ns = 0. */
+void sr_probe_answered(sr_engine *e, uint64_t *last_ns, uint64_t now);
 /* Pack h as the one control request in flight, queue it and start timer 0,
  * which resends it. Its payload (4 * h->count bytes, at most 16) is what
  * the caller wrote at e->ctl_msg + SR_WIRE_HDR_LEN. */

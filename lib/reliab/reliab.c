@@ -93,24 +93,32 @@ void sr_rel_stall(sr_rel *r, uint64_t delay_ns, uint64_t now_ns)
         r->rto_cur_ns = delay_ns;
 }
 
+void sr_rel_sample(sr_rel *r, uint64_t rtt, uint64_t now_ns)
+{
+    if (r->srtt_ns == 0) {
+        r->srtt_ns = rtt ? rtt : 1;
+        r->rttvar_ns = rtt / 2;
+    } else {
+        uint64_t d = rtt > r->srtt_ns ? rtt - r->srtt_ns : r->srtt_ns - rtt;
+        r->rttvar_ns = (3 * r->rttvar_ns + d) / 4;
+        r->srtt_ns = (7 * r->srtt_ns + rtt) / 8;
+    }
+    uint64_t rto = r->srtt_ns + 4 * r->rttvar_ns, floor = stall_floor(r, now_ns);
+    r->rto_cur_ns = clamp_rto(r, rto > floor ? rto : floor);
+}
+
+int sr_rel_probe_due(const sr_rel *r, uint64_t last_ns, uint64_t now_ns)
+{
+    return !last_ns || now_ns - last_ns >= r->rto_cur_ns;
+}
+
 void sr_rel_ack(sr_rel *r, uint32_t i, uint64_t now_ns)
 {
     sr_rel_entry *e = &r->e[i];
     if (e->due_ns == SR_REL_NEVER)
         return;
-    if (!e->expired && now_ns >= e->sent_ns) {
-        uint64_t rtt = now_ns - e->sent_ns;
-        if (r->srtt_ns == 0) {
-            r->srtt_ns = rtt ? rtt : 1;
-            r->rttvar_ns = rtt / 2;
-        } else {
-            uint64_t d = rtt > r->srtt_ns ? rtt - r->srtt_ns : r->srtt_ns - rtt;
-            r->rttvar_ns = (3 * r->rttvar_ns + d) / 4;
-            r->srtt_ns = (7 * r->srtt_ns + rtt) / 8;
-        }
-        uint64_t rto = r->srtt_ns + 4 * r->rttvar_ns, floor = stall_floor(r, now_ns);
-        r->rto_cur_ns = clamp_rto(r, rto > floor ? rto : floor);
-    }
+    if (!e->expired && now_ns >= e->sent_ns)
+        sr_rel_sample(r, now_ns - e->sent_ns, now_ns);
     sr_rel_disarm(r, i);
 }
 

@@ -82,6 +82,15 @@ void sr_rel_disarm(sr_rel *r, uint32_t i);
 /* Like sr_rel_disarm, and if the packet was never resent, feed its answer
  * delay to the adaptive timeout. */
 void sr_rel_ack(sr_rel *r, uint32_t i, uint64_t now_ns);
+/* An answer delay measured outside the entries (a probe's: the switch
+ * answers it at once, so it is the path's round trip, queues included):
+ * fed to the adaptive timeout as sr_rel_ack feeds a clean answer. */
+void sr_rel_sample(sr_rel *r, uint64_t rtt_ns, uint64_t now_ns);
+/* Probe pacing: a packet whose last probe went at last_ns (0: none
+ * unanswered) is probed again only once that probe has had the adaptive
+ * timeout to come back, which probe answers teach (sr_rel_sample): a
+ * switch that answers slowly gets fewer probes, not more. */
+int sr_rel_probe_due(const sr_rel *r, uint64_t last_ns, uint64_t now_ns);
 /* The switch holds entry i's packet and waits for others: it was not lost.
  * Its retry count restarts, so the retry limit counts only expiries without
  * news; its timer and backed-off timeout stay (the next expiry asks again,

@@ -54,6 +54,7 @@ typedef struct sr_step_piece {
     uint8_t held;    /* the switch said it waits for the row */
     uint32_t start;  /* its first store word */
     uint16_t count;  /* words it moves */
+    uint64_t probe_out_ns; /* when its last probe went, unanswered yet (0: none) */
     uint8_t probe[SR_WIRE_HDR_LEN]; /* its STEP_PROBE */
 } sr_step_piece;
 

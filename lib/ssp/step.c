@@ -100,6 +100,7 @@ static void send_piece(sr_step *sp, sr_engine *e, const serene_op *op, uint32_t 
     }
     pc->busy = 1;
     pc->held = 0;
+    pc->probe_out_ns = 0;
     pc->start = h.offset;
     pc->count = h.count;
     sr_slot_send(e, s, h.count, now);
@@ -149,6 +150,8 @@ static void step_on_message(void *self, sr_engine *e, serene_op *op, const sr_hd
         return;
     }
     uint32_t s = j % sp->w_eff;
+    if (h->op != SR_OP_STEP_RESP)
+        sr_probe_answered(e, &pc->probe_out_ns, now);
     if (h->op == SR_OP_STEP_HELD) { /* applied; the row waits: ask again later */
         pc->held = 1;
         if (!sp->held)
@@ -197,14 +200,11 @@ static void step_on_message(void *self, sr_engine *e, serene_op *op, const sr_hd
  * the piece (see the top of this file). */
 static void step_on_expire(void *self, sr_engine *e, serene_op *op, uint32_t s, uint64_t now)
 {
-    sr_step *sp = self;
-    uint8_t *p = sp->pieces[s].probe;
-    memcpy(p, sr_slot_msg(e, s), SR_WIRE_HDR_LEN);
-    p[SR_WIRE_OFF_OP] = SR_OP_STEP_PROBE;
-    sr_put_be16(p + SR_WIRE_OFF_COUNT, 0);
-    p[SR_WIRE_OFF_FLAGS] |= SR_FLAG_RETRANSMIT;
-    sr_tx_queue(e, p, SR_WIRE_HDR_LEN);
-    SR_STAT_ADD(e, probes, 1);
+    sr_step_piece *pc = &((sr_step *)self)->pieces[s];
+    if (!sr_rel_probe_due(&e->rel, pc->probe_out_ns, now))
+        return; /* its last probe may still be answered: one per round trip */
+    pc->probe_out_ns = now ? now : 1;
+    sr_probe_send(e, pc->probe, s, SR_OP_STEP_PROBE);
 }
 
 static int step_on_error(void *self, sr_engine *e, serene_op *op, const sr_hdr *h)

@@ -63,6 +63,10 @@ typedef struct sr_transport {
      * Called by the creating thread after open; does not block. Returns 0
      * or a negative error code. */
     int (*addrs)(void *state, struct sockaddr_in *local, struct sockaddr_in *peer);
+    /* Optional (NULL: the transport never sends trains). Engine thread:
+     * stop sending several messages as one train (UDP GSO) from now on.
+     * Returns 1 if trains were on, else 0. */
+    int (*trains_off)(void *state);
 } sr_transport;
 
 extern const sr_transport sr_transport_udp;

@@ -15,6 +15,12 @@
  * the statistics show retransmissions, or that a call times out, or (with
  * one rank entering every call late) that the ranks waiting for it only
  * probed: no packet resent, probes answered "held".
+ * With --pace PPS (a switch or relay that serves PPS packets per second,
+ * tests/integ/test_pace.sh) it checks that the worker sent at most twice
+ * the packets the data needs (each chunk once, each slot's exponent hint
+ * once; probes and resends count as sent), and reports each call's time
+ * over what that rate allows (the N workers' packets and the switch's
+ * answers to them, at PPS): with SERENE_PACE_STRICT=1 a call above 3x fails.
  *
  * Exit status: 0 all checks passed, 1 a check failed, 2 bad usage.
  */
@@ -34,7 +40,7 @@ typedef struct opts {
     size_t sizes[MAX_SIZES];
     int nsizes, reps, elems, avg, inplace, nonblocking;
     int expect_retrans, expect_timeout, absent;
-    int late_rank, late_ms, expect_no_resend;
+    int late_rank, late_ms, expect_no_resend, pace;
     uint64_t seed;
 } opts;
 
@@ -99,6 +105,7 @@ static int parse(int argc, char **argv, opts *o)
         {"--late-rank", TC_OPT_INT, &o->late_rank, NULL, 0, NULL},
         {"--late-ms", TC_OPT_INT, &o->late_ms, NULL, 0, NULL},
         {"--expect-no-resend", TC_OPT_FLAG, &o->expect_no_resend, NULL, 0, NULL},
+        {"--pace", TC_OPT_INT, &o->pace, NULL, 0, NULL},
         {NULL, TC_OPT_FLAG, NULL, NULL, 0, NULL},
     };
 
@@ -239,6 +246,39 @@ static int report_stats(serene_ctx *ctx, const opts *o, int rank, int calls, dou
     return failures;
 }
 
+/* --pace: what the calls needed and took against what they sent. */
+typedef struct pace {
+    uint64_t needed, sent;
+    double worst; /* a call's time over the rate's allowance */
+} pace;
+
+/* Packets of one call of cnt values: each chunk once, plus each slot's
+ * exponent hint round (the slots: the window, or fewer chunks). */
+static uint64_t call_packets(size_t cnt, int elems, int window)
+{
+    uint64_t chunks = cnt ? (cnt + (size_t)elems - 1) / (size_t)elems : 0;
+    return chunks + (chunks < (uint64_t)window ? chunks : (uint64_t)window);
+}
+
+static int pace_report(const opts *o, int rank, const pace *p)
+{
+    int strict = getenv("SERENE_PACE_STRICT") && !strcmp(getenv("SERENE_PACE_STRICT"), "1");
+    printf("rank %d: pace %d/s: sent %llu packets for %llu the data needs (%.2fx); worst call "
+           "%.2fx the rate's allowance\n",
+           rank, o->pace, (unsigned long long)p->sent, (unsigned long long)p->needed,
+           p->needed ? (double)p->sent / (double)p->needed : 0.0, p->worst);
+    int bad = p->sent > 2 * p->needed;
+    if (bad)
+        fprintf(stderr, "rank %d: sent %llu packets, more than twice the %llu the data needs\n",
+                rank, (unsigned long long)p->sent, (unsigned long long)p->needed);
+    if (strict && p->worst > 3.0) {
+        fprintf(stderr, "rank %d: a call took %.2fx what %d packets/s allow\n", rank, p->worst,
+                o->pace);
+        bad = 1;
+    }
+    return bad;
+}
+
 /* The reps x sizes calls. Returns failures, or -(3 or 1) when
  * --expect-timeout ended the run: the exit status, negated. */
 static int run_calls(serene_ctx *ctx, const serene_config *cfg, const opts *o, bufs *b)
@@ -246,8 +286,11 @@ static int run_calls(serene_ctx *ctx, const serene_config *cfg, const opts *o, b
     const int rank = cfg->rank, n = cfg->world_size;
     double worst_call_ms = 0, worst_rel = 0;
     int call = 0, failures = 0, stop = 0;
-    serene_stats joined;
+    serene_stats joined, s0, s1;
     serene_get_stats(ctx, &joined);
+    serene_config eff;
+    serene_ctx_config(ctx, &eff);
+    pace pc = {0};
     for (int rep = 0; rep < o->reps && !stop; rep++) {
         for (int s = 0; s < o->nsizes && !stop; s++, call++) {
             size_t cnt = o->sizes[s];
@@ -255,9 +298,19 @@ static int run_calls(serene_ctx *ctx, const serene_config *cfg, const opts *o, b
             float *dst = o->inplace ? b->send : b->recv;
             if (rank == o->late_rank) /* the others enter the call and wait */
                 tc_sleep_ms(o->late_ms);
+            serene_get_stats(ctx, &s0);
             double c0 = tc_now_ms();
             int rc = allreduce(ctx, o, b->send, dst, cnt);
             double ms = tc_now_ms() - c0;
+            serene_get_stats(ctx, &s1);
+            if (o->pace > 0) {
+                uint64_t need = call_packets(cnt, o->elems, eff.window);
+                double allowed_ms = 2.0 * n * (double)need * 1000.0 / o->pace;
+                pc.needed += need;
+                pc.sent += s1.pkts_sent - s0.pkts_sent;
+                if (ms / allowed_ms > pc.worst)
+                    pc.worst = ms / allowed_ms;
+            }
             worst_call_ms = ms > worst_call_ms ? ms : worst_call_ms;
             if (ms > cfg->timeout_ms + 1000.0) {
                 fprintf(stderr, "rank %d: call %d took %.0f ms, deadline %d ms\n", rank, call, ms,
@@ -287,6 +340,8 @@ static int run_calls(serene_ctx *ctx, const serene_config *cfg, const opts *o, b
             }
         }
     }
+    if (o->pace > 0)
+        failures += pace_report(o, rank, &pc);
     return failures + report_stats(ctx, o, rank, call, worst_call_ms, worst_rel, &joined);
 }
 

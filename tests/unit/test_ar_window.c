@@ -4,7 +4,8 @@
  * rounds go out lowest unit first; at most cwnd in flight, except the
  * base; a loss halves cwnd only on a queueing path and once per window of
  * rounds sent, never below its floor (a quarter of the slots, at least
- * 2); answers grow it back to the slots;
+ * 2); a delay (timers firing while answers come) halves it down to 2;
+ * answers grow it back to the slots;
  * and a model of the protocol (workers that see answers in different
  * orders, windows cut to the floor) always completes every round.
  */
@@ -128,6 +129,44 @@ static void test_loss_halves_only_when_queueing(void **state)
         sr_arw_loss(&w, 0, 900 * US);
     }
     assert_int_equal(w.cwnd, 2);
+    sr_arw_fini(&w);
+}
+
+/* Timers that fire while other answers keep coming (a slow switch): the
+ * window halves once per window of rounds, down to 2, not the loss floor,
+ * and prompt answers grow it back to the slots. */
+static void test_delay_shrinks_and_answers_grow_back(void **state)
+{
+    (void)state;
+    sr_arw w;
+    uint32_t u, s;
+    unsigned answers = 0;
+
+    assert_int_equal(sr_arw_init(&w, 64), 0);
+    for (uint32_t k = 0; k < 64; k++)
+        sr_arw_ready(&w, k, k);
+    while (sr_arw_next(&w, &u, &s))
+        ;
+    assert_int_equal(sr_arw_delay(&w, 0), 1);
+    assert_int_equal(w.cwnd, 32);
+    assert_int_equal(sr_arw_delay(&w, 63), 0); /* the same window of rounds */
+    assert_int_equal(w.cwnd, 32);
+    for (int i = 0; i < 10; i++) {
+        w.recover = 0;
+        sr_arw_delay(&w, 0);
+    }
+    assert_int_equal(w.cwnd, 2); /* below the loss floor of 16 */
+    assert_int_equal(sr_arw_delay(&w, 100), 0); /* at 2 already */
+    while (w.cwnd < 64 && answers < 10000) {
+        sr_arw_answered(&w, 0);
+        answers++;
+    }
+    assert_int_equal(w.cwnd, 64);
+    assert_int_equal(answers, 62 * (2 + 63) / 2); /* 2 + 3 + ... + 63 */
+    sr_arw_fini(&w);
+    assert_int_equal(sr_arw_init(&w, 1), 0); /* one slot: nothing to halve */
+    assert_int_equal(sr_arw_delay(&w, 0), 0);
+    assert_int_equal(w.cwnd, 1);
     sr_arw_fini(&w);
 }
 
@@ -266,6 +305,7 @@ int main(void)
         cmocka_unit_test(test_lowest_unit_first),
         cmocka_unit_test(test_cwnd_limits_but_base_goes),
         cmocka_unit_test(test_loss_halves_only_when_queueing),
+        cmocka_unit_test(test_delay_shrinks_and_answers_grow_back),
         cmocka_unit_test(test_answers_grow_back_to_the_slots),
         cmocka_unit_test(test_rtt_minimum_over_periods),
         cmocka_unit_test(test_model_always_completes),

@@ -277,6 +277,29 @@ static void test_stall_floor(void **state)
     assert_int_equal(r->rto_cur_ns, 10 * MS);
 }
 
+/* Probe answers teach the timeout the path's round trip, a slow switch's
+ * queue included, and a packet is probed again only once its last probe
+ * has had that long to come back. */
+static void test_probe_pacing(void **state)
+{
+    sr_rel *r = *state;
+    const uint64_t t0 = 1000 * MS;
+    assert_true(sr_rel_probe_due(r, 0, t0)); /* no probe out: due */
+    assert_true(sr_rel_probe_due(r, t0, t0 + 10 * MS)); /* rto_ns, 10 ms, passed */
+    assert_false(sr_rel_probe_due(r, t0, t0 + 9 * MS));
+    /* A slow switch answers probes after 30 ms: the timeout follows. */
+    for (uint64_t k = 0; k < 30; k++)
+        sr_rel_sample(r, 30 * MS, t0 + k * MS);
+    assert_true(r->srtt_ns >= 29 * MS && r->srtt_ns <= 30 * MS);
+    assert_true(r->rto_cur_ns >= 30 * MS);
+    assert_false(sr_rel_probe_due(r, t0, t0 + 20 * MS));
+    assert_true(sr_rel_probe_due(r, t0, t0 + r->rto_cur_ns));
+    /* Prompt answers again bring it back down to its floor. */
+    for (uint64_t k = 0; k < 200; k++)
+        sr_rel_sample(r, 1 * MS, t0 + 100 * MS + k * MS);
+    assert_int_equal(r->rto_cur_ns, 10 * MS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -291,6 +314,7 @@ int main(void)
         cmocka_unit_test(test_retry_limit),
         cmocka_unit_test(test_held_waits),
         cmocka_unit_test_setup_teardown(test_stall_floor, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_probe_pacing, setup, teardown),
     };
     return cmocka_run_group_tests_name("reliab", tests, NULL, NULL);
 }

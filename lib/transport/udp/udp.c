@@ -145,8 +145,18 @@ static int udp_open(void **state, const serene_config *cfg, const sr_log *log)
         return SERENE_ERR_TRANSPORT;
     }
     udp_offloads(u);
+    if (cfg->udp_gso_off)
+        u->gso = 0;
     *state = u;
     return 0;
+}
+
+static int udp_trains_off(void *state)
+{
+    udp_state *u = state;
+    int was = u->gso;
+    u->gso = 0;
+    return was;
 }
 
 /* ---- send ------------------------------------------------------------------- */
@@ -383,4 +393,5 @@ const sr_transport sr_transport_udp = {
     .recv = udp_recv,
     .wait = udp_wait,
     .addrs = udp_addrs,
+    .trains_off = udp_trains_off,
 };

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# test_pace.sh CASE SERENE_RUN AR_WORKER SSP_WORKER SLOW_RELAY - the sender
+# against a slow switch: a real serene-switch on 127.0.0.1 behind
+# slow_relay, which serves 3000 packets per second (both directions) from a
+# queue of 64 and drops what overflows, as BMv2 serves a few thousand; 3
+# real workers, unshaped, no privileges.
+#
+#   relay    allreduces of 1 to 4097 values at 32 values per packet: every
+#            result within the bound, and each worker sends at most twice
+#            the packets the data needs, probes and resends included
+#            (ar_worker --pace; each call's time over the rate's allowance
+#            is reported, and checked under SERENE_PACE_STRICT=1); then a
+#            store run (push, pull, clock) exact through the same relay.
+#   trains   the relay also drops every UDP GSO train whole, as
+#            simple_switch's packet socket does behind a veth pair: the
+#            library notices that nothing comes back, says so once, sends
+#            one datagram per packet from then on, and the same calls
+#            complete within the bound.
+#
+# Every wait is bounded; the switch and the relay are stopped by PID; a
+# failure prints "FAIL: ..." and exits 1.
+set -uo pipefail
+
+if [ $# -ne 5 ]; then
+    echo "usage: $0 relay|trains SERENE_RUN AR_WORKER SSP_WORKER SLOW_RELAY" >&2
+    exit 2
+fi
+CASE=$1 RUN=$2 AR=$3 SSP=$4 RELAY=$5
+N=3 PPS=3000
+export SERENE_TIMEOUT_MS=30000
+
+# shellcheck source=../common/harness.sh
+. "$(dirname "$0")/../common/harness.sh"
+harness_init "pace-$CASE"
+HARNESS_LOGS=(switch.log relay.log)
+
+start_switch 127.0.0.1:0 --job "0:$N:32,store=8192" --job "1:$N:32,store=8192" ||
+    fail "serene-switch did not start"
+relay_args=(--to "127.0.0.1:$port" --port-file "$work/relay.port" --pps "$PPS" --queue 64
+    --max-seconds 200)
+[ "$CASE" = trains ] && relay_args+=(--drop-trains)
+spawn "$work/relay.log" "$RELAY" "${relay_args[@]}"
+relay_pid=$spawned
+wait_grep "$work/relay.port" '^[0-9]+$' 10 || fail "slow_relay did not start"
+switch_port=$port
+port=$(cat "$work/relay.port") # the ranks talk to the relay
+echo "slow_relay pid $relay_pid on 127.0.0.1:$port, $PPS packets/s, queue 64 -> switch :$switch_port"
+
+ranks allreduce 180 "$N" --job 0 -- "$AR" --elems 32 --sizes 1,31,32,33,255,1024,4097 --reps 2 \
+    --seed 41 --pace "$PPS"
+[ "$(grep -c 'pace 3000/s' "$work/allreduce.out")" -eq "$N" ] ||
+    fail "not every rank reported its pace"
+if [ "$CASE" = trains ]; then
+    [ "$(grep -c 'may drop trains whole' "$work/allreduce.out")" -ge 1 ] ||
+        fail "the library did not say that the path drops trains"
+fi
+ranks store 180 "$N" --job 1 -- "$SSP" store --iters 4 --offset 100 --count 600 \
+    --capacity 8192 --seed 42
+[ "$(grep -c 'store: 4 iterations' "$work/store.out")" -eq "$N" ] ||
+    fail "not every rank reported its store iterations"
+kill -TERM "$relay_pid" 2>/dev/null
+wait_pid "$relay_pid" 5
+sed "s/^/    /" "$work/relay.log"
+echo "PASS: pace-$CASE"
