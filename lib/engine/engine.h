@@ -227,6 +227,10 @@ void sr_call_leave(sr_engine *e);
 /* End a call that started *h (when rc is 0): hand the op out, or wait for
  * it (the blocking forms pass op_out NULL). Leaves sr_call_enter's guard. */
 int sr_call_end(sr_engine *e, int rc, serene_op *h, serene_op **op_out);
+/* A module's public call: enter, start(e, req, &h) validates and queues
+ * the op (or fails), end: started (op_out) or waited for (op_out NULL). */
+int sr_call(serene_ctx *ctx, int (*start)(sr_engine *e, const void *req, serene_op **h),
+            const void *req, serene_op **op_out);
 /* A free descriptor of class cls with module state self, its request
  * fields zero (inside sr_call_enter), or NULL when max_ops are in use. */
 serene_op *sr_op_alloc(sr_engine *e, const sr_op_class *cls, void *self);

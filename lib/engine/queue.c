@@ -54,6 +54,20 @@ int sr_call_end(sr_engine *e, int rc, serene_op *h, serene_op **op_out)
     return rc;
 }
 
+int sr_call(serene_ctx *ctx, int (*start)(sr_engine *e, const void *req, serene_op **h),
+            const void *req, serene_op **op_out)
+{
+    if (op_out)
+        *op_out = NULL;
+    sr_engine *e = sr_engine_live(ctx);
+    serene_op *h = NULL;
+    int rc = e ? sr_call_enter(e) : SERENE_ERR_INVAL;
+    if (rc)
+        return rc;
+    rc = start(e, req, &h);
+    return sr_call_end(e, rc, h, op_out);
+}
+
 void *sr_engine_self(const sr_engine *e, const sr_op_class *cls)
 {
     for (unsigned i = 0; i < e->n_mods; i++)

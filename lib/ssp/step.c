@@ -266,8 +266,9 @@ static int overlap_shifted(const void *a, const void *b, size_t n)
 }
 
 /* Validate and queue a step (inside sr_call_enter); *h = its handle. */
-static int step_start(sr_engine *e, const step_req *r, serene_op **h)
+static int step_start(sr_engine *e, const void *req, serene_op **h)
 {
+    const step_req *r = req;
     const void *src = r->src ? (const void *)r->src : (const void *)r->src_i32;
     const void *dst = r->dst ? (const void *)r->dst : (const void *)r->dst_i32;
     if (!r->count || !src || !dst || (r->flags & ~(SERENE_PULL_DELTA | SERENE_STEP_OTHERS)) ||
@@ -305,15 +306,7 @@ static int step_start(sr_engine *e, const step_req *r, serene_op **h)
 /* A step call: started (op_out) or waited for (op_out NULL). */
 static int step_call(serene_ctx *ctx, const step_req *r, serene_op **op_out)
 {
-    if (op_out)
-        *op_out = NULL;
-    sr_engine *e = sr_engine_live(ctx);
-    serene_op *h = NULL;
-    int rc = e ? sr_call_enter(e) : SERENE_ERR_INVAL;
-    if (rc)
-        return rc;
-    rc = step_start(e, r, &h);
-    return sr_call_end(e, rc, h, op_out);
+    return sr_call(ctx, step_start, r, op_out);
 }
 
 SERENE_API int serene_step(serene_ctx *ctx, size_t offset, const float *update, float *out,

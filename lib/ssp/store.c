@@ -294,8 +294,9 @@ typedef struct store_req {
 } store_req;
 
 /* Validate and queue a push or pull (inside sr_call_enter); *h = its handle. */
-static int store_start(sr_engine *e, const store_req *r, serene_op **h)
+static int store_start(sr_engine *e, const void *req, serene_op **h)
 {
+    const store_req *r = req;
     if ((r->count && !r->src && !r->src_i32 && !r->dst && !r->dst_i32) ||
         (r->flags & ~SERENE_PULL_DELTA))
         return SERENE_ERR_INVAL;
@@ -328,15 +329,7 @@ static int store_start(sr_engine *e, const store_req *r, serene_op **h)
 /* A push or pull call: started (op_out) or waited for (op_out NULL). */
 static int store_call(serene_ctx *ctx, const store_req *r, serene_op **op_out)
 {
-    if (op_out)
-        *op_out = NULL;
-    sr_engine *e = sr_engine_live(ctx);
-    serene_op *h = NULL;
-    int rc = e ? sr_call_enter(e) : SERENE_ERR_INVAL;
-    if (rc)
-        return rc;
-    rc = store_start(e, r, &h);
-    return sr_call_end(e, rc, h, op_out);
+    return sr_call(ctx, store_start, r, op_out);
 }
 
 SERENE_API int serene_push_start(serene_ctx *ctx, size_t offset, const float *values,

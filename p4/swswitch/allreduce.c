@@ -105,23 +105,11 @@ static void result_fill(const sr_pipe *p, sr_pipe_action *a, const sr_pipe_job *
         sr_svc_be32_out(a->payload, v, count);
 }
 
-/* A header-only answer to w's request h (AR_HELD or AR_NAK): its header
- * echoed with count 0 and no flags, to w alone. Never larger than h. */
+/* AR_HELD or AR_NAK to w's request h (sr_svc_reply_hdr), counted. */
 static void reply_hdr(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
                       uint8_t op, sr_pipe_out *out)
 {
-    sr_pipe_action *a = sr_svc_action_new(out);
-
-    if (!a)
-        return;
-    a->hdr = *h;
-    a->hdr.version = SR_WIRE_VERSION;
-    a->hdr.op = op;
-    a->hdr.count = 0;
-    a->hdr.flags = 0;
-    a->hdr.status = 0;
-    sr_svc_unicast(a, src, h->worker);
-    sr_svc_count_tx(p, j, a);
+    sr_svc_reply_hdr(p, j, src, h, op, out);
     if (op == SR_OP_AR_HELD)
         j->c.held++;
     else

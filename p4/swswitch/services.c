@@ -73,6 +73,24 @@ void sr_svc_count_tx(sr_pipe *p, sr_pipe_job *j, const sr_pipe_action *a)
         j->c.tx += a->n_dests;
 }
 
+sr_pipe_action *sr_svc_reply_hdr(sr_pipe *p, sr_pipe_job *j, const sr_peer *src,
+                                 const sr_hdr *h, uint8_t op, sr_pipe_out *out)
+{
+    sr_pipe_action *a = sr_svc_action_new(out);
+
+    if (!a)
+        return NULL;
+    a->hdr = *h;
+    a->hdr.version = SR_WIRE_VERSION;
+    a->hdr.op = op;
+    a->hdr.count = 0;
+    a->hdr.flags = 0;
+    a->hdr.status = 0;
+    sr_svc_unicast(a, src, h->worker);
+    sr_svc_count_tx(p, j, a);
+    return a;
+}
+
 void sr_svc_reply_error(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *req,
                         unsigned status, sr_pipe_out *out)
 {

@@ -141,6 +141,13 @@ void sr_svc_multicast(sr_pipe_action *a, const sr_pipe_job *j);
 /* Count the copies a will send, switch-wide and in j (may be NULL). */
 void sr_svc_count_tx(sr_pipe *p, sr_pipe_job *j, const sr_pipe_action *a);
 
+/* A header-only answer op to request h from src: its header echoed with
+ * count 0, no flags and status 0, to h->worker alone, so never larger
+ * than h (AR_HELD, AR_NAK, STEP_HELD, STEP_NAK). Returns the action (the
+ * caller may set more fields) or NULL. */
+sr_pipe_action *sr_svc_reply_hdr(sr_pipe *p, sr_pipe_job *j, const sr_peer *src,
+                                 const sr_hdr *h, uint8_t op, sr_pipe_out *out);
+
 /* ERROR for a refused request: the request's header echoed, with op ERROR,
  * status = the reason, aux = the refused op and no payload, to src. j may
  * be NULL (no such job). */

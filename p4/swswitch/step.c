@@ -183,21 +183,15 @@ static void answer_row(sr_pipe *p, sr_pipe_job *j, uint32_t r, uint64_t to, sr_p
     j->c.step_answers += a->n_dests;
 }
 
-/* STEP_HELD or STEP_NAK to the sender: its header echoed, count 0. */
+/* STEP_HELD or STEP_NAK to the sender (sr_svc_reply_hdr), aux = the
+ * row's low clock. */
 static void answer_short(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
                          uint8_t op, sr_pipe_out *out)
 {
-    sr_pipe_action *a = sr_svc_action_new(out);
+    sr_pipe_action *a = sr_svc_reply_hdr(p, j, src, h, op, out);
 
-    if (!a)
-        return;
-    a->hdr = *h;
-    a->hdr.version = SR_WIRE_VERSION;
-    a->hdr.op = op;
-    a->hdr.count = 0;
-    a->hdr.aux = j->step_low[h->offset / j->elems];
-    sr_svc_unicast(a, src, h->worker);
-    sr_svc_count_tx(p, j, a);
+    if (a)
+        a->hdr.aux = j->step_low[h->offset / j->elems];
     if (op == SR_OP_STEP_HELD)
         j->c.step_held++;
     else
