@@ -203,7 +203,10 @@ static void test_create_errors(void **state)
         assert_int_equal(serene_ctx_create(&ctx, &cfg), SERENE_ERR_CONFIG);
     }
     base_cfg(&cfg, 1, 0, 2);
-    cfg.reserved_[3] = 1;
+    cfg.reserved_[sizeof cfg.reserved_ - 1] = 1;
+    assert_int_equal(serene_ctx_create(&ctx, &cfg), SERENE_ERR_CONFIG);
+    base_cfg(&cfg, 1, 0, 2);
+    cfg.udp_gso_off = 2;
     assert_int_equal(serene_ctx_create(&ctx, &cfg), SERENE_ERR_CONFIG);
     /* The switch's answers. */
     base_cfg(&cfg, 9, 0, 2);

@@ -30,6 +30,7 @@ static const char *const all_vars[] = {
     "SERENE_WINDOW",      "SERENE_CPU_MASK",   "SERENE_STORE_FRAC_BITS", "SERENE_LOG_LEVEL",
     "SERENE_SWITCH",      "SERENE_BIND",       "SERENE_TRANSPORT",    "SERENE_PCAP",
     "SERENE_DPDK_EAL_ARGS", "SERENE_DPDK_PORT", "SERENE_DPDK_MAC",     "SERENE_DPDK_PEER_MAC",
+    "SERENE_UDP_GSO",
     /* The launchers' (torchrun, Open MPI, Slurm) that fill rank and world size. */
     "RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
     "SLURM_PROCID", "SLURM_NTASKS",
@@ -145,6 +146,11 @@ static void test_int_decimal(void **state)
     assert_int_equal(cfg.log_level, SERENE_LOG_DEBUG);
     assert_int_equal(from_env1("SERENE_LOG_LEVEL", "info", &cfg), 0);
     assert_int_equal(cfg.log_level, SERENE_LOG_INFO);
+    assert_int_equal(cfg.udp_gso_off, 0);
+    assert_int_equal(from_env1("SERENE_UDP_GSO", "0", &cfg), 0);
+    assert_int_equal(cfg.udp_gso_off, 1);
+    assert_int_equal(from_env1("SERENE_UDP_GSO", "1", &cfg), 0);
+    assert_int_equal(cfg.udp_gso_off, 0);
 }
 
 /* Not decimal digits, or out of range: the same rule for every variable. */
@@ -172,6 +178,8 @@ static void test_int_refused(void **state)
                 expect_refused(unsigned_vars[i], bad_ints[k]);
     /* The 0x form the mask was once documented with. */
     expect_refused("SERENE_CPU_MASK", "0x3");
+    expect_refused("SERENE_UDP_GSO", "2");
+    expect_refused("SERENE_UDP_GSO", "off");
     expect_refused("SERENE_JOB_NONCE", "0xdeadbeef");
     expect_refused("SERENE_LOG_LEVEL", "+1");
     expect_refused("SERENE_LOG_LEVEL", " 1");
