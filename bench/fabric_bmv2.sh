@@ -85,16 +85,26 @@ bmv2_ranks() {
     wait_all $((CASE_TIMEOUT + 10)) "${spawned[@]}"
 }
 
-# bmv2_report TAG N MS: each rank's packets sent against its first
-# sends, and what the switch moved: the ranks' packets sent plus received
-# over the run's wall time (ranks start and end together).
+# bmv2_report TAG N MS: each rank's packets sent split into first sends,
+# packets resent in full and header-only probes (a probe is no first send),
+# and what the switch moved: the ranks' packets sent plus received over
+# the run's wall time (ranks start and end together).
 bmv2_report() {
     local tag=$1 n=$2 ms=$3 r
     for r in $(seq 0 $((n - 1))); do
-        sed -n 's/.* sent \([0-9]*\) recv \([0-9]*\) retrans \([0-9]*\).*/\1 \3 \2/p' "$OUT/logs/$tag.r$r.log" | tail -1
+        # "... sent S recv R retrans T ... probes P ...": the last such line
+        awk '/ sent [0-9]+ recv [0-9]+ retrans [0-9]+/ {
+                s = r = t = p = 0
+                for (i = 1; i < NF; i++) {
+                    if ($i == "sent") s = $(i + 1); else if ($i == "recv") r = $(i + 1)
+                    else if ($i == "retrans") t = $(i + 1); else if ($i == "probes") p = $(i + 1)
+                }
+                last = s " " t " " p " " r }
+             END { if (last != "") print last }' "$OUT/logs/$tag.r$r.log"
     done | awk -v t="$tag" -v s="$ms" '
-        { printf "  %s rank %d: sent %d packets, %d resent, %.2f per first send\n",
-                 t, NR - 1, $1, $2, ($1 > $2) ? $1 / ($1 - $2) : 0; io += $1 + $3 }
+        { first = $1 - $2 - $3
+          printf "  %s rank %d: sent %d packets: %d first sends, %d resent, %d probes; %.2f per first send\n",
+                 t, NR - 1, $1, first, $2, $3, first > 0 ? $1 / first : 0; io += $1 + $4 }
         END { if (s > 0) printf "  %s: %d packets through the switch in %.2f s (%.0f/s)\n", t, io, s / 1000, io * 1000 / s }' |
         tee -a "$OUT/bmv2.txt"
 }
