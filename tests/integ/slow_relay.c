@@ -21,7 +21,6 @@
  *   relay: forwarded=F dropped_full=D dropped_trains=T workers=W
  * and exits 0. Exit status: 0; 1 a socket error; 2 bad usage.
  */
-#define _GNU_SOURCE /* ppoll */
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
