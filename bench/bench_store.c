@@ -202,6 +202,61 @@ static int verify_clock(void *a, char *why, size_t wl)
     return 0;
 }
 
+/* Every case in order (every rank makes the same calls: no --filter);
+ * returns 1 if a verification failed. */
+static int run_cases(sr_bench *b, st_ctx *c)
+{
+    int failed = 0;
+    static const struct {
+        const char *name, *variant;
+        int large;
+        void (*run)(void *);
+        int (*verify)(void *, char *, size_t);
+    } cases[] = {
+        {"push", "small", 0, run_push, verify_push}, {"push", "large", 1, run_push, verify_push},
+        {"pull", "small", 0, run_pull, verify_pull}, {"pull", "large", 1, run_pull, verify_pull},
+        {"clock", "bsp", 0, run_clock, verify_clock},
+        {"allreduce", "float", 0, run_allreduce, verify_allreduce},
+        {"step", "bsp", 0, run_step, verify_step},
+    };
+    double ar_median = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0] && !c->rc; i++) {
+        int pair = cases[i].run == run_step || cases[i].run == run_allreduce;
+        if (pair && !c->step)
+            continue;
+        /* no --filter here: every rank must make the same calls */
+        c->count = pair ? c->step : cases[i].large ? c->large : c->small;
+        c->calls = 0;
+        memset(c->out, 0, 4 * c->large);
+        sr_bench_case bc = {cases[i].name, cases[i].variant, cases[i].run == run_clock ? 0 : 4 * c->count,
+                            cases[i].run, cases[i].verify, c};
+        sr_bench_result r;
+        serene_stats s0, s1;
+        serene_get_stats(c->ctx, &s0);
+        if (sr_bench_run(b, &bc, &r))
+            failed = 1;
+        serene_get_stats(c->ctx, &s1);
+        if (cases[i].run == run_allreduce)
+            ar_median = r.median_s;
+        if (pair)
+            snprintf(r.extra, sizeof r.extra,
+                     "workers=%d words=%zu us_per_call=%.1f vs_allreduce=%.3f sent=%llu resent=%llu "
+                     "probes=%llu",
+                     c->world, c->step, r.median_s * 1e6, r.median_s / ar_median,
+                     (unsigned long long)(s1.pkts_sent - s0.pkts_sent),
+                     (unsigned long long)(s1.retransmissions - s0.retransmissions),
+                     (unsigned long long)(s1.probes - s0.probes));
+        else if (cases[i].run == run_clock)
+            snprintf(r.extra, sizeof r.extra, "workers=%d calls_per_s=%.0f us_per_call=%.1f", c->world,
+                     1.0 / r.median_s, r.median_s * 1e6);
+        else
+            snprintf(r.extra, sizeof r.extra, "workers=%d words=%zu calls_per_s=%.0f words_per_s=%.4g us_per_call=%.1f",
+                     c->world, c->count, 1.0 / r.median_s, (double)c->count / r.median_s, r.median_s * 1e6);
+        sr_bench_report(b, &r);
+    }
+    return failed;
+}
+
 int main(int argc, char **argv)
 {
     sr_bench b;
@@ -267,54 +322,7 @@ int main(int argc, char **argv)
              serene_version(), eff.transport, eff.world_size, serene_store_capacity(ctx), eff.window);
     sr_bench_begin(&b, config);
 
-    static const struct {
-        const char *name, *variant;
-        int large;
-        void (*run)(void *);
-        int (*verify)(void *, char *, size_t);
-    } cases[] = {
-        {"push", "small", 0, run_push, verify_push}, {"push", "large", 1, run_push, verify_push},
-        {"pull", "small", 0, run_pull, verify_pull}, {"pull", "large", 1, run_pull, verify_pull},
-        {"clock", "bsp", 0, run_clock, verify_clock},
-        {"allreduce", "float", 0, run_allreduce, verify_allreduce},
-        {"step", "bsp", 0, run_step, verify_step},
-    };
-    int failed = 0;
-    double ar_median = 0;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0] && !c.rc; i++) {
-        int pair = cases[i].run == run_step || cases[i].run == run_allreduce;
-        if (pair && !step)
-            continue;
-        /* no --filter here: every rank must make the same calls */
-        c.count = pair ? step : cases[i].large ? large : small;
-        c.calls = 0;
-        memset(c.out, 0, 4 * large);
-        sr_bench_case bc = {cases[i].name, cases[i].variant, cases[i].run == run_clock ? 0 : 4 * c.count,
-                            cases[i].run, cases[i].verify, &c};
-        sr_bench_result r;
-        serene_stats s0, s1;
-        serene_get_stats(ctx, &s0);
-        if (sr_bench_run(&b, &bc, &r))
-            failed = 1;
-        serene_get_stats(ctx, &s1);
-        if (cases[i].run == run_allreduce)
-            ar_median = r.median_s;
-        if (pair)
-            snprintf(r.extra, sizeof r.extra,
-                     "workers=%d words=%zu us_per_call=%.1f vs_allreduce=%.3f sent=%llu resent=%llu "
-                     "probes=%llu",
-                     cfg.world_size, step, r.median_s * 1e6, r.median_s / ar_median,
-                     (unsigned long long)(s1.pkts_sent - s0.pkts_sent),
-                     (unsigned long long)(s1.retransmissions - s0.retransmissions),
-                     (unsigned long long)(s1.probes - s0.probes));
-        else if (cases[i].run == run_clock)
-            snprintf(r.extra, sizeof r.extra, "workers=%d calls_per_s=%.0f us_per_call=%.1f", cfg.world_size,
-                     1.0 / r.median_s, r.median_s * 1e6);
-        else
-            snprintf(r.extra, sizeof r.extra, "workers=%d words=%zu calls_per_s=%.0f words_per_s=%.4g us_per_call=%.1f",
-                     cfg.world_size, c.count, 1.0 / r.median_s, (double)c.count / r.median_s, r.median_s * 1e6);
-        sr_bench_report(&b, &r);
-    }
+    int failed = run_cases(&b, &c);
     serene_ctx_destroy(&ctx);
     free(c.vals);
     free(c.out);
