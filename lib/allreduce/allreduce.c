@@ -247,7 +247,7 @@ static void ar_on_expire(void *self, sr_engine *e, serene_op *op, uint32_t s, ui
     sr_ar_slot *sl = &ar->slots[s];
     /* Answers keep coming, just not this one yet: a delay (window.h). */
     if (ar->answer_ns && now - ar->answer_ns < e->rel.rto_cur_ns &&
-        sr_arw_delay(&ar->win, sl->next_chunk))
+        sr_arw_delay(&ar->win, sl->next_chunk, e->rel.srtt_ns))
         SR_STAT_ADD(e, window_cuts, 1);
     if (!sr_rel_probe_due(&e->rel, sl->probe_out_ns, now))
         return; /* its last probe may still be answered: one per round trip */

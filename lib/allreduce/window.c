@@ -111,10 +111,16 @@ void sr_arw_rtt(sr_arw *w, uint64_t rtt_ns, uint64_t now_ns)
                                                                      : w->min_cur_ns;
 }
 
-int sr_arw_delay(sr_arw *w, uint32_t unit)
+/* The smoothed delay shows a queue: twice the base delay and more. */
+static int queueing(const sr_arw *w, uint64_t srtt_ns)
+{
+    return w->min_rtt_ns && srtt_ns >= 2 * w->min_rtt_ns + SR_ARW_QUEUE_NS;
+}
+
+int sr_arw_delay(sr_arw *w, uint32_t unit, uint64_t srtt_ns)
 {
     uint32_t floor = w->cwnd_max < 2 ? w->cwnd_max : 2;
-    if (unit < w->recover || w->cwnd <= floor)
+    if (unit < w->recover || w->cwnd <= floor || !queueing(w, srtt_ns))
         return 0;
     w->cwnd = w->cwnd / 2 > floor ? w->cwnd / 2 : floor;
     w->cwnd_acc = 0;
@@ -124,8 +130,7 @@ int sr_arw_delay(sr_arw *w, uint32_t unit)
 
 int sr_arw_loss(sr_arw *w, uint32_t unit, uint64_t srtt_ns)
 {
-    if (unit < w->recover || w->min_rtt_ns == 0 ||
-        srtt_ns < 2 * w->min_rtt_ns + SR_ARW_QUEUE_NS)
+    if (unit < w->recover || !queueing(w, srtt_ns))
         return 0;
     w->cwnd = w->cwnd / 2 > w->cwnd_min ? w->cwnd / 2 : w->cwnd_min;
     w->cwnd_acc = 0;

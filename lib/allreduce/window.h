@@ -71,13 +71,16 @@ void sr_arw_rtt(sr_arw *w, uint64_t rtt_ns, uint64_t now_ns);
 /* Unit unit was lost; srtt_ns = the current smoothed answer delay.
  * Returns 1 if that halved the window. */
 int sr_arw_loss(sr_arw *w, uint32_t unit, uint64_t srtt_ns);
-/* Unit unit's timer fired while answers to other rounds kept coming: the
- * switch is slower than the window assumes (a software switch that serves
- * a few thousand packets a second, its queue full of this worker's
- * rounds), a delay and not a loss. Halves cwnd, at most once per window of
- * rounds sent as for a loss, down to 2 rather than the loss floor: a slow
+/* Unit unit's timer fired while answers to other rounds kept coming, on
+ * a path that queues (srtt_ns, which probe answers teach, at least twice
+ * the base delay plus SR_ARW_QUEUE_NS): the switch is slower than the
+ * window assumes (a software switch that serves a few thousand packets a
+ * second, its queue full of this worker's rounds), a delay and not a
+ * loss. A timer on a path without a queue is a loss or a late peer, and
+ * changes nothing here. Halves cwnd, at most once per window of rounds
+ * sent as for a loss, down to 2 rather than the loss floor: a slow
  * switch's short queue can need that, and answers that come promptly
  * again grow it back. Returns 1 if it halved. */
-int sr_arw_delay(sr_arw *w, uint32_t unit);
+int sr_arw_delay(sr_arw *w, uint32_t unit, uint64_t srtt_ns);
 
 #endif /* SERENE_ALLREDUCE_WINDOW_H */

@@ -109,7 +109,7 @@ void sr_rel_sample(sr_rel *r, uint64_t rtt, uint64_t now_ns)
 
 int sr_rel_probe_due(const sr_rel *r, uint64_t last_ns, uint64_t now_ns)
 {
-    return !last_ns || now_ns - last_ns >= r->rto_cur_ns;
+    return !last_ns || now_ns - last_ns >= r->srtt_ns;
 }
 
 void sr_rel_ack(sr_rel *r, uint32_t i, uint64_t now_ns)

@@ -87,9 +87,11 @@ void sr_rel_ack(sr_rel *r, uint32_t i, uint64_t now_ns);
  * fed to the adaptive timeout as sr_rel_ack feeds a clean answer. */
 void sr_rel_sample(sr_rel *r, uint64_t rtt_ns, uint64_t now_ns);
 /* Probe pacing: a packet whose last probe went at last_ns (0: none
- * unanswered) is probed again only once that probe has had the adaptive
- * timeout to come back, which probe answers teach (sr_rel_sample): a
- * switch that answers slowly gets fewer probes, not more. */
+ * unanswered) is probed again only once that probe has had a measured
+ * round trip (srtt, which probe answers teach: sr_rel_sample) to come
+ * back: a switch that answers slowly gets fewer probes, not more. (The
+ * whole timeout would be too long a wait on a fast path whose probe was
+ * lost, where probes are what recovers losses.) */
 int sr_rel_probe_due(const sr_rel *r, uint64_t last_ns, uint64_t now_ns);
 /* The switch holds entry i's packet and waits for others: it was not lost.
  * Its retry count restarts, so the retry limit counts only expiries without

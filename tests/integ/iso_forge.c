@@ -180,7 +180,7 @@ void forge_join_refused(forger *f, int job, int worker, uint32_t nonce, uint32_t
  * has a job field, so a misparse would land in B's state. */
 void forge_malformed(forger *f)
 {
-    static const uint8_t bad_ops[] = {0, 5, 15, 18, 31, 40, 255};
+    static const uint8_t bad_ops[] = {0, 5, 15, 18, 31, 45, 255};
     static const uint8_t answers[] = {SR_OP_JOIN_ACK, SR_OP_ERROR,   SR_OP_AR_RESULT,
                                       SR_OP_PUSH_ACK, SR_OP_PULL_RESP, SR_OP_PROCEED,
                                       SR_OP_RELEASE,  SR_OP_HOLD};

@@ -347,7 +347,8 @@ bad "--switch: 'h: 5' is not HOST:PORT" -n 1 --switch 'h: 5' "$CHILD"
 bad "-n: '\+2' is not a number" -n +2 "$CHILD"
 bad "--timeout: '-1' is not a number of seconds" -n 1 --timeout -1 "$CHILD"
 bad "--elems: '0' is not a number" -n 1 --elems 0 "$CHILD"
-bad '--switch-arg, --elems and --slots configure the embedded switch' -n 1 --switch h:1 --switch-arg x "$CHILD"
+bad '--switch-arg, --elems, --slots and --store configure the embedded switch' -n 1 --switch h:1 --switch-arg x "$CHILD"
+bad '--store: .999999999. is not a number in 0..268435456' -n 1 --store 999999999 "$CHILD"
 sr help 10 --help
 expect_rc 0
 expect "$out" '^usage: serene-run -n N ' "--help usage"

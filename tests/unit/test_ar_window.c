@@ -132,9 +132,10 @@ static void test_loss_halves_only_when_queueing(void **state)
     sr_arw_fini(&w);
 }
 
-/* Timers that fire while other answers keep coming (a slow switch): the
- * window halves once per window of rounds, down to 2, not the loss floor,
- * and prompt answers grow it back to the slots. */
+/* Timers that fire while other answers keep coming on a queueing path (a
+ * slow switch): the window halves once per window of rounds, down to 2,
+ * not the loss floor; without a queue it stays; prompt answers grow it
+ * back to the slots. */
 static void test_delay_shrinks_and_answers_grow_back(void **state)
 {
     (void)state;
@@ -147,16 +148,20 @@ static void test_delay_shrinks_and_answers_grow_back(void **state)
         sr_arw_ready(&w, k, k);
     while (sr_arw_next(&w, &u, &s))
         ;
-    assert_int_equal(sr_arw_delay(&w, 0), 1);
+    assert_int_equal(sr_arw_delay(&w, 0, 10000 * US), 0); /* no base delay yet */
+    sr_arw_rtt(&w, 50 * US, 1);
+    assert_int_equal(sr_arw_delay(&w, 0, 299 * US), 0); /* no queue: a loss, or a late peer */
+    assert_int_equal(w.cwnd, 64);
+    assert_int_equal(sr_arw_delay(&w, 0, 300 * US), 1);
     assert_int_equal(w.cwnd, 32);
-    assert_int_equal(sr_arw_delay(&w, 63), 0); /* the same window of rounds */
+    assert_int_equal(sr_arw_delay(&w, 63, 900 * US), 0); /* the same window of rounds */
     assert_int_equal(w.cwnd, 32);
     for (int i = 0; i < 10; i++) {
         w.recover = 0;
-        sr_arw_delay(&w, 0);
+        sr_arw_delay(&w, 0, 900 * US);
     }
     assert_int_equal(w.cwnd, 2); /* below the loss floor of 16 */
-    assert_int_equal(sr_arw_delay(&w, 100), 0); /* at 2 already */
+    assert_int_equal(sr_arw_delay(&w, 100, 900 * US), 0); /* at 2 already */
     while (w.cwnd < 64 && answers < 10000) {
         sr_arw_answered(&w, 0);
         answers++;
@@ -165,7 +170,8 @@ static void test_delay_shrinks_and_answers_grow_back(void **state)
     assert_int_equal(answers, 62 * (2 + 63) / 2); /* 2 + 3 + ... + 63 */
     sr_arw_fini(&w);
     assert_int_equal(sr_arw_init(&w, 1), 0); /* one slot: nothing to halve */
-    assert_int_equal(sr_arw_delay(&w, 0), 0);
+    sr_arw_rtt(&w, 50 * US, 1);
+    assert_int_equal(sr_arw_delay(&w, 0, 900 * US), 0);
     assert_int_equal(w.cwnd, 1);
     sr_arw_fini(&w);
 }

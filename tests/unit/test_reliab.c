@@ -284,20 +284,23 @@ static void test_probe_pacing(void **state)
 {
     sr_rel *r = *state;
     const uint64_t t0 = 1000 * MS;
-    assert_true(sr_rel_probe_due(r, 0, t0)); /* no probe out: due */
-    assert_true(sr_rel_probe_due(r, t0, t0 + 10 * MS)); /* rto_ns, 10 ms, passed */
-    assert_false(sr_rel_probe_due(r, t0, t0 + 9 * MS));
-    /* A slow switch answers probes after 30 ms: the timeout follows. */
+    assert_true(sr_rel_probe_due(r, 0, t0));      /* no probe out: due */
+    assert_true(sr_rel_probe_due(r, t0, t0 + 1)); /* no round trip known yet */
+    /* A slow switch answers probes after 30 ms: the timeout and the pace
+     * follow. */
     for (uint64_t k = 0; k < 30; k++)
         sr_rel_sample(r, 30 * MS, t0 + k * MS);
     assert_true(r->srtt_ns >= 29 * MS && r->srtt_ns <= 30 * MS);
     assert_true(r->rto_cur_ns >= 30 * MS);
     assert_false(sr_rel_probe_due(r, t0, t0 + 20 * MS));
-    assert_true(sr_rel_probe_due(r, t0, t0 + r->rto_cur_ns));
-    /* Prompt answers again bring it back down to its floor. */
+    assert_true(sr_rel_probe_due(r, t0, t0 + 30 * MS));
+    /* Prompt answers again: the timeout back at its floor, probes as often
+     * as a round trip allows. */
     for (uint64_t k = 0; k < 200; k++)
         sr_rel_sample(r, 1 * MS, t0 + 100 * MS + k * MS);
     assert_int_equal(r->rto_cur_ns, 10 * MS);
+    assert_false(sr_rel_probe_due(r, t0, t0 + r->srtt_ns - 1));
+    assert_true(sr_rel_probe_due(r, t0, t0 + 2 * MS));
 }
 
 int main(void)
