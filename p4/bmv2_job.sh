@@ -21,13 +21,15 @@
 # software switch's `job remove` refuses the same) unless --force. It
 # deletes the job's table entries, multicast nodes and group, and writes
 # zero over the job's registers: its id's (nonce, epoch, bindings, low,
-# high) and its block's (slots, store rows and push sequence numbers, ring,
-# their incarnation tags, context tokens and RoCE QPs). A new incarnation
+# high) and its block's (slots, store rows and push sequence numbers, the
+# rows' step state, ring, their incarnation tags, context tokens, step
+# counters and RoCE QPs). A new incarnation
 # of the same job clears its block lazily (the tags, ingress.p4); another
 # job id in the block counts its incarnations from its own epoch, which
 # could equal the tags left there, so this is what makes the block clean
 # for the next job. Clone sessions (mirroring_add P P) are
-# per switch port and shared by the jobs on it: they stay.
+# per switch port and shared by the jobs on it: they stay; the job's
+# STEP_RESP session (mirroring_add_mc, per register block) goes.
 #
 # check-json lists the program's register arrays that remove would not
 # clear (exit 1 if any): a new register must be given its class here.
@@ -51,12 +53,15 @@ JOBS=$(define SR_P4_MAX_JOBS) SLOTS=$(define SR_P4_SLOTS) ROWS=$(define SR_P4_ST
 WORKERS=$(define SR_P4_MAX_WORKERS) RING=$(define SR_P4_RING) ELEMS=$(define SR_P4_ELEMS)
 BY_ID="nonce_reg epoch_reg bound_reg left_reg low_reg high_reg"
 CELL_REGS="seen_reg cnt_reg mseq_reg moff_reg mtotal_reg mcount_reg mexp_reg nexp_reg upwait_reg upts_reg"
-ROW_REGS="row_epoch_reg" VAL_REGS="" SLOT_REGS="slot_epoch_reg"
+ROW_REGS="row_epoch_reg step_epoch_reg step_on_reg step_wait_reg step_low_reg"
+VAL_REGS="" SLOT_REGS="slot_epoch_reg"
 for i in $(seq 0 $((ELEMS - 1))); do
     VAL_REGS+=" SereneIngress.allreduce.val_reg_$i"
     ROW_REGS+=" SereneIngress.store.st_reg_$i"
 done
-PUSH_REGS="push_last_reg push_epoch_reg" RING_REGS="ring_reg ring_epoch_reg" WORKER_REGS="token_reg roce_qp_reg roce_psn_reg"
+PUSH_REGS="push_last_reg push_epoch_reg step_last_reg step_pol_reg" RING_REGS="ring_reg ring_epoch_reg"
+STEP_CNT_REGS="step_cnt_reg step_cnt_epoch_reg"
+WORKER_REGS="token_reg roce_qp_reg roce_psn_reg step_clk_reg step_n_reg step_wk_epoch_reg"
 
 # reg_clears J: register_write ... 0 for everything job J's id and block hold.
 # shellcheck disable=SC2086 # the register lists split into names
@@ -68,6 +73,7 @@ reg_clears() {
     span $((b * ROWS)) "$ROWS" $ROW_REGS
     span $((b * ROWS * WORKERS)) $((ROWS * WORKERS)) $PUSH_REGS
     span $((b * RING)) "$RING" $RING_REGS
+    span $((b * ROWS * RING)) $((ROWS * RING)) $STEP_CNT_REGS
     span $((b * WORKERS)) "$WORKERS" $WORKER_REGS
 }
 span() {
@@ -91,7 +97,7 @@ failed() { grep -m1 -i 'error\|invalid\|exception' "$1"; }
 cmd_check_json() {
     local json=$1 known
     [ -r "$json" ] || die "$json: not readable"
-    known=" $BY_ID $CELL_REGS $VAL_REGS $SLOT_REGS $ROW_REGS $PUSH_REGS $RING_REGS $WORKER_REGS "
+    known=" $BY_ID $CELL_REGS $VAL_REGS $SLOT_REGS $ROW_REGS $PUSH_REGS $RING_REGS $STEP_CNT_REGS $WORKER_REGS "
     python3 -c 'import json, sys; [print(r["name"]) for r in json.load(open(sys.argv[1]))["register_arrays"]]' \
         "$json" | while read -r r; do case $known in *" $r "*) ;; *) echo "$r" ;; esac; done >"$TMP/unknown"
     if [ -s "$TMP/unknown" ]; then
@@ -147,11 +153,14 @@ cmd_add() {
     fi
     grep -v '^mc_mgrp_create \|^mc_node_create \|^mc_node_associate ' "$TMP/all.txt" >>"$TMP/b.txt"
     cli "$TMP/b.txt" "$TMP/b.out" || { rollback undo_assoc undo_node undo_grp; exit 1; }
-    # table_add answers "Entry has been added with handle H": undo by handle.
+    # table_add answers "Entry has been added with handle H": undo by handle;
+    # the job's STEP_RESP session (mirroring_add_mc, its register block's)
+    # goes with it.
     awk 'NR == FNR { cmd[FNR] = $0; next }
          cmd[FNR] ~ /^table_add / && /added with handle/ {
              split(cmd[FNR], c, " "); h = $0; sub(/.*with handle /, "", h); sub(/ .*/, "", h)
              print "table_delete " c[2] " " h }' "$TMP/b.txt" "$TMP/b.out" >"$TMP/undo_tab"
+    sed -n 's/^mirroring_add_mc \([0-9]*\) .*/mirroring_delete \1/p' "$TMP/b.txt" >>"$TMP/undo_tab"
     {
         echo "# job $j group $g (p4/bmv2_job.sh add: remove with p4/bmv2_job.sh remove)"
         tac "$TMP/undo_tab"
@@ -162,7 +171,8 @@ cmd_add() {
         die "simple_switch refused job $j: $line"
     fi
     mv "$STATE.new" "$STATE"
-    echo "bmv2_job: job $j added ($n ranks, group $g, $(wc -l <"$TMP/undo_tab") table entries; state in $STATE)"
+    echo "bmv2_job: job $j added ($n ranks, group $g, $(grep -c '^table_delete' "$TMP/undo_tab")" \
+        "table entries; state in $STATE)"
 }
 
 # rollback NAME...: undo what the undo lists $TMP/NAME... name (an add that

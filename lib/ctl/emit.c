@@ -16,9 +16,11 @@
  *       there is no job-setup command.
  * - bmv2: a simple_switch_CLI command file: the multicast group, one
  *       clone session per worker port (mirroring_add P P: the CLOCK answer
- *       that goes with a RELEASE multicast), the job_table, worker_table,
- *       rank_table (egress: a rank's address for its multicast copy) and
- *       policy_table entries, and low_reg / high_reg set to first_clock - 1.
+ *       that goes with a RELEASE multicast), the job's STEP_RESP session
+ *       (mirroring_add_mc S G, S = 512 + job id mod 4), the job_table,
+ *       worker_table, rank_table (egress: a rank's address for its
+ *       multicast copy) and policy_table entries, and low_reg / high_reg
+ *       set to first_clock - 1.
  *       mc_node_create handles are assumed to be handed out from 0 (a
  *       freshly started switch).
  * - tofino: a bfrt_python script with the same entries through
@@ -100,6 +102,20 @@ static void bmv2_barrier(FILE *f, const serene_ctl_policy *p, const serene_ctl_j
     fprintf(f, "register_write high_reg %u %" PRIu32 "\n", (unsigned)j->id, j->first_clock - 1);
 }
 
+/* The P4 program's STEP_RESP mirror sessions (p4/include/constants.p4:
+ * SR_P4_STEP_SESSION0 + job id mod SR_P4_MAX_JOBS, its register block;
+ * conformance-contract-* check the formula against the program). */
+#define P4_STEP_SESSION0 512u
+#define P4_MAX_JOBS 4u
+
+/* BMv2: job j's STEP answers its row with an ingress clone to this
+ * session: the copies go to the job's multicast group. */
+static void bmv2_step_session(FILE *f, const serene_ctl_job *j)
+{
+    fprintf(f, "mirroring_add_mc %u %u\n", P4_STEP_SESSION0 + (unsigned)j->id % P4_MAX_JOBS,
+            (unsigned)j->mcast_group);
+}
+
 static void emit_bmv2(FILE *f, const serene_ctl_policy *p, const serene_ctl_job *j)
 {
     char a[16];
@@ -120,6 +136,7 @@ static void emit_bmv2(FILE *f, const serene_ctl_policy *p, const serene_ctl_job 
             fprintf(f, "mirroring_add %u %u\n", (unsigned)j->workers[w].sw_port,
                     (unsigned)j->workers[w].sw_port);
     }
+    bmv2_step_session(f, j);
     fprintf(f, "table_add job_table set_job %u => %" PRIu32 " %" PRIu64 " %" PRIu32 " %" PRIu32
                " %u %" PRIu64 "\n",
             (unsigned)j->id, j->n_workers, full_mask(j->n_workers), j->ring - 1, j->store_words,
@@ -238,6 +255,7 @@ static void tree_bmv2_root(FILE *f, const serene_ctl_policy *p, const serene_ctl
         fprintf(f, "mc_node_associate %" PRIu32 " %" PRIu32 "\n", g2 & 0xffff, n + k);
     for (uint32_t k = 0; k < nl; k++)
         fprintf(f, "mirroring_add %" PRIu32 " %" PRIu32 "\n", k + 1, k + 1);
+    bmv2_step_session(f, j); /* the store is the root's: so is the step */
     fprintf(f, "table_add job_table set_job %u => %" PRIu32 " %" PRIu64 " %" PRIu32 " %" PRIu32
                " %u %" PRIu64 "\n",
             (unsigned)j->id, n, full_mask(n), j->ring - 1, j->store_words,

@@ -21,7 +21,7 @@ build=$1
 shift
 here=$(cd "$(dirname "$0")" && pwd)
 p4dir=$(dirname "$here")
-scenarios=${*:-allreduce ssp incarnation roce}
+scenarios=${*:-allreduce ssp incarnation roce step}
 p4c=${P4C_BM2_SS:-p4c-bm2-ss}
 ss=${SIMPLE_SWITCH:-simple_switch}
 cli=${SIMPLE_SWITCH_CLI:-simple_switch_CLI}

@@ -442,10 +442,149 @@ static int run_incarnation(cf_ctx *c)
     return leave_all(c, RUN2);
 }
 
+/* STEP piece of worker w at clock `clock`: n words at store word off,
+ * values base + i, the step's pieces in aux. */
+static int step(cf_ctx *c, unsigned w, uint32_t clock, uint32_t off, unsigned n, uint32_t pieces)
+{
+    uint32_t v[SR_WIRE_MAX_ELEMS];
+    sr_hdr h = cf_req(c, SR_OP_STEP, w, clock);
+
+    h.offset = off;
+    h.count = (uint16_t)n;
+    h.aux = pieces;
+    for (unsigned i = 0; i < n; i++)
+        v[i] = 1000u * (w + 1) + 10u * clock + i;
+    return send_to(c, w, &h, v, n);
+}
+
+/* STEP_PROBE as the library sends it: the piece's header, op STEP_PROBE,
+ * count 0, the RETRANSMIT flag set (the answer clears it). */
+static int step_probe(cf_ctx *c, unsigned w, uint32_t clock, uint32_t off, uint32_t pieces)
+{
+    sr_hdr h = cf_req(c, SR_OP_STEP_PROBE, w, clock);
+
+    h.offset = off;
+    h.aux = pieces;
+    h.flags = SR_FLAG_RETRANSMIT;
+    return send_to(c, w, &h, NULL, 0);
+}
+
+/* Clocks 0 and 1 of every worker's step (2 pieces: the whole of row 0 at
+ * r0 and w1 words of row 1 at r1) in order, each answered at once under
+ * SSP(1); the last piece of each clock brings RELEASE. */
+static int step_clocks_0_1(cf_ctx *c, uint32_t r0, uint32_t r1, unsigned w1)
+{
+    for (uint32_t clock = 0; clock < 2; clock++)
+        for (unsigned w = 0; w < c->job.n_workers; w++) {
+            TRY(step(c, w, clock, r0, c->elems, 2));
+            TRY(step(c, w, clock, r1, w1, 2));
+        }
+    return 0;
+}
+
+/* The SSP step (the software switch's step.c, the P4 program's step.p4):
+ * every worker's step is 2 pieces, the whole of row 0 and 8 words of row 1
+ * (offset E + 4), so each worker's second applied piece of a clock records
+ * that clock in the barrier. The policy file must give SSP 1 before clock
+ * 3 and BSP from clock 3 on. Rows answer with their words, each copy with
+ * its receiver's clock and policy and the row's low; waiting is held, not
+ * answered; probes are HELD (applied, waits) or NAK (lost, or ready); a
+ * duplicate is not added again; the step that completes the barrier's
+ * clock brings RELEASE after its row. Run 1 stays below clock 3 (the
+ * software switch forgets rules that ended before low, and a new run
+ * would meet BSP at clock 0 there, SSP(1) on BMv2: p4/README.md). */
+static int run_step(cf_ctx *c)
+{
+    unsigned n = c->job.n_workers, E = c->elems, R0 = 0, R1 = E + 4, W1 = 8, R2 = 2 * E;
+
+    TRY(join_all(c));
+    /* Clock 0 under SSP(1): rows 0 and 1 start (low -1), worker 0 gets
+     * both at once (0 - (-1) <= 1); its step is complete: CLOCK(0). */
+    TRY(step(c, 0, 0, R0, E, 2));
+    TRY(step(c, 0, 0, R1, W1, 2));
+    /* Worker 0 goes on: 1 - (-1) > 1, its piece of row 0 at clock 1 waits
+     * (no answer); its probe and a duplicate are STEP_HELD, not added. */
+    TRY(step(c, 0, 1, R0, E, 2));
+    TRY(step_probe(c, 0, 1, R0, 2));
+    TRY(step(c, 0, 1, R0, E, 2));
+    /* Worker 1 gets row 0 at once; worker 2, the slowest, completes clock
+     * 0 of row 0 (low 0): the row goes to it and to waiting worker 0, each
+     * with its own clock. */
+    TRY(step(c, 1, 0, R0, E, 2));
+    TRY(step(c, 2, 0, R0, E, 2));
+    /* Row 1 at clock 0; worker 2's piece completes everyone's step 0: its
+     * row, then RELEASE(0) (high 1: worker 0's piece of clock 1). */
+    TRY(step(c, 1, 0, R1, W1, 2));
+    TRY(step(c, 2, 0, R1, W1, 2));
+
+    /* Clock 1: worker 0 completes its step. Worker 1's row is lost: its
+     * probe gets STEP_NAK (applied, but ready) and the resend the row alone,
+     * not added again. Worker 2's piece of row 1 is lost: its probe gets
+     * STEP_NAK (not applied) and the resend is applied. */
+    TRY(step(c, 0, 1, R1, W1, 2));
+    TRY(step(c, 1, 1, R0, E, 2));
+    TRY(step_probe(c, 1, 1, R0, 2));
+    TRY(step(c, 1, 1, R0, E, 2));
+    TRY(step_probe(c, 2, 1, R1, 2));
+    TRY(step(c, 2, 1, R1, W1, 2));
+    /* Row 0's low moves to 1: worker 0, answered at low 0, is not sent it
+     * again. Worker 1's piece of row 1 completes clock 1: RELEASE(1). */
+    TRY(step(c, 2, 1, R0, E, 2));
+    TRY(step(c, 1, 1, R1, W1, 2));
+
+    /* Refusals: a skipped clock (MISMATCH); a late copy (dropped). Worker 1
+     * alone steps row 2 from clock 2 (low 1; answered at 2, then waiting)
+     * up to 8, and at 9 its piece is more than R - 1 above the row's low
+     * (CLOCK_AHEAD); worker 0 starts row 2 at another clock than worker 1
+     * did (MISMATCH); a new row more than R above the barrier's low
+     * (CLOCK_AHEAD); count 0 and a step of 0 pieces (BAD_COUNT); a piece
+     * across a row or beyond the store, and a probe beyond it (RANGE). */
+    TRY(step(c, 2, 3, R0, E, 2));
+    TRY(step(c, 2, 0, R0, E, 2));
+    for (uint32_t clock = 2; clock <= 1 + c->job.ring; clock++)
+        TRY(step(c, 1, clock, R2, 4, 1));
+    TRY(step(c, 0, 3, R2, 4, 1));
+    TRY(step(c, 0, 1 + c->job.ring + 1, 3 * E, 4, 1));
+    TRY(step(c, 0, 2, R0, 0, 2));
+    TRY(step(c, 0, 2, R0, E, 0));
+    TRY(step(c, 0, 2, E - 2, 4, 2));
+    TRY(step(c, 0, 2, c->job.store_words - 2, 4, 2));
+    TRY(step_probe(c, 0, 2, c->job.store_words, 2));
+
+    /* A new incarnation: rows and their step state read as cleared. Row 0
+     * starts again at clock 0 (low -1) with only this run's values, and
+     * worker 1's probe of its old piece gets STEP_NAK. */
+    TRY(leave_all(c, 0));
+    for (unsigned w = 0; w < n; w++)
+        TRY(join(c, w, TOKEN(w) + RUN2, NONCE + 1, c->job.token));
+    TRY(step_probe(c, 1, 1, R1, 2));
+    TRY(step_clocks_0_1(c, R0, R1, W1));
+    /* Clocks 2 (SSP(1)) and 3 (BSP): worker 0 runs ahead; at clock 3 its
+     * pieces wait (3 - 1 > 0) and its step 3 is recorded. Row 0's low 2
+     * does not release it (BSP at 3). */
+    TRY(step(c, 0, 2, R0, E, 2));
+    TRY(step(c, 0, 2, R1, W1, 2));
+    TRY(step(c, 0, 3, R0, E, 2));
+    TRY(step(c, 0, 3, R1, W1, 2));
+    for (unsigned w = 1; w < n; w++)
+        TRY(step(c, w, 2, R0, E, 2));
+    for (unsigned w = 1; w < n; w++)
+        TRY(step(c, w, 2, R1, W1, 2)); /* the last one: RELEASE(2) */
+    /* Clock 3 under BSP: worker 1 waits too, and the slowest releases the
+     * row to all three; row 1's last piece also brings RELEASE(3). */
+    TRY(step(c, 1, 3, R0, E, 2));
+    TRY(step_probe(c, 0, 3, R0, 2));
+    TRY(step(c, 2, 3, R0, E, 2));
+    TRY(step(c, 1, 3, R1, W1, 2));
+    TRY(step(c, 2, 3, R1, W1, 2));
+    return leave_all(c, RUN2);
+}
+
 const cf_scenario cf_scenarios[] = {
     {"allreduce", run_allreduce},
     {"ssp", run_ssp},
     {"incarnation", run_incarnation},
     {"roce", cf_run_roce},
+    {"step", run_step},
 };
 const unsigned cf_n_scenarios = sizeof cf_scenarios / sizeof cf_scenarios[0];

@@ -47,13 +47,15 @@
 #define SR_P4_SLOT_ENTRIES (SR_P4_MAX_JOBS * SR_P4_SLOTS)
 #define SR_P4_ROWS (SR_P4_MAX_JOBS * SR_P4_STORE_ROWS)
 #define SR_P4_PUSH_ENTRIES (SR_P4_ROWS * SR_P4_MAX_WORKERS)
+#define SR_P4_STEP_ENTRIES (SR_P4_ROWS * SR_P4_MAX_WORKERS) // per (row, worker): step.p4
+#define SR_P4_STEP_CNT_ENTRIES (SR_P4_ROWS * SR_P4_RING)    // per (row, clock mod R)
 #define SR_P4_RING_ENTRIES (SR_P4_MAX_JOBS * SR_P4_RING)
 #define SR_P4_WORKER_ENTRIES (SR_P4_MAX_JOBS * SR_P4_MAX_WORKERS)
 // Per-job registers indexed by the 16-bit job id itself (low_reg and
 // high_reg, as serene-ctl's command file writes them).
 #define SR_P4_JOB_IDS 65536
 
-// A leaf relays a worker's JOIN, LEAVE, PUSH, PULL and CLOCK to the root
+// A leaf relays a worker's JOIN, LEAVE, PUSH, PULL, CLOCK and STEP to the root
 // from its own address and UDP port SR_P4_RELAY_PORT0 + rank (upstream.p4):
 // the root binds rank R at that port (worker_table) and answers there, and
 // the leaf's relay_table sends the answer on to the worker. Above the
@@ -67,7 +69,12 @@
 #define SR_P4_SWITCH_MAC 0x0253450000fe
 
 // v1model plumbing.
-#define SR_P4_CPU_CLONE_FL 1 // field list preserved in the clone of a CLOCK answer
+#define SR_P4_CPU_CLONE_FL 1 // field list preserved in the clone of a CLOCK or STEP answer
+// A STEP's STEP_RESP leaves as an ingress clone to mirror session
+// SR_P4_STEP_SESSION0 + (job id mod SR_P4_MAX_JOBS), which serene-ctl
+// points at the job's multicast group (mirroring_add_mc): above every
+// port's session (a port is 9 bits; sessions are 15).
+#define SR_P4_STEP_SESSION0 512
 #define SR_P4_DROP_PORT 511  // v1model's drop port
 
 #endif /* SERENE_P4_CONSTANTS_P4_ */

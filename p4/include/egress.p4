@@ -5,6 +5,9 @@
  *   (egress_rid = rank, as serene-ctl creates the group's nodes) and the
  *   rank's address from rank_table; Ethernet destination broadcast (the job
  *   file names no MAC; each rank has its own port);
+ * - a copy of a STEP's ingress clone (the job's multicast session) becomes
+ *   the STEP_RESP, for the workers the row is for only, with its
+ *   receiver's clock and policy (step_out.p4), then as a multicast copy;
  * - an answer to the sender (the packet itself, or the clone of a CLOCK
  *   whose RELEASE was multicast) swaps the Ethernet, IPv4 and UDP
  *   addresses; a CLOCK answer (PROCEED or HOLD) is built here from the
@@ -26,9 +29,9 @@
 #include "headers.p4"
 #include "lanes.p4"
 #include "roce_out.p4"
+#include "step_out.p4"
 #include "types.p4"
 
-#define SR_PKT_INSTANCE_TYPE_REPLICATION 5 // simple_switch: a multicast copy
 #define SR_CLOCK_ANS_VAL(i)                                                 \
     if (i >= SR_SYNC_WORDS) {                                               \
         hdr.vals[i].setInvalid();                                           \
@@ -36,6 +39,7 @@
 
 control SereneEgress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     RoceOut() roce_out;
+    StepReplica() step_replica;
 
     @name(".set_rank_addr") action set_rank_addr(bit<32> addr, bit<16> port) {
         hdr.ipv4.dst_addr = addr;
@@ -61,15 +65,27 @@ control SereneEgress(inout headers_t hdr, inout meta_t meta, inout standard_meta
         bit<48> mac;
         bit<32> ip;
         bit<16> port;
+        bool keep;
+        bool copy;
 
         if (!meta.serene) {
             return; // forwarded as is
         }
+        // A multicast copy: of the packet, or of a STEP's clone (its STEP_RESP).
+        copy = sm.instance_type == SR_P4_INSTANCE_REPLICATION ||
+               (sm.instance_type == SR_P4_INSTANCE_CLONE_I2E && meta.step_row);
         if (meta.route == SR_P4_OUT_UP) {
             // A leaf's packet to its parent: ingress set its addresses.
             hdr.eth.src_addr = SR_P4_SWITCH_MAC;
             hdr.eth.dst_addr = SR_P4_SWITCH_MAC;
-        } else if (sm.instance_type == SR_PKT_INSTANCE_TYPE_REPLICATION) {
+        } else if (copy) {
+            if (sm.instance_type == SR_P4_INSTANCE_CLONE_I2E) {
+                step_replica.apply(hdr, meta, sm, keep); // built here, if for this rank
+                if (!keep) {
+                    mark_to_drop(sm); // the row is not for this rank (nor its PSN)
+                    return;
+                }
+            }
             hdr.serene.worker = sm.egress_rid;
             hdr.eth.src_addr = hdr.eth.dst_addr;
             hdr.eth.dst_addr = 0xffffffffffff;
@@ -113,7 +129,7 @@ control SereneEgress(inout headers_t hdr, inout meta_t meta, inout standard_meta
         hdr.ipv4.frag_offset = 0;
         hdr.ipv4.ttl = 64;
         if (meta.route != SR_P4_OUT_UP) { // a leaf talks to its parent over UDP
-            roce_out.apply(hdr, meta, sm, sm.instance_type == SR_PKT_INSTANCE_TYPE_REPLICATION);
+            roce_out.apply(hdr, meta, sm, copy);
         }
     }
 }

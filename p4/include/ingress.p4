@@ -11,13 +11,13 @@
  *
  * Incarnation tags (the software switch's epoch.c): epoch_reg counts a job
  * id's incarnations; a JOIN that starts a new one (membership.p4) adds
- * one. Each slot, store row, push entry and ring entry carries the epoch
- * it was last written in, and one whose tag differs reads as cleared (its
- * control writes the tag with the state): so a new incarnation clears
- * everything in O(1), as one packet must, and what a control reads is what
- * an eager clear would have left. After 2^32 incarnations of one job id a
- * tag could pass for current (the software switch then clears eagerly;
- * p4/README.md).
+ * one. Each slot, store row (and its step state), push entry and ring
+ * entry carries the epoch it was last written in, and one whose tag
+ * differs reads as cleared (its control writes the tag with the state):
+ * so a new incarnation clears everything in O(1), as one packet must, and
+ * what a control reads is what an eager clear would have left. After 2^32
+ * incarnations of one job id a tag could pass for current (the software
+ * switch then clears eagerly; p4/README.md).
  *
  * Frames that are not Serene's go to forward_table, an ordinary IPv4
  * forwarding table (empty: dropped). Serene packets from a source in no
@@ -34,7 +34,9 @@
 #include "headers.p4"
 #include "lanes.p4"
 #include "membership.p4"
+#include "policy.p4"
 #include "roce_in.p4"
+#include "step.p4"
 #include "store.p4"
 #include "types.p4"
 #include "upstream.p4"
@@ -49,6 +51,8 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
     Membership() membership;
     Allreduce() allreduce;
     Store() store;
+    Policy() policy;
+    Step() step;
     Barrier() barrier;
     RoceIn() roce_in;
     UpstreamJob() upstream_job;
@@ -123,11 +127,20 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
         // UDP bytes in front of the values, and behind them (ICRC).
         bit<32> udp_fixed = SR_UDP_HLEN + SR_WIRE_HDR_LEN;
         bool request;
+        bool ssp_op = op == SR_OP_PUSH || op == SR_OP_PULL || op == SR_OP_CLOCK ||
+                      op == SR_OP_STEP || op == SR_OP_STEP_PROBE;
+        bool step_op = op == SR_OP_STEP || op == SR_OP_STEP_PROBE;
 
         meta.err = 0;
         meta.route = SR_P4_OUT_DROP;
         meta.worker_ok = false;
         meta.ans_op = 0;
+        meta.step_apply = false;
+        meta.step_row = false;
+        meta.step_note = false;
+        meta.step_record = false;
+        meta.step_self = false;
+        meta.step_cand = 0;
         meta.roce_learn = SR_P4_ROCE_KEEP;
         meta.leaf = false;
         meta.relay = false;
@@ -170,8 +183,7 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
             return;
         }
         request = op == SR_OP_JOIN || op == SR_OP_LEAVE || op == SR_OP_AR_DATA ||
-                  op == SR_OP_AR_PROBE || op == SR_OP_PUSH || op == SR_OP_PULL ||
-                  op == SR_OP_CLOCK;
+                  op == SR_OP_AR_PROBE || ssp_op;
         if (!request) {
             // Answers: only a leaf's parent's, about the leaf's cells
             // (upstream.p4); any other is a loop or a confused peer.
@@ -212,15 +224,24 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
             if (meta.err == 0) {
                 if (!request || op == SR_OP_AR_DATA || op == SR_OP_AR_PROBE) {
                     allreduce.apply(hdr, meta, sm); // from_parent: the parent's answer
-                } else if (meta.leaf && (op == SR_OP_PUSH || op == SR_OP_PULL ||
-                                         op == SR_OP_CLOCK)) {
+                } else if (meta.leaf && ssp_op) {
                     // The store and the barrier live at the root.
                     meta.relay = meta.worker_ok;
-                } else if (op == SR_OP_PUSH || op == SR_OP_PULL) {
-                    store.apply(hdr, meta, sm);
+                } else {
+                    if (op == SR_OP_CLOCK || step_op) {
+                        policy.apply(hdr, meta); // the policy at the request's clock
+                    }
+                    if (step_op) {
+                        step.apply(hdr, meta); // decides; the Store and the Barrier act
+                    }
+                    if (op == SR_OP_PUSH || op == SR_OP_PULL ||
+                        (op == SR_OP_STEP && (meta.step_apply || meta.step_row))) {
+                        store.apply(hdr, meta, sm);
+                    }
                 }
-                if (request && !(meta.leaf && op == SR_OP_CLOCK)) {
-                    barrier.apply(hdr, meta, sm, reset_clocks); // CLOCK, and a new incarnation
+                if (request && !(meta.leaf && ssp_op)) {
+                    // CLOCK, a STEP's high and clock, and a new incarnation.
+                    barrier.apply(hdr, meta, sm, reset_clocks);
                 }
                 if (meta.relay) {
                     relay_up(hdr, meta);

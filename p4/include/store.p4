@@ -18,6 +18,11 @@
  * push entry whose tag is not as 0 (nothing applied), as the software
  * switch's sr_epoch_touch_row leaves them; the first PUSH applied to a
  * stale row writes every lane (zero where it pushes nothing) and the tag.
+ *
+ * STEP (step.p4 decided what it does, and checked it): a new piece's
+ * words are added as a PUSH's (meta.step_apply), and the whole row after
+ * it goes into the metadata the STEP_RESP is built from in egress
+ * (meta.step_row; step_out.p4), word i = lane i.
  */
 #ifndef SERENE_P4_STORE_P4_
 #define SERENE_P4_STORE_P4_
@@ -63,6 +68,24 @@
         }                                                                   \
     }
 #define SR_DROP_VAL(i) hdr.vals[i].setInvalid();
+// STEP: lane i of the row (zero when stale) plus its payload word, if the
+// piece has one; then the row into the metadata the STEP_RESP is built from.
+#define SR_STEP_WORD(i) bit<32> sw_##i;
+#define SR_STEP_LANE(i)                                                     \
+    {                                                                       \
+        bit<8> pi_##i = (bit<8>)i - lane0;                                  \
+        st_reg_##i.read(sw_##i, row);                                       \
+        if (stale) {                                                        \
+            sw_##i = 0;                                                     \
+        }                                                                   \
+        if (meta.step_apply && (bit<16>)pi_##i < n) {                       \
+            sw_##i = sw_##i + hdr.vals[pi_##i].v;                           \
+            st_reg_##i.write(row, sw_##i);                                  \
+        } else if (meta.step_apply && stale) {                              \
+            st_reg_##i.write(row, 0);                                       \
+        }                                                                   \
+    }
+#define SR_STEP_OUT(i) meta.step_w##i = sw_##i;
 
 control Store(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     @name(".push_last_reg") register<bit<32>>(SR_P4_PUSH_ENTRIES) push_last_reg;
@@ -86,8 +109,10 @@ control Store(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t 
 
     apply {
         bool is_push = hdr.serene.op == SR_OP_PUSH;
-        // Words accessed: count for PUSH, aux for PULL (whose count is 0).
-        bit<32> n32 = is_push ? (bit<32>)hdr.serene.count : hdr.serene.aux;
+        bool is_step = meta.step_apply || meta.step_row; // step.p4's decision
+
+        // Words accessed: count for PUSH and STEP, aux for PULL (whose count is 0).
+        bit<32> n32 = is_push || is_step ? (bit<32>)hdr.serene.count : hdr.serene.aux;
         bit<16> n = (bit<16>)n32;
         bit<32> off = hdr.serene.offset;
         bit<8> lane0 = (bit<8>)(off & (SR_P4_ELEMS - 1));
@@ -97,6 +122,20 @@ control Store(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t 
         bit<32> tag;
         bool stale;
 
+        if (is_step) {
+            // Run when the piece is new or answered (step.p4 decided).
+            SR_LANES(SR_STEP_WORD)
+            row_epoch_reg.read(tag, row);
+            stale = tag != meta.epoch;
+            SR_LANES(SR_STEP_LANE)
+            if (meta.step_apply) {
+                row_epoch_reg.write(row, meta.epoch);
+            }
+            if (meta.step_row) {
+                SR_LANES(SR_STEP_OUT) // the whole row: egress sends step_words of it
+            }
+            return;
+        }
         if (!meta.worker_ok) {
             meta.route = SR_P4_OUT_DROP;
             return;

@@ -7,6 +7,7 @@
 #define SERENE_P4_TYPES_P4_
 
 #include "constants.p4"
+#include "lanes.p4"
 
 typedef bit<16> job_id_t;
 typedef bit<16> worker_id_t;
@@ -28,6 +29,10 @@ const bit<32> SR_P4_DROP_ROCE = 8;       // RoCEv2: bad ICRC, DMA length, or a S
                                          // with no learnt QP to go to
 const bit<32> SR_P4_DROP_REASONS = 9;
 
+// simple_switch's standard_metadata.instance_type values the program tells apart.
+const bit<32> SR_P4_INSTANCE_CLONE_I2E = 1;   // an ingress clone (CLOCK answer, STEP_RESP copy)
+const bit<32> SR_P4_INSTANCE_REPLICATION = 5; // a multicast copy
+
 // What a JOIN_ACK teaches the RoCE QP table (meta.roce_learn).
 const bit<2> SR_P4_ROCE_KEEP = 0;
 const bit<2> SR_P4_ROCE_BIND = 1;   // answered a SEND: the binding's QP is its source QP
@@ -39,6 +44,11 @@ const bit<3> SR_P4_OUT_UNICAST = 1;   // back to the sender
 const bit<3> SR_P4_OUT_MULTICAST = 2; // to every rank of the job
 const bit<3> SR_P4_OUT_FORWARD = 3;   // not Serene's: forwarded as is
 const bit<3> SR_P4_OUT_UP = 4;        // a leaf's packet to its parent (upstream.p4)
+
+// Word i of a STEP_RESP's row, in the metadata its clone keeps.
+#define SR_P4_STEP_WORD(i)                                                  \
+    @field_list(SR_P4_CPU_CLONE_FL)                                         \
+    bit<32> step_w##i;
 
 struct meta_t {
     // Parser. serene is also kept in the clone of a CLOCK answer: simple_switch
@@ -93,9 +103,34 @@ struct meta_t {
     // parent_table: an answer from a leaf's parent, about that leaf's job.
     bool from_parent;
 
-    // policy_table: the policy at the CLOCK's clock.
+    // policy_table (policy.p4): the policy at the CLOCK's or STEP's clock;
+    // pol_s is the s the barrier applies (BSP 0, ASP R - 2).
     bit<8> pol_mode;
     bit<32> pol_s;
+
+    // Step (step.p4): what a STEP does, for the Store and the Barrier after
+    // it; the STEP_RESP, which egress builds in each copy of the STEP's
+    // clone (step_out.p4), is kept in the clone's field list.
+    bool step_apply;       // a new piece: its words go into the row
+    bool step_note;        // a piece the row took (new or repeated): high moves to it
+    bool step_record;      // the piece completes its worker's step: CLOCK(c) is recorded
+    @field_list(SR_P4_CPU_CLONE_FL)
+    bool step_row;         // answered with STEP_RESP (this packet's clone carries it)
+    @field_list(SR_P4_CPU_CLONE_FL)
+    bool step_self;        // the sender's copy of the STEP_RESP goes out
+    @field_list(SR_P4_CPU_CLONE_FL)
+    bitmap_t step_cand;    // workers whose copy egress checks: waiting when the row's low moved
+    @field_list(SR_P4_CPU_CLONE_FL)
+    index_t step_base;     // the row's first step_last_reg / step_pol_reg entry
+    @field_list(SR_P4_CPU_CLONE_FL)
+    clock_t step_low;      // the row's low after the piece: the answer's aux
+    @field_list(SR_P4_CPU_CLONE_FL)
+    bit<16> step_words;    // the row's length: the answer's count
+    @field_list(SR_P4_CPU_CLONE_FL)
+    bit<8> step_mode;      // the policy at the sender's clock: its copy's exp and slot
+    @field_list(SR_P4_CPU_CLONE_FL)
+    bit<15> step_s;
+    SR_LANES(SR_P4_STEP_WORD) // the row's words after the piece (store.p4)
 
     // The CLOCK answer, kept for its clone when a RELEASE is multicast.
     @field_list(SR_P4_CPU_CLONE_FL)

@@ -14,11 +14,12 @@
  *   parent (source address and port) about member `member` of its job
  *   `job` belongs to the leaf job named by the entry; any other answer is
  *   dropped, as before.
- * - relay: JOIN (once membership bound the worker), LEAVE, PUSH, PULL and
- *   CLOCK of a leaf job go to the parent, unchanged but for the addresses:
+ * - relay: JOIN (once membership bound the worker), LEAVE, PUSH, PULL,
+ *   CLOCK, STEP and STEP_PROBE of a leaf job go to the parent, unchanged but for the addresses:
  *   from this switch's address and port SR_P4_RELAY_PORT0 + rank, where the
  *   root binds the rank (its worker_table) and answers it (JOIN_ACK,
- *   PUSH_ACK, PULL_RESP, PROCEED, HOLD, RELEASE, ERROR). Such an answer is
+ *   PUSH_ACK, PULL_RESP, PROCEED, HOLD, RELEASE, STEP_RESP, STEP_HELD,
+ *   STEP_NAK, ERROR). Such an answer is
  *   not to the switch's port, so it is no Serene request here: relay_table
  *   sends it on to the worker, from the switch's own address as the
  *   worker's connected socket requires (the software leaf's relay_down).
