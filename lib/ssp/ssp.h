@@ -77,6 +77,12 @@ extern const sr_op_class sr_store_class;
 /* Plug it after the clock and the store. */
 extern const sr_op_class sr_step_class;
 
+/* An op's range cut at the store's rows (the job's elems_per_pkt words),
+ * as push, pull and step send it: piece j is words [*start, *end); there
+ * are sr_store_pieces of them (count >= 1). */
+void sr_store_piece(const sr_engine *e, const serene_op *op, uint32_t j, size_t *start,
+                    size_t *end);
+uint32_t sr_store_pieces(const sr_engine *e, const serene_op *op);
 /* Store words for the wire at pl: n int32 words (src_i32) as they are, or
  * n floats (src) in the store's fixed point, saturations counted. */
 void sr_store_encode(sr_engine *e, uint8_t *pl, const float *src, const int32_t *src_i32,

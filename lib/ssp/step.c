@@ -60,15 +60,6 @@ static void step_fini(void *self, sr_engine *e)
     free(sp->pieces);
 }
 
-/* Store words [start, end) of piece j of op. */
-static void piece_range(const sr_engine *e, const serene_op *op, uint32_t j, size_t *start,
-                        size_t *end)
-{
-    size_t w = e->params.elems_per_pkt, first_row = op->offset / w;
-    *start = j == 0 ? op->offset : (first_row + j) * w;
-    size_t row_end = (first_row + j + 1) * w, op_end = op->offset + op->count;
-    *end = row_end < op_end ? row_end : op_end;
-}
 
 static void send_piece(sr_step *sp, sr_engine *e, const serene_op *op, uint32_t j, uint64_t now)
 {
@@ -76,7 +67,7 @@ static void send_piece(sr_step *sp, sr_engine *e, const serene_op *op, uint32_t 
     sr_step_piece *pc = &sp->pieces[s];
     uint8_t *msg = sr_slot_msg(e, s);
     size_t start, end;
-    piece_range(e, op, j, &start, &end);
+    sr_store_piece(e, op, j, &start, &end);
     uint32_t n = (uint32_t)(end - start);
     size_t k = start - op->offset;
     sr_hdr h;
@@ -109,8 +100,7 @@ static void send_piece(sr_step *sp, sr_engine *e, const serene_op *op, uint32_t 
 static void step_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
 {
     sr_step *sp = self;
-    size_t w = e->params.elems_per_pkt;
-    sp->n_pieces = (uint32_t)((op->offset + op->count - 1) / w - op->offset / w + 1);
+    sp->n_pieces = sr_store_pieces(e, op);
     sp->w_eff = sp->n_pieces < e->window ? sp->n_pieces : e->window;
     sp->done = 0;
     sp->held = 0;

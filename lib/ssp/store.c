@@ -57,15 +57,20 @@ static void store_fini(void *self, sr_engine *e)
     free(st->slots);
 }
 
-/* Store words [start, end) of request j of op. */
-static void piece(const sr_engine *e, const serene_op *op, uint32_t j, size_t *start,
-                  size_t *end)
+void sr_store_piece(const sr_engine *e, const serene_op *op, uint32_t j, size_t *start,
+                    size_t *end)
 {
     size_t w = e->params.elems_per_pkt;
     size_t first_row = op->offset / w;
     *start = j == 0 ? op->offset : (first_row + j) * w;
     size_t row_end = (first_row + j + 1) * w, op_end = op->offset + op->count;
     *end = row_end < op_end ? row_end : op_end;
+}
+
+uint32_t sr_store_pieces(const sr_engine *e, const serene_op *op)
+{
+    size_t w = e->params.elems_per_pkt;
+    return (uint32_t)((op->offset + op->count - 1) / w - op->offset / w + 1);
 }
 
 void sr_store_encode(sr_engine *e, uint8_t *pl, const float *src, const int32_t *src_i32,
@@ -96,7 +101,7 @@ static void send_request(sr_store *st, sr_engine *e, const serene_op *op, uint32
     sr_req_slot *sl = &st->slots[w];
     uint8_t *msg = sr_slot_msg(e, w);
     size_t start, end;
-    piece(e, op, j, &start, &end);
+    sr_store_piece(e, op, j, &start, &end);
     uint32_t n = (uint32_t)(end - start);
     sr_hdr h;
     sr_hdr_base(e, &h, op->kind == STORE_PUSH ? SR_OP_PUSH : SR_OP_PULL);
@@ -128,8 +133,7 @@ static void store_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
             return;
         }
     }
-    size_t w = e->params.elems_per_pkt;
-    st->n_req = (uint32_t)((op->offset + op->count - 1) / w - op->offset / w + 1);
+    st->n_req = sr_store_pieces(e, op);
     st->req_done = 0;
     /* Push numbers are this worker's, consecutive over its whole life in
      * the job, so every push is newer than the last applied to its row. */
