@@ -284,7 +284,7 @@ void sr_step_piece(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr 
                    const uint8_t *payload, sr_pipe_out *out)
 {
     uint16_t w = h->worker;
-    uint64_t bit = UINT64_C(1) << w, to;
+    uint64_t bit, to;
     uint32_t r, c = h->seq;
     unsigned st = SR_ST_OK;
     int moved = 0, complete = 0;
@@ -294,6 +294,7 @@ void sr_step_piece(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr 
         j->c.dropped_unbound++;
         return;
     }
+    bit = UINT64_C(1) << w; /* w < n <= 64: checked just above */
     st = check_piece(j, h);
     if (st != SR_ST_OK) {
         sr_svc_reply_error(p, j, src, h, st, out);
@@ -350,7 +351,6 @@ void sr_step_probe(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr 
                    sr_pipe_out *out)
 {
     uint16_t w = h->worker;
-    uint64_t bit = UINT64_C(1) << w;
     uint32_t r;
     unsigned st;
 
@@ -370,6 +370,6 @@ void sr_step_probe(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr 
         answer_short(p, j, src, h, SR_OP_STEP_NAK, out);
         return;
     }
-    j->step_wait[r] |= bit;
+    j->step_wait[r] |= UINT64_C(1) << w;
     answer_short(p, j, src, h, SR_OP_STEP_HELD, out);
 }

@@ -165,7 +165,12 @@ static void check_dests(const job_model *m, const sr_hdr *req, const sr_peer *sr
         return;
     }
     CHECK(m != NULL);
-    CHECK(a->n_dests == (unsigned)__builtin_popcountll(m->bound & ~m->left));
+    /* A row goes to the workers it releases: some bound ones; the rest to
+     * every bound worker. */
+    if (a->hdr.op == SR_OP_STEP_RESP)
+        CHECK(a->n_dests >= 1 && a->n_dests <= (unsigned)__builtin_popcountll(m->bound & ~m->left));
+    else
+        CHECK(a->n_dests == (unsigned)__builtin_popcountll(m->bound & ~m->left));
     for (unsigned k = 0; k < a->n_dests; k++) {
         uint16_t w = a->dests[k].worker;
 
@@ -188,10 +193,14 @@ static void check_action(const job_model *m, const sr_hdr *req, const sr_peer *s
     check_dests(m, req, src, a);
     fz_check_replicas(a);
 
-    /* Only the second action may be a RELEASE, and only RELEASE and
-     * AR_RESULT go to many. */
-    CHECK((idx == 1) == (h->op == SR_OP_RELEASE));
-    CHECK(!a->multicast || h->op == SR_OP_RELEASE || h->op == SR_OP_AR_RESULT);
+    /* A second action is a RELEASE; a RELEASE is the second action, or a
+     * STEP's only one (its piece waits, and completing the worker's step
+     * moved the barrier's low). Only RELEASE, AR_RESULT and STEP_RESP go
+     * to many. */
+    CHECK(idx != 1 || h->op == SR_OP_RELEASE);
+    CHECK(h->op != SR_OP_RELEASE || idx == 1 || (req->op == SR_OP_STEP && g_out->n == 1));
+    CHECK(!a->multicast || h->op == SR_OP_RELEASE || h->op == SR_OP_AR_RESULT ||
+          h->op == SR_OP_STEP_RESP);
 
     switch (h->op) {
     case SR_OP_ERROR:
@@ -258,10 +267,30 @@ static void check_action(const job_model *m, const sr_hdr *req, const sr_peer *s
         break;
     }
     case SR_OP_RELEASE:
-        CHECK(req->op == SR_OP_CLOCK && h->count == 0 && h->seq == h->aux);
+        CHECK((req->op == SR_OP_CLOCK || req->op == SR_OP_STEP) && h->count == 0 &&
+              h->seq == h->aux);
         CHECK(a->multicast);
-        /* The answer before it reports the same low and high. */
-        CHECK(g_out->act[0].hdr.aux == h->aux && g_out->act[0].hdr.offset == h->offset);
+        /* A CLOCK's answer before it reports the same low and high (a
+         * STEP's is its row). */
+        CHECK(req->op == SR_OP_STEP ||
+              (g_out->act[0].hdr.aux == h->aux && g_out->act[0].hdr.offset == h->offset));
+        break;
+    case SR_OP_STEP_RESP:
+        /* The whole row the piece is in, to the workers it releases. */
+        CHECK(req->op == SR_OP_STEP && req->count >= 1 && req->count <= elems && req->aux >= 1);
+        CHECK(h->offset % elems == 0 && h->offset / elems == req->offset / elems);
+        CHECK(h->count >= 1 && h->count <= elems);
+        CHECK((uint64_t)h->offset + h->count <= m->jp.store_words);
+        CHECK(req->offset / elems == (req->offset + req->count - 1u) / elems);
+        CHECK(a->multicast && a->dest_seq);
+        break;
+    case SR_OP_STEP_HELD:
+    case SR_OP_STEP_NAK:
+        /* The request echoed, header only, to its sender; only a probe
+         * gets STEP_NAK. */
+        CHECK(req->op == SR_OP_STEP_PROBE || (req->op == SR_OP_STEP && h->op == SR_OP_STEP_HELD));
+        CHECK(!a->multicast && h->count == 0 && h->flags == 0 && h->status == 0);
+        CHECK(h->seq == req->seq && h->offset == req->offset && h->offset < m->jp.store_words);
         break;
     default:
         CHECK(!"an op the switch never sends");
@@ -367,7 +396,7 @@ static void step_msg(unsigned k, const uint8_t *bytes, size_t len)
         }
     }
     check_info(m);
-    if (req.op == SR_OP_CLOCK || req.op == SR_OP_JOIN)
+    if (req.op == SR_OP_CLOCK || req.op == SR_OP_STEP || req.op == SR_OP_JOIN)
         check_sync(m);
 }
 

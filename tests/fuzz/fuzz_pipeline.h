@@ -136,7 +136,8 @@ static inline int fz_peer_eq(const sr_peer *a, const sr_peer *b)
 static inline int fz_is_request(unsigned op)
 {
     return op == SR_OP_JOIN || op == SR_OP_LEAVE || op == SR_OP_AR_DATA ||
-           op == SR_OP_AR_PROBE || op == SR_OP_PUSH || op == SR_OP_PULL || op == SR_OP_CLOCK;
+           op == SR_OP_AR_PROBE || op == SR_OP_PUSH || op == SR_OP_PULL || op == SR_OP_CLOCK ||
+           op == SR_OP_STEP || op == SR_OP_STEP_PROBE;
 }
 
 static inline void fz_check_hdr_eq(const sr_hdr *got, const sr_hdr *tmpl, uint16_t worker)
@@ -171,7 +172,13 @@ static inline void fz_check_replicas(const sr_pipe_action *a)
         size_t len = fz_replica(a, k, rep);
 
         FZ_CHECK(sr_msg_parse(rep, len, &h, &payload) == SR_PARSE_OK);
-        fz_check_hdr_eq(&h, &a->hdr, a->dests[k].worker);
+        sr_hdr tmpl = a->hdr;
+        if (a->dest_seq) { /* a STEP_RESP copy: its receiver's clock and policy */
+            tmpl.seq = a->dests[k].seq;
+            tmpl.exp = (int8_t)a->dests[k].mode;
+            tmpl.slot = a->dests[k].s;
+        }
+        fz_check_hdr_eq(&h, &tmpl, a->dests[k].worker);
     }
 }
 

@@ -168,6 +168,8 @@ void check_up(const sr_pipe_action *a, const sr_hdr *req, const uint8_t *req_pay
     case SR_OP_PUSH:
     case SR_OP_PULL:
     case SR_OP_CLOCK:
+    case SR_OP_STEP:
+    case SR_OP_STEP_PROBE:
         CHECK(was_member);
         break;
     default:
