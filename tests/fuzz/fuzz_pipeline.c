@@ -180,6 +180,29 @@ static void check_dests(const job_model *m, const sr_hdr *req, const sr_peer *sr
     }
 }
 
+/* A STEP's or STEP_PROBE's answer. */
+static void check_step_answer(const job_model *m, const sr_hdr *req, const sr_pipe_action *a)
+{
+    const sr_hdr *h = &a->hdr;
+    uint32_t elems = m->jp.elems_per_pkt;
+
+    if (h->op == SR_OP_STEP_RESP) {
+        /* The whole row the piece is in, to the workers it releases. */
+        CHECK(req->op == SR_OP_STEP && req->count >= 1 && req->count <= elems && req->aux >= 1);
+        CHECK(h->offset % elems == 0 && h->offset / elems == req->offset / elems);
+        CHECK(h->count >= 1 && h->count <= elems);
+        CHECK((uint64_t)h->offset + h->count <= m->jp.store_words);
+        CHECK(req->offset / elems == (req->offset + req->count - 1u) / elems);
+        CHECK(a->multicast && a->dest_seq);
+        return;
+    }
+    /* STEP_HELD, STEP_NAK: the request echoed, header only, to its
+     * sender; only a probe gets STEP_NAK. */
+    CHECK(req->op == SR_OP_STEP_PROBE || (req->op == SR_OP_STEP && h->op == SR_OP_STEP_HELD));
+    CHECK(!a->multicast && h->count == 0 && h->flags == 0 && h->status == 0);
+    CHECK(h->seq == req->seq && h->offset == req->offset && h->offset < m->jp.store_words);
+}
+
 static void check_action(const job_model *m, const sr_hdr *req, const sr_peer *src,
                          const sr_pipe_action *a, unsigned idx)
 {
@@ -268,29 +291,15 @@ static void check_action(const job_model *m, const sr_hdr *req, const sr_peer *s
     }
     case SR_OP_RELEASE:
         CHECK((req->op == SR_OP_CLOCK || req->op == SR_OP_STEP) && h->count == 0 &&
-              h->seq == h->aux);
-        CHECK(a->multicast);
-        /* A CLOCK's answer before it reports the same low and high (a
-         * STEP's is its row). */
+              h->seq == h->aux && a->multicast);
+        /* A CLOCK's answer before it reports the same low and high. */
         CHECK(req->op == SR_OP_STEP ||
               (g_out->act[0].hdr.aux == h->aux && g_out->act[0].hdr.offset == h->offset));
         break;
     case SR_OP_STEP_RESP:
-        /* The whole row the piece is in, to the workers it releases. */
-        CHECK(req->op == SR_OP_STEP && req->count >= 1 && req->count <= elems && req->aux >= 1);
-        CHECK(h->offset % elems == 0 && h->offset / elems == req->offset / elems);
-        CHECK(h->count >= 1 && h->count <= elems);
-        CHECK((uint64_t)h->offset + h->count <= m->jp.store_words);
-        CHECK(req->offset / elems == (req->offset + req->count - 1u) / elems);
-        CHECK(a->multicast && a->dest_seq);
-        break;
     case SR_OP_STEP_HELD:
     case SR_OP_STEP_NAK:
-        /* The request echoed, header only, to its sender; only a probe
-         * gets STEP_NAK. */
-        CHECK(req->op == SR_OP_STEP_PROBE || (req->op == SR_OP_STEP && h->op == SR_OP_STEP_HELD));
-        CHECK(!a->multicast && h->count == 0 && h->flags == 0 && h->status == 0);
-        CHECK(h->seq == req->seq && h->offset == req->offset && h->offset < m->jp.store_words);
+        check_step_answer(m, req, a);
         break;
     default:
         CHECK(!"an op the switch never sends");
