@@ -51,7 +51,6 @@ typedef struct sr_store {
  * of row pieces, each answered with its row once the barrier allows. */
 typedef struct sr_step_piece {
     uint8_t busy;    /* in flight, unanswered */
-    uint8_t held;    /* the switch said it waits for the row */
     uint32_t start;  /* its first store word */
     uint16_t count;  /* words it moves */
     uint64_t probe_out_ns; /* when its last probe went, unanswered yet (0: none) */

@@ -90,7 +90,6 @@ static void send_piece(sr_step *sp, sr_engine *e, const serene_op *op, uint32_t 
                         op->src_i32 ? op->src_i32 + k : NULL, n);
     }
     pc->busy = 1;
-    pc->held = 0;
     pc->probe_out_ns = 0;
     pc->start = h.offset;
     pc->count = h.count;
@@ -143,7 +142,6 @@ static void step_on_message(void *self, sr_engine *e, serene_op *op, const sr_hd
     if (h->op != SR_OP_STEP_RESP)
         sr_probe_answered(e, &pc->probe_out_ns, now);
     if (h->op == SR_OP_STEP_HELD) { /* applied; the row waits: ask again later */
-        pc->held = 1;
         if (!sp->held)
             SR_STAT_ADD(e, holds, 1);
         sp->held = 1;
