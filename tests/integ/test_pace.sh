@@ -17,7 +17,9 @@
 #            simple_switch's packet socket does behind a veth pair: the
 #            library notices that nothing comes back, says so once, sends
 #            one datagram per packet from then on, and the same calls
-#            complete within the bound.
+#            complete within the bound (the packet count is not checked:
+#            the silent 300 ms before the fallback cost probes that vary
+#            with the machine's load).
 #
 # Every wait is bounded; the switch and the relay are stopped by PID; a
 # failure prints "FAIL: ..." and exits 1.
@@ -48,9 +50,13 @@ switch_port=$port
 port=$(cat "$work/relay.port") # the ranks talk to the relay
 echo "slow_relay pid $relay_pid on 127.0.0.1:$port, $PPS packets/s, queue 64 -> switch :$switch_port"
 
+# The packet bound holds where trains pass; where they are dropped, the
+# 300 ms before the library notices cost probes that depend on the load.
+pace=(--pace "$PPS")
+[ "$CASE" = trains ] && pace=()
 ranks allreduce 180 "$N" --job 0 -- "$AR" --elems 32 --sizes 1,31,32,33,255,1024,4097 --reps 2 \
-    --seed 41 --pace "$PPS"
-[ "$(grep -c 'pace 3000/s' "$work/allreduce.out")" -eq "$N" ] ||
+    --seed 41 "${pace[@]+"${pace[@]}"}"
+[ "$CASE" = trains ] || [ "$(grep -c 'pace 3000/s' "$work/allreduce.out")" -eq "$N" ] ||
     fail "not every rank reported its pace"
 if [ "$CASE" = trains ]; then
     [ "$(grep -c 'may drop trains whole' "$work/allreduce.out")" -ge 1 ] ||
