@@ -17,7 +17,9 @@
  * - Every packet in flight has a timer in the engine's one retransmission
  *   engine; the switch's bitmap makes a retransmission idempotent.
  * - Waiting is not loss. When a packet's timer expires, the worker does not
- *   resend it: it sends a header-only AR_PROBE. The switch answers AR_HELD
+ *   resend it: where the engine's rule says so (sr_rel_verdict: not while
+ *   answers to earlier rounds keep coming, one per round trip, paid for
+ *   by answers) it sends a header-only AR_PROBE. The switch answers AR_HELD
  *   while its open round holds the contribution (the round waits for a
  *   late peer, or the answer is merely slow): the timer keeps backing off
  *   towards rto_max, and the worker asks again then. AR_NAK says the switch
@@ -161,12 +163,12 @@ static void drain(sr_ar *ar, sr_engine *e, const serene_op *op, uint64_t now)
 
 /* Slot sl's round was answered: the window learns it, with the new base
  * (the lowest unit not yet answered). */
-static void window_answered(sr_ar *ar, sr_ar_slot *sl)
+static void window_answered(sr_ar *ar, const sr_engine *e, sr_ar_slot *sl)
 {
     sl->ndone++;
     while (ar->base < ar->n_units && ar->base / ar->w_eff < ar->slots[ar->base % ar->w_eff].ndone)
         ar->base++;
-    sr_arw_answered(&ar->win, ar->base);
+    sr_arw_answered(&ar->win, ar->base, e->rel.srtt_ns);
 }
 
 static void ar_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
@@ -245,12 +247,12 @@ static void ar_on_expire(void *self, sr_engine *e, serene_op *op, uint32_t s, ui
 {
     sr_ar *ar = self;
     sr_ar_slot *sl = &ar->slots[s];
+    int v = sr_rel_verdict(&e->rel, s, sl->probe_out_ns, now);
     /* Answers keep coming, just not this one yet: a delay (window.h). */
-    if (ar->answer_ns && now - ar->answer_ns < e->rel.rto_cur_ns &&
-        sr_arw_delay(&ar->win, sl->next_chunk, e->rel.srtt_ns))
+    if (v == SR_REL_QUEUED && sr_arw_delay(&ar->win, sl->next_chunk, e->rel.srtt_ns))
         SR_STAT_ADD(e, window_cuts, 1);
-    if (!sr_rel_probe_due(&e->rel, sl->probe_out_ns, now))
-        return; /* its last probe may still be answered: one per round trip */
+    if (v != SR_REL_PROBE)
+        return;
     if (!sl->probe_ns)
         sl->probe_ns = now ? now : 1;
     sl->probe_out_ns = now ? now : 1;
@@ -304,11 +306,10 @@ static void on_ar_answer(void *self, sr_engine *e, serene_op *op, const sr_hdr *
         /* The round's unit is its next_chunk: chunk + W, or s for a hint. */
         if (sr_arw_loss(&ar->win, sl->next_chunk, e->rel.srtt_ns))
             SR_STAT_ADD(e, window_cuts, 1);
-        sr_slot_resend(e, h->slot);
+        sr_slot_resend(e, h->slot, now);
         return;
     }
     sl->busy = 0;
-    ar->answer_ns = now;
     sl->done_delay_ns = sl->probe_ns && !sl->held && !sl->resent ? now - sl->sent_ns : 0;
     sl->done_probe_ns = sl->probe_ns;
     sl->done_seq = h->seq;
@@ -321,7 +322,7 @@ static void on_ar_answer(void *self, sr_engine *e, serene_op *op, const sr_hdr *
     }
     if (!sl->probe_ns && !sl->resent)
         sr_arw_rtt(&ar->win, now - sl->sent_ns, now);
-    window_answered(ar, sl);
+    window_answered(ar, e, sl);
     if (sl->next_chunk < ar->n_chunks) {
         sl->wait_exp = h->next_exp;
         sr_arw_ready(&ar->win, sl->next_chunk + ar->w_eff, h->slot);

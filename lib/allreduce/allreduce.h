@@ -50,7 +50,6 @@ typedef struct sr_ar {
     uint32_t base;     /* lowest unit not yet answered */
     sr_arw win;        /* which ready round goes next (window.h); persists across calls */
     int nonfinite; /* the current call met a NaN/Inf chunk (own or reduced) */
-    uint64_t answer_ns; /* when a round of this worker was last answered */
     int stream;    /* the current call's result is decoded with decode_stream */
     /* --- the thread inside a blocking call (one at a time) ----------------- */
     int8_t *call_exps; /* its chunks' exponents (serene_op.exps) */

@@ -13,7 +13,8 @@ int sr_arw_init(sr_arw *w, uint32_t slots)
     if (!w->heap)
         return -ENOMEM;
     w->cap = slots;
-    w->cwnd = w->cwnd_max = slots;
+    w->cwnd_max = w->ssthresh = slots;
+    w->cwnd = slots < SR_ARW_INIT ? slots : SR_ARW_INIT;
     w->cwnd_min = slots / SR_ARW_FLOOR_DIV > 2 ? slots / SR_ARW_FLOOR_DIV : slots < 2 ? slots : 2;
     w->cwnd_acc = 0;
     w->min_rtt_ns = w->min_cur_ns = w->min_prev_ns = 0;
@@ -68,6 +69,12 @@ static void heap_pop(sr_arw *w)
         w->heap[i] = last;
 }
 
+/* The smoothed delay shows a queue: twice the base delay and more. */
+static int queueing(const sr_arw *w, uint64_t srtt_ns)
+{
+    return w->min_rtt_ns && srtt_ns >= 2 * w->min_rtt_ns + SR_ARW_QUEUE_NS;
+}
+
 int sr_arw_next(sr_arw *w, uint32_t *unit, uint32_t *slot)
 {
     if (w->n == 0)
@@ -84,12 +91,18 @@ int sr_arw_next(sr_arw *w, uint32_t *unit, uint32_t *slot)
     return 1;
 }
 
-void sr_arw_answered(sr_arw *w, uint32_t base)
+void sr_arw_answered(sr_arw *w, uint32_t base, uint64_t srtt_ns)
 {
     if (w->inflight)
         w->inflight--;
     w->base = base;
-    if (w->cwnd < w->cwnd_max && ++w->cwnd_acc >= w->cwnd) {
+    if (w->cwnd >= w->cwnd_max)
+        return;
+    if (w->cwnd < w->ssthresh && queueing(w, srtt_ns))
+        w->ssthresh = w->cwnd; /* the path queues: slow start ends here */
+    if (w->cwnd < w->ssthresh) { /* slow start: doubles per round trip */
+        w->cwnd++;
+    } else if (++w->cwnd_acc >= w->cwnd) {
         w->cwnd++;
         w->cwnd_acc = 0;
     }
@@ -111,18 +124,12 @@ void sr_arw_rtt(sr_arw *w, uint64_t rtt_ns, uint64_t now_ns)
                                                                      : w->min_cur_ns;
 }
 
-/* The smoothed delay shows a queue: twice the base delay and more. */
-static int queueing(const sr_arw *w, uint64_t srtt_ns)
-{
-    return w->min_rtt_ns && srtt_ns >= 2 * w->min_rtt_ns + SR_ARW_QUEUE_NS;
-}
-
 int sr_arw_delay(sr_arw *w, uint32_t unit, uint64_t srtt_ns)
 {
     uint32_t floor = w->cwnd_max < 2 ? w->cwnd_max : 2;
     if (unit < w->recover || w->cwnd <= floor || !queueing(w, srtt_ns))
         return 0;
-    w->cwnd = w->cwnd / 2 > floor ? w->cwnd / 2 : floor;
+    w->cwnd = w->ssthresh = w->cwnd / 2 > floor ? w->cwnd / 2 : floor;
     w->cwnd_acc = 0;
     w->recover = w->sent_hi;
     return 1;
@@ -130,9 +137,9 @@ int sr_arw_delay(sr_arw *w, uint32_t unit, uint64_t srtt_ns)
 
 int sr_arw_loss(sr_arw *w, uint32_t unit, uint64_t srtt_ns)
 {
-    if (unit < w->recover || !queueing(w, srtt_ns))
+    if (unit < w->recover || w->cwnd <= w->cwnd_min || !queueing(w, srtt_ns))
         return 0;
-    w->cwnd = w->cwnd / 2 > w->cwnd_min ? w->cwnd / 2 : w->cwnd_min;
+    w->cwnd = w->ssthresh = w->cwnd / 2 > w->cwnd_min ? w->cwnd / 2 : w->cwnd_min;
     w->cwnd_acc = 0;
     w->recover = w->sent_hi;
     return 1;

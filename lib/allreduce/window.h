@@ -13,8 +13,10 @@
  * it (answers below it come back without the others, as shadow copies),
  * so every worker sends it.
  *
- * cwnd starts at the slots (then only the slots limit), grows by one per
- * cwnd answers back up to them, and halves, at most once per window of
+ * cwnd starts at SR_ARW_INIT rounds (or the slots, if fewer), grows by
+ * one per answer (slow start: it doubles per round trip) up to the slots,
+ * to where it was last cut or to where the path begins to queue, and from
+ * there by one per cwnd answers, up to the slots; it halves, at most once per window of
  * rounds sent, on a loss seen while the path is queueing: the smoothed
  * answer delay at least twice the smallest seen plus SR_ARW_QUEUE_NS. A
  * loss on a path without a queue (a lossy link, a drop by a busy host) is
@@ -32,6 +34,11 @@
  * the delay test cannot always tell from a queue, e.g. on a host whose
  * cores are all busy) cost more than the congestion it avoids. */
 #define SR_ARW_FLOOR_DIV 4
+/* The first window: what 3 workers can send at once into a queue of 64
+ * packets (a software switch's), and reached from it in two or three
+ * round trips where the path takes the whole pool (on a fast path, well
+ * under a millisecond, once per context). */
+#define SR_ARW_INIT 16
 /* The base delay is the smallest of the last 5 to 10 s: long enough that a
  * standing queue does not become the base, short enough to follow a path
  * that changed. */
@@ -44,6 +51,7 @@ typedef struct sr_arw {
     uint32_t n, cap;
     uint32_t inflight;   /* rounds sent and not yet answered */
     uint32_t cwnd, cwnd_min, cwnd_max, cwnd_acc;
+    uint32_t ssthresh;   /* slow start below it */
     uint32_t base;       /* lowest unit not yet answered */
     uint32_t sent_hi;    /* units below it were sent */
     uint32_t recover;    /* a loss of a unit below it does not halve again */
@@ -63,8 +71,11 @@ void sr_arw_ready(sr_arw *w, uint32_t unit, uint32_t slot);
 /* The next ready round the window admits: 1 with *unit and *slot (it now
  * counts as in flight), or 0. */
 int sr_arw_next(sr_arw *w, uint32_t *unit, uint32_t *slot);
-/* A round in flight was answered; base = the new lowest unanswered unit. */
-void sr_arw_answered(sr_arw *w, uint32_t base);
+/* A round in flight was answered; base = the new lowest unanswered unit;
+ * srtt_ns = the current smoothed answer delay: once it shows a queue,
+ * slow start ends (a window that already fills one would double into the
+ * switch's drops). */
+void sr_arw_answered(sr_arw *w, uint32_t base, uint64_t srtt_ns);
 /* An answer delay of a round answered at its first try (no probe), at
  * now_ns (monotonic). */
 void sr_arw_rtt(sr_arw *w, uint64_t rtt_ns, uint64_t now_ns);

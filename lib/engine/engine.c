@@ -60,9 +60,10 @@ void sr_slot_send(sr_engine *e, uint32_t s, uint16_t words, uint64_t now)
     sr_rel_arm(&e->rel, s, now);
 }
 
-void sr_slot_resend(sr_engine *e, uint32_t s)
+void sr_slot_resend(sr_engine *e, uint32_t s, uint64_t now)
 {
     sr_slot *sl = &e->slots[s];
+    sr_rel_resent(&e->rel, s, now);
     sl->msg[SR_WIRE_OFF_FLAGS] |= SR_FLAG_RETRANSMIT;
     sr_tx_queue(e, sl->msg, sl->len);
     SR_STAT_ADD(e, retransmissions, 1);
@@ -83,6 +84,7 @@ void sr_probe_answered(sr_engine *e, uint64_t *last_ns, uint64_t now)
     if (*last_ns && now >= *last_ns)
         sr_rel_sample(&e->rel, now - *last_ns, now);
     *last_ns = 0;
+    sr_rel_answer(&e->rel);
 }
 
 void sr_ctl_send(sr_engine *e, const sr_hdr *h, uint64_t now)
@@ -261,8 +263,8 @@ static void on_timers(sr_engine *e, uint64_t now)
                 SR_STAT_ADD(e, retransmissions, 1);
             } else if (op->cls->on_expire) {
                 op->cls->on_expire(op->self, e, op, idx[i], now);
-            } else {
-                sr_slot_resend(e, idx[i]);
+            } else if (sr_rel_verdict(&e->rel, idx[i], 0, now) == SR_REL_PROBE) {
+                sr_slot_resend(e, idx[i], now);
             }
         }
     } while (st == SR_REL_OK && n == SR_TP_BURST);

@@ -80,8 +80,9 @@ typedef struct sr_op_class {
     int (*on_error)(void *self, sr_engine *e, serene_op *op, const sr_hdr *h);
     /* The timer of op's packet in flight i (a slot of the window) expired:
      * recover it, with sr_slot_resend or with a probe the module queues
-     * (sr_tx_queue, counted in stats.probes). The entry is already due
-     * again, its timeout doubled. NULL: the engine resends the packet. */
+     * (sr_tx_queue, counted in stats.probes), where sr_rel_verdict says
+     * so. The entry is already due again, its timeout doubled. NULL: the
+     * engine resends the packet where sr_rel_verdict says so. */
     void (*on_expire)(void *self, sr_engine *e, serene_op *op, uint32_t i, uint64_t now);
     /* op's deadline passed, or one of its packets hit the retry limit (st:
      * SR_REL_DEADLINE or SR_REL_RETRY_LIMIT): log why and finish op with
@@ -264,15 +265,16 @@ static inline uint8_t *sr_slot_msg(sr_engine *e, uint32_t s)
 /* Queue slot s's packed message of `words` payload words and start its
  * timer: it is resent until sr_rel_ack / sr_rel_disarm on e->rel. */
 void sr_slot_send(sr_engine *e, uint32_t s, uint16_t words, uint64_t now);
-/* Queue slot s's packet again, whole, marked RETRANSMIT, and count it in
- * stats.retransmissions; its timer is left as it is. */
-void sr_slot_resend(sr_engine *e, uint32_t s);
+/* Queue slot s's packet again at now, whole, marked RETRANSMIT, and count
+ * it in stats.retransmissions; its timer is left as it is. */
+void sr_slot_resend(sr_engine *e, uint32_t s, uint64_t now);
 /* Probes (allreduce, step: "is my packet in slot s held?"), paced by
  * sr_rel_probe_due. Queue slot s's header as a header-only probe of op `op` (built in buf,
  * SR_WIRE_HDR_LEN bytes that stay valid until the flush), count it. */
 void sr_probe_send(sr_engine *e, uint8_t *buf, uint32_t s, uint8_t op);
 /* A probe's answer came (HELD or NAK): its delay, from *last_ns, is a
- * clean sample of the path's round trip, queues included; *last_ns = 0. */
+ * clean sample of the path's round trip, queues included; *last_ns = 0;
+ * it pays for another probe (sr_rel_answer). */
 void sr_probe_answered(sr_engine *e, uint64_t *last_ns, uint64_t now);
 /* Pack h as the one control request in flight, queue it and start timer 0,
  * which resends it. Its payload (4 * h->count bytes, at most 16) is what

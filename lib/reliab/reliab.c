@@ -20,6 +20,9 @@ int sr_rel_init(sr_rel *r, uint32_t n, const sr_rel_params *p)
     r->rto_cur_ns = p->rto_ns;
     r->stall_ns[0] = r->stall_ns[1] = 0;
     r->stall_from_ns = 0;
+    r->answer_ns = r->acked_xmit_ns = 0;
+    r->probe_tokens = SR_REL_PROBE_BURST;
+    r->free_probe_ns = 0;
     sr_rel_reset(r);
     return 0;
 }
@@ -50,7 +53,7 @@ void sr_rel_arm(sr_rel *r, uint32_t i, uint64_t now_ns)
     e->rto_ns = r->rto_cur_ns;
     e->retries = 0;
     e->expired = 0;
-    e->sent_ns = now_ns;
+    e->sent_ns = e->xmit_ns = now_ns;
     e->due_ns = now_ns + e->rto_ns;
     if (e->due_ns < r->min_due_ns)
         r->min_due_ns = e->due_ns;
@@ -119,6 +122,10 @@ void sr_rel_ack(sr_rel *r, uint32_t i, uint64_t now_ns)
         return;
     if (!e->expired && now_ns >= e->sent_ns)
         sr_rel_sample(r, now_ns - e->sent_ns, now_ns);
+    r->answer_ns = now_ns ? now_ns : 1;
+    sr_rel_answer(r);
+    if (e->xmit_ns > r->acked_xmit_ns)
+        r->acked_xmit_ns = e->xmit_ns;
     sr_rel_disarm(r, i);
 }
 
@@ -127,6 +134,52 @@ void sr_rel_held(sr_rel *r, uint32_t i)
     sr_rel_entry *e = &r->e[i];
     if (e->due_ns != SR_REL_NEVER)
         e->retries = 0;
+}
+
+void sr_rel_resent(sr_rel *r, uint32_t i, uint64_t now_ns)
+{
+    r->e[i].xmit_ns = now_ns;
+}
+
+void sr_rel_answer(sr_rel *r)
+{
+    if (r->probe_tokens < SR_REL_PROBE_BURST)
+        r->probe_tokens++;
+}
+
+/* A probe is due: an answer pays for it, or it is the one unpaid probe of
+ * this round trip; else the entry is due again in a round trip, and this
+ * expiry counts no retry. */
+static int probe_paid(sr_rel *r, sr_rel_entry *e, uint64_t now_ns)
+{
+    if (r->probe_tokens) {
+        r->probe_tokens--;
+        return SR_REL_PROBE;
+    }
+    if (!r->free_probe_ns || now_ns - r->free_probe_ns >= r->srtt_ns) {
+        r->free_probe_ns = now_ns ? now_ns : 1;
+        return SR_REL_PROBE;
+    }
+    e->due_ns = now_ns + (r->srtt_ns ? r->srtt_ns : r->p.rto_ns);
+    if (e->due_ns < r->min_due_ns)
+        r->min_due_ns = e->due_ns;
+    if (e->retries)
+        e->retries--;
+    return SR_REL_WAIT;
+}
+
+int sr_rel_verdict(sr_rel *r, uint32_t i, uint64_t probe_out_ns, uint64_t now_ns)
+{
+    sr_rel_entry *e = &r->e[i];
+    if (!sr_rel_probe_due(r, probe_out_ns, now_ns))
+        return SR_REL_WAIT;
+    if (r->acked_xmit_ns <= e->xmit_ns && r->answer_ns > e->xmit_ns &&
+        now_ns - r->answer_ns < r->rto_cur_ns) {
+        e->retries = 0;
+        e->expired = 0;
+        return SR_REL_QUEUED;
+    }
+    return probe_paid(r, e, now_ns);
 }
 
 void sr_rel_set_deadline(sr_rel *r, uint64_t deadline_ns)

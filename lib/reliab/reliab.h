@@ -41,6 +41,7 @@ typedef struct sr_rel_params {
 typedef struct sr_rel_entry {
     uint64_t due_ns; /* SR_REL_NEVER when disarmed */
     uint64_t sent_ns; /* first transmission, for RTT samples */
+    uint64_t xmit_ns; /* last transmission (first, or its last resend) */
     uint64_t rto_ns;
     uint32_t retries; /* expiries since armed, or since the last sr_rel_held */
     uint32_t expired; /* it expired at least once: no RTT sample (Karn) */
@@ -59,7 +60,15 @@ typedef struct sr_rel {
     uint64_t rto_cur_ns; /* timeout given to newly armed entries */
     uint64_t stall_ns[2];   /* longest stall reported in this period and the one before */
     uint64_t stall_from_ns; /* when this period began */
+    uint64_t answer_ns;     /* when an entry was last acked (0: never) */
+    uint64_t acked_xmit_ns; /* latest last transmission of an acked entry */
+    uint32_t probe_tokens;  /* probes (or resends) the answers have paid for */
+    uint64_t free_probe_ns; /* when the last unpaid one went (0: never) */
 } sr_rel;
+
+/* Probes the answers pay for, at most, in one burst: each answer (an ack,
+ * a HELD, a NAK) pays for one; without them, one per round trip goes. */
+#define SR_REL_PROBE_BURST 16u
 
 /* Stalls are remembered for one to two periods. */
 #define SR_REL_STALL_PERIOD_NS 500000000ull
@@ -103,6 +112,45 @@ void sr_rel_held(sr_rel *r, uint32_t i);
  * the probe after the result). Until the stall is forgotten, new packets
  * get a timeout of at least delay_ns. */
 void sr_rel_stall(sr_rel *r, uint64_t delay_ns, uint64_t now_ns);
+/* An answer that is no ack (a HELD or NAK to a probe): it pays for a
+ * probe (sr_rel_verdict). */
+void sr_rel_answer(sr_rel *r);
+
+/* Entry i's packet was resent whole at now_ns (sr_rel_verdict's "sent
+ * after" counts from its last transmission). Its timer stays. */
+void sr_rel_resent(sr_rel *r, uint32_t i, uint64_t now_ns);
+
+/*
+ * The recovery rule every op shares: what the owner of entry i, just
+ * reported expired by sr_rel_poll, does about it at now_ns. probe_out_ns
+ * is when its last unanswered probe went (0: none; pass 0 where the op
+ * resends instead of probing).
+ *   SR_REL_WAIT   send nothing now: its last probe may still be answered
+ *                 (sr_rel_probe_due), or no answer has paid for another
+ *                 probe (below); then it is due again in a round trip.
+ *   SR_REL_QUEUED answers keep coming (one within the current timeout,
+ *                 after it was sent), and none to a packet sent after it:
+ *                 it is queued behind them (a slow switch), a delay and
+ *                 not a loss. Nothing is sent; its retry count restarts
+ *                 and its answer delay, when it comes, is a clean sample,
+ *                 so the timeout learns the queue.
+ *   SR_REL_PROBE  recover it (probe, or resend): a packet sent after it
+ *                 was answered (it, or a peer's part of its round, was
+ *                 likely lost: answers overtook it), or nothing is
+ *                 answered at all (a late peer, a stalled path or a lost
+ *                 tail; each entry asks for itself, since in-network
+ *                 aggregation can wait in a cycle: this worker's round A
+ *                 for a peer's lost part while the peer's round B waits
+ *                 for this worker's).
+ * Probes are clocked by answers: each answer (sr_rel_ack, sr_rel_answer)
+ * pays for one, up to SR_REL_PROBE_BURST saved; unpaid, one goes per
+ * smoothed round trip. So a switch that answers slowly gets fewer probes,
+ * and a worker whose rounds all wait for a late peer asks at the pace the
+ * switch answers, not once per round in flight.
+ */
+enum sr_rel_verdict { SR_REL_PROBE = 0, SR_REL_QUEUED = 1, SR_REL_WAIT = 2 };
+int sr_rel_verdict(sr_rel *r, uint32_t i, uint64_t probe_out_ns, uint64_t now_ns);
+
 /* Disarm every entry and clear the deadline (the learnt timeout stays). */
 void sr_rel_reset(sr_rel *r);
 
@@ -111,7 +159,8 @@ void sr_rel_set_deadline(sr_rel *r, uint64_t deadline_ns);
 
 /*
  * Report expired entries at now_ns: up to max indices go to out[] (the
- * caller resends or probes those packets); each reported entry's retry count grows,
+ * caller resends or probes those packets, as sr_rel_verdict says); each
+ * reported entry's retry count grows,
  * its timeout doubles (capped) and it is due again at now + timeout.
  * *n_out gets the number reported. Returns SR_REL_DEADLINE when the
  * deadline has passed (nothing reported), SR_REL_RETRY_LIMIT when an entry

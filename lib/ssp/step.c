@@ -150,7 +150,7 @@ static void step_on_message(void *self, sr_engine *e, serene_op *op, const sr_hd
         return;
     }
     if (h->op == SR_OP_STEP_NAK) { /* lost, or its row was: resend it whole */
-        sr_slot_resend(e, s);
+        sr_slot_resend(e, s, now);
         return;
     }
     /* STEP_RESP: the row from h->offset; the piece's words must be in it. */
@@ -189,8 +189,8 @@ static void step_on_message(void *self, sr_engine *e, serene_op *op, const sr_hd
 static void step_on_expire(void *self, sr_engine *e, serene_op *op, uint32_t s, uint64_t now)
 {
     sr_step_piece *pc = &((sr_step *)self)->pieces[s];
-    if (!sr_rel_probe_due(&e->rel, pc->probe_out_ns, now))
-        return; /* its last probe may still be answered: one per round trip */
+    if (sr_rel_verdict(&e->rel, s, pc->probe_out_ns, now) != SR_REL_PROBE)
+        return; /* queued behind answers, or its probe or the oldest's speaks for it */
     pc->probe_out_ns = now ? now : 1;
     sr_probe_send(e, pc->probe, s, SR_OP_STEP_PROBE);
 }

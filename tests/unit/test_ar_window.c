@@ -5,7 +5,8 @@
  * base; a loss halves cwnd only on a queueing path and once per window of
  * rounds sent, never below its floor (a quarter of the slots, at least
  * 2); a delay (timers firing while answers come) halves it down to 2;
- * answers grow it back to the slots;
+ * it starts at SR_ARW_INIT and doubles per round trip up to the slots
+ * or until the path queues (slow start); answers grow it back;
  * and a model of the protocol (workers that see answers in different
  * orders, windows cut to the floor) always completes every round.
  */
@@ -22,6 +23,18 @@
 #include "allreduce/window.h"
 
 #define US 1000ull
+
+/* Slow start to the whole pool: one more round per answer. */
+static void open_window(sr_arw *w)
+{
+    unsigned answers = 0;
+    assert_int_equal(w->cwnd, w->cwnd_max < SR_ARW_INIT ? w->cwnd_max : SR_ARW_INIT);
+    while (w->cwnd < w->cwnd_max && answers < 100000) {
+        sr_arw_answered(w, 0, 0);
+        answers++;
+    }
+    assert_int_equal(answers, w->cwnd_max - (w->cwnd_max < SR_ARW_INIT ? w->cwnd_max : SR_ARW_INIT));
+}
 
 static void test_init_rejects_bad_args(void **state)
 {
@@ -79,8 +92,8 @@ static void test_cwnd_limits_but_base_goes(void **state)
     assert_int_equal(u, 0);
     assert_int_equal(w.inflight, 3);
     assert_false(sr_arw_next(&w, &u, &s));
-    sr_arw_answered(&w, 1);
-    sr_arw_answered(&w, 1);
+    sr_arw_answered(&w, 1, 0);
+    sr_arw_answered(&w, 1, 0);
     assert_true(sr_arw_next(&w, &u, &s));
     assert_int_equal(u, 3);
     sr_arw_fini(&w);
@@ -93,6 +106,7 @@ static void test_loss_halves_only_when_queueing(void **state)
     uint32_t u, s;
 
     assert_int_equal(sr_arw_init(&w, 64), 0);
+    open_window(&w);
     assert_int_equal(sr_arw_loss(&w, 0, 10000 * US), 0); /* no delay seen yet */
     sr_arw_rtt(&w, 50 * US, 1);
     sr_arw_rtt(&w, 80 * US, 2);
@@ -111,7 +125,7 @@ static void test_loss_halves_only_when_queueing(void **state)
     sr_arw_ready(&w, 40, 40);
     assert_false(sr_arw_next(&w, &u, &s)); /* 40 in flight, more than 32 */
     for (int i = 0; i < 9; i++)
-        sr_arw_answered(&w, 0);
+        sr_arw_answered(&w, 0, 0);
     assert_true(sr_arw_next(&w, &u, &s));
     assert_int_equal(u, 40);
     assert_int_equal(sr_arw_loss(&w, 40, 900 * US), 1); /* sent after the cut */
@@ -144,6 +158,7 @@ static void test_delay_shrinks_and_answers_grow_back(void **state)
     unsigned answers = 0;
 
     assert_int_equal(sr_arw_init(&w, 64), 0);
+    open_window(&w);
     for (uint32_t k = 0; k < 64; k++)
         sr_arw_ready(&w, k, k);
     while (sr_arw_next(&w, &u, &s))
@@ -163,7 +178,7 @@ static void test_delay_shrinks_and_answers_grow_back(void **state)
     assert_int_equal(w.cwnd, 2); /* below the loss floor of 16 */
     assert_int_equal(sr_arw_delay(&w, 100, 900 * US), 0); /* at 2 already */
     while (w.cwnd < 64 && answers < 10000) {
-        sr_arw_answered(&w, 0);
+        sr_arw_answered(&w, 0, 0);
         answers++;
     }
     assert_int_equal(w.cwnd, 64);
@@ -183,18 +198,59 @@ static void test_answers_grow_back_to_the_slots(void **state)
     unsigned answers = 0;
 
     assert_int_equal(sr_arw_init(&w, 16), 0);
+    open_window(&w);
     sr_arw_rtt(&w, 10 * US, 1);
     sr_arw_loss(&w, 0, 1000 * US);
     assert_int_equal(w.cwnd, 8);
     while (w.cwnd < 16 && answers < 1000) {
-        sr_arw_answered(&w, 0);
+        sr_arw_answered(&w, 0, 0);
         answers++;
     }
     /* 8 + 9 + ... + 15 answers: one more per window. */
     assert_int_equal(answers, 8 + 9 + 10 + 11 + 12 + 13 + 14 + 15);
     for (int i = 0; i < 100; i++)
-        sr_arw_answered(&w, 0);
+        sr_arw_answered(&w, 0, 0);
     assert_int_equal(w.cwnd, 16);
+    sr_arw_fini(&w);
+}
+
+/* The first window is SR_ARW_INIT rounds and doubles per round trip
+ * (one more per answer) until the path shows a queue; from there it grows
+ * by one per window (slow start ended where the path began to queue, not
+ * at a loss, as a slow switch's short queue would take); a loss never
+ * raises a window already below the loss floor. */
+static void test_slow_start_ends_at_a_queue(void **state)
+{
+    (void)state;
+    sr_arw w;
+    uint32_t u, s;
+
+    assert_int_equal(sr_arw_init(&w, 128), 0);
+    assert_int_equal(w.cwnd, SR_ARW_INIT);
+    for (uint32_t k = 0; k < 128; k++)
+        sr_arw_ready(&w, k, k);
+    unsigned sent = 0;
+    while (sr_arw_next(&w, &u, &s))
+        sent++;
+    assert_int_equal(sent, SR_ARW_INIT); /* the first burst */
+    sr_arw_rtt(&w, 1000 * US, 1);
+    for (unsigned i = 0; i < SR_ARW_INIT; i++) /* one round trip of prompt answers */
+        sr_arw_answered(&w, 0, 1000 * US);
+    assert_int_equal(w.cwnd, 2 * SR_ARW_INIT);
+    /* A queue of 1.2 ms over a base of 1 ms: one more per window. */
+    for (unsigned i = 0; i < 2 * SR_ARW_INIT; i++)
+        sr_arw_answered(&w, 0, 3200 * US);
+    assert_int_equal(w.cwnd, 2 * SR_ARW_INIT + 1);
+    assert_int_equal(w.ssthresh, 2 * SR_ARW_INIT);
+    for (unsigned i = 0; i < 2 * SR_ARW_INIT + 1; i++) /* the queue drained: still one */
+        sr_arw_answered(&w, 0, 1100 * US);
+    assert_int_equal(w.cwnd, 2 * SR_ARW_INIT + 2);
+    w.cwnd = w.cwnd_min - 1;
+    assert_int_equal(sr_arw_loss(&w, 0, 3200 * US), 0); /* below the loss floor already */
+    assert_int_equal(w.cwnd, w.cwnd_min - 1);
+    sr_arw_fini(&w);
+    assert_int_equal(sr_arw_init(&w, 4), 0); /* fewer slots than the first window */
+    assert_int_equal(w.cwnd, 4);
     sr_arw_fini(&w);
 }
 
@@ -285,7 +341,7 @@ static void test_model_always_completes(void **state)
             m->ndone[u % MSLOTS]++;
             while (m->base < MUNITS && m->base / MSLOTS < m->ndone[m->base % MSLOTS])
                 m->base++;
-            sr_arw_answered(&m->w, m->base);
+            sr_arw_answered(&m->w, m->base, 0);
             if (u + MSLOTS < MUNITS)
                 sr_arw_ready(&m->w, u + MSLOTS, u % MSLOTS);
             if (rand() % 50 == 0) {
@@ -313,6 +369,7 @@ int main(void)
         cmocka_unit_test(test_loss_halves_only_when_queueing),
         cmocka_unit_test(test_delay_shrinks_and_answers_grow_back),
         cmocka_unit_test(test_answers_grow_back_to_the_slots),
+        cmocka_unit_test(test_slow_start_ends_at_a_queue),
         cmocka_unit_test(test_rtt_minimum_over_periods),
         cmocka_unit_test(test_model_always_completes),
     };

@@ -3,8 +3,10 @@
  * test_reliab.c - the retransmission engine driven with a fake clock:
  * expiry, exponential backoff and its cap, retry limit, deadline, the
  * cached earliest timer across arm/disarm, the adaptive timeout, a packet
- * the switch holds (sr_rel_held), and the floor stalls leave
- * (sr_rel_stall).
+ * the switch holds (sr_rel_held), the floor stalls leave
+ * (sr_rel_stall), and the recovery rule (sr_rel_verdict: probe what later
+ * answers overtook, wait for what is queued behind answers that come, and
+ * in silence probe only the oldest).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -303,6 +305,64 @@ static void test_probe_pacing(void **state)
     assert_true(sr_rel_probe_due(r, t0, t0 + 2 * MS));
 }
 
+/* Expire every armed entry due by t, returning how many were reported. */
+static uint32_t expire(sr_rel *r, uint64_t t)
+{
+    uint32_t out[8], n;
+    assert_int_equal(sr_rel_poll(r, t, out, 8, &n), SR_REL_OK);
+    return n;
+}
+
+/* Four packets sent 1 ms apart behind a slow switch's queue: in silence
+ * each is probed; once answers to the first ones keep coming, the later
+ * ones' timers fire for nothing (QUEUED: no probe, no retry counted, and
+ * their answer delay teaches the timeout); an answer that overtakes a
+ * packet makes it a probe again, paced at one per round trip. */
+static void test_verdict(void **state)
+{
+    sr_rel *r = *state;
+    const uint64_t t0 = 1000 * MS;
+    for (uint32_t i = 0; i < 4; i++)
+        sr_rel_arm(r, i, t0 + i * MS);
+    assert_int_equal(expire(r, t0 + 20 * MS), 4);
+    for (uint32_t i = 0; i < 4; i++)
+        assert_int_equal(sr_rel_verdict(r, i, 0, t0 + 20 * MS), SR_REL_PROBE);
+    /* Entry 0's answer comes (late, after a probe: no sample); 1..3 are
+     * queued behind it. */
+    sr_rel_ack(r, 0, t0 + 25 * MS);
+    assert_int_equal(r->srtt_ns, 0);
+    assert_int_equal(expire(r, t0 + 45 * MS), 3);
+    for (uint32_t i = 1; i < 4; i++) {
+        assert_int_equal(sr_rel_verdict(r, i, 0, t0 + 45 * MS), SR_REL_QUEUED);
+        assert_int_equal(r->e[i].retries, 0);
+    }
+    /* ... and their answers are clean samples of the queue's delay. */
+    sr_rel_ack(r, 1, t0 + 46 * MS);
+    assert_int_equal(r->srtt_ns, 45 * MS);
+    assert_true(r->rto_cur_ns > 45 * MS);
+    /* Entry 3 is answered: entry 2, sent before it, was overtaken. */
+    sr_rel_ack(r, 3, t0 + 47 * MS);
+    assert_int_equal(expire(r, t0 + 200 * MS), 1);
+    assert_int_equal(sr_rel_verdict(r, 2, 0, t0 + 200 * MS), SR_REL_PROBE);
+    /* Its probe is out: no other before a round trip (45 ms) has passed. */
+    assert_int_equal(sr_rel_verdict(r, 2, t0 + 200 * MS, t0 + 240 * MS), SR_REL_WAIT);
+    assert_int_equal(sr_rel_verdict(r, 2, t0 + 200 * MS, t0 + 250 * MS), SR_REL_PROBE);
+    /* Resent whole: only an answer to a packet sent after the resend
+     * overtakes it again; until then, answers that keep coming (entry 5's)
+     * mean it is queued. */
+    sr_rel_resent(r, 2, t0 + 250 * MS);
+    sr_rel_arm(r, 5, t0 + 251 * MS);
+    sr_rel_ack(r, 5, t0 + 252 * MS);
+    assert_int_equal(expire(r, t0 + 400 * MS), 1);
+    assert_int_equal(sr_rel_verdict(r, 2, 0, t0 + 400 * MS), SR_REL_PROBE);
+    sr_rel_resent(r, 2, t0 + 400 * MS);
+    sr_rel_arm(r, 6, t0 + 399 * MS);
+    sr_rel_ack(r, 6, t0 + 401 * MS);
+    assert_int_equal(sr_rel_verdict(r, 2, 0, t0 + 450 * MS), SR_REL_QUEUED);
+    /* An answer older than the timeout is silence: probe. */
+    assert_int_equal(sr_rel_verdict(r, 2, 0, t0 + 401 * MS + r->rto_cur_ns), SR_REL_PROBE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -318,6 +378,7 @@ int main(void)
         cmocka_unit_test(test_held_waits),
         cmocka_unit_test_setup_teardown(test_stall_floor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_probe_pacing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_verdict, setup, teardown),
     };
     return cmocka_run_group_tests_name("reliab", tests, NULL, NULL);
 }
