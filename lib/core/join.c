@@ -92,7 +92,10 @@ static void on_join_ack(void *self, sr_engine *e, serene_op *op, const sr_hdr *h
     sr_join_params p;
     sr_join_params_unpack(payload, &p);
     atomic_store(&j->joined, 1);
-    sr_op_finish(e, op, sr_engine_join(e, &p));
+    int rc = sr_engine_join(e, &p);
+    if (!rc)
+        sr_trains_joined(e); /* trains stay off until the path passes them */
+    sr_op_finish(e, op, rc);
 }
 
 static int join_on_error(void *self, sr_engine *e, serene_op *op, const sr_hdr *h)

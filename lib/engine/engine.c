@@ -21,11 +21,11 @@
 
 /* ---- sending ------------------------------------------------------------ */
 
-static void tx_flush(sr_engine *e)
+void sr_tx_send(sr_engine *e, struct iovec *msgs, unsigned n)
 {
     unsigned off = 0;
-    while (off < e->ntx) {
-        int k = e->tp->send(e->tps, e->txq + off, e->ntx - off);
+    while (off < n) {
+        int k = e->tp->send(e->tps, msgs + off, n - off);
         if (k <= 0) {
             /* Unsent packets count as lost; their timers resend them. */
             if (k < 0)
@@ -33,20 +33,28 @@ static void tx_flush(sr_engine *e)
             break;
         }
         for (unsigned i = off; i < off + (unsigned)k; i++) {
-            SR_STAT_ADD(e, bytes_sent, e->txq[i].iov_len);
+            SR_STAT_ADD(e, bytes_sent, msgs[i].iov_len);
             if (e->trace)
-                sr_trace_packet(e->trace, SR_TRACE_TX, e->txq[i].iov_base, e->txq[i].iov_len);
+                sr_trace_packet(e->trace, SR_TRACE_TX, msgs[i].iov_base, msgs[i].iov_len);
         }
         SR_STAT_ADD(e, pkts_sent, (uint64_t)k);
         off += (unsigned)k;
     }
+}
+
+void sr_tx_flush(sr_engine *e)
+{
+    /* The first burst that could go as a train tests the path first. */
+    if (e->ntx >= 2 && e->trains == SR_TRAINS_UNTESTED)
+        sr_trains_test(e, sr_now_ns());
+    sr_tx_send(e, e->txq, e->ntx);
     e->ntx = 0;
 }
 
 void sr_tx_queue(sr_engine *e, uint8_t *msg, uint32_t len)
 {
     if (e->ntx == SR_TP_BURST)
-        tx_flush(e);
+        sr_tx_flush(e);
     e->txq[e->ntx].iov_base = msg;
     e->txq[e->ntx].iov_len = len;
     e->ntx++;
@@ -175,6 +183,8 @@ static void on_message(sr_engine *e, const uint8_t *buf, uint32_t len, uint64_t 
     SR_STAT_ADD(e, pkts_recv, 1);
     SR_STAT_ADD(e, bytes_recv, len);
     e->rx_ns = now;
+    if (e->trains >= SR_TRAINS_TESTING && sr_trains_answer(e, &h))
+        return;
     if (h.op == SR_OP_ERROR) {
         on_error(e, &h);
         return;
@@ -222,31 +232,6 @@ static int rx_burst(sr_engine *e, uint64_t now)
 
 /* ---- timers ---------------------------------------------------------------- */
 
-/* Nothing heard for this long while timers fire: the packets are not
- * arriving, whatever the switch's speed (a slow one still answers). */
-#define SILENT_NS 300000000ull
-
-/* Timers fire and no message at all has come for SILENT_NS, though the
- * job answered once (the JOIN): a path that drops trains whole (a veth
- * pair into a packet socket that reads them uncut, as BMv2's does) looks
- * exactly so, since single datagrams pass. The transport then sends one
- * message per datagram from here on, once per context: against a dead
- * switch it costs nothing but speed. */
-static void trains_check(sr_engine *e, uint64_t now)
-{
-    if (e->trains_tried || !e->tp->trains_off || !e->rx_ns || now - e->rx_ns < SILENT_NS ||
-        now - e->cur->start_ns < SILENT_NS)
-        return;
-    e->trains_tried = 1;
-    if (e->tp->trains_off(e->tps))
-        SR_WARN(&e->log,
-                "%s: no answer for %llu ms while packets go out as UDP GSO trains: the "
-                "path may drop trains whole (e.g. a veth pair into BMv2's packet socket); "
-                "sending one datagram per packet from now on (SERENE_UDP_GSO=0 does it from "
-                "the start; or `ip link set DEV gso_max_segs 1` on the worker's interface)",
-                e->cur->cls->name, (unsigned long long)((now - e->rx_ns) / 1000000));
-}
-
 static void on_timers(sr_engine *e, uint64_t now)
 {
     uint32_t idx[SR_TP_BURST], n;
@@ -255,7 +240,7 @@ static void on_timers(sr_engine *e, uint64_t now)
     do {
         st = sr_rel_poll(&e->rel, now, idx, SR_TP_BURST, &n);
         if (n)
-            trains_check(e, now);
+            sr_trains_check(e, now);
         for (uint32_t i = 0; i < n; i++) {
             if (e->ctl_armed) {
                 e->ctl_msg[SR_WIRE_OFF_FLAGS] |= SR_FLAG_RETRANSMIT;
@@ -285,6 +270,8 @@ static void op_begin(sr_engine *e, serene_op *op, uint64_t now)
 {
     e->cur = op;
     op->start_ns = now;
+    if (e->trains == SR_TRAINS_TESTING)
+        sr_trains_test(e, now); /* no answer yet: again, a few times */
     if (now >= op->deadline_ns) {
         sr_op_finish(e, op, SERENE_ERR_TIMEOUT);
         return;
@@ -333,11 +320,11 @@ static void *engine_main(void *arg)
         do {
             k = rx_burst(e, now);
             got += k;
-            tx_flush(e);
+            sr_tx_flush(e);
         } while (k == SR_TP_BURST && got < 64 * SR_TP_BURST);
         if (e->cur) {
             on_timers(e, sr_now_ns());
-            tx_flush(e);
+            sr_tx_flush(e);
         }
         /* Once per iteration, so a killed process leaves its trace up to
          * here; a no-op when nothing was traced. */

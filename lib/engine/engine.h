@@ -193,8 +193,31 @@ struct sr_engine {
     uint32_t rxlen[SR_TP_BURST];
     uint64_t truncated;
     uint64_t rx_ns;  /* when the last message of the job came (0: none) */
-    int trains_tried; /* the transport's trains were turned off once */
+    int trains;      /* SR_TRAINS_*: where the path test (trains.c) stands */
+    unsigned trains_tests;   /* path tests sent */
+    uint64_t trains_test_ns; /* when the last one went */
+    uint8_t trains_msg[2][SR_WIRE_HDR_LEN]; /* its probes: the train's, the single's */
 };
+
+/* The transport's trains (UDP GSO) and the path test (trains.c). */
+enum {
+    SR_TRAINS_NONE = 0, /* the transport sends none, or no job joined yet */
+    SR_TRAINS_UNTESTED, /* off; the first burst of two or more tests the path */
+    SR_TRAINS_TESTING,  /* off until the path test answers */
+    SR_TRAINS_ON,       /* the test's train was answered */
+    SR_TRAINS_OFF,      /* the path drops them (said once, in a warning) */
+};
+/* Engine thread, once joined: trains off until tested (UNTESTED). */
+void sr_trains_joined(sr_engine *e);
+/* Engine thread: the path test sent now, before the burst that could go
+ * as a train (and again at an op's start while no answer came, a few
+ * times). */
+void sr_trains_test(sr_engine *e, uint64_t now);
+/* An answer to the path test (consumed: 1) or not (0). */
+int sr_trains_answer(sr_engine *e, const sr_hdr *h);
+/* Timers fire and nothing at all came for a while with trains on: off,
+ * with the warning. */
+void sr_trains_check(sr_engine *e, uint64_t now);
 
 /* ---- lifetime, called by the API layer (setup.c, engine.c) -------------- */
 
@@ -257,6 +280,11 @@ int sr_op_refused(sr_engine *e, const sr_hdr *h);
 /* Queue a message for the next burst; flushed by the engine loop. The
  * buffer must stay unchanged until then. */
 void sr_tx_queue(sr_engine *e, uint8_t *msg, uint32_t len);
+/* Send what is queued now (the engine loop does it after each pass). */
+void sr_tx_flush(sr_engine *e);
+/* Send msgs[0, n) now, counted and traced; what the transport does not
+ * take counts as lost. */
+void sr_tx_send(sr_engine *e, struct iovec *msgs, unsigned n);
 /* Packet buffer of slot s (SR_WIRE_HDR_LEN + 4 * elems_per_pkt bytes). */
 static inline uint8_t *sr_slot_msg(sr_engine *e, uint32_t s)
 {

@@ -156,11 +156,12 @@ static int probe_paid(sr_rel *r, sr_rel_entry *e, uint64_t now_ns)
         r->probe_tokens--;
         return SR_REL_PROBE;
     }
-    if (!r->free_probe_ns || now_ns - r->free_probe_ns >= r->srtt_ns) {
+    uint64_t rtt = r->srtt_ns ? r->srtt_ns : r->p.rto_ns; /* no sample yet: the first timeout */
+    if (!r->free_probe_ns || now_ns - r->free_probe_ns >= rtt) {
         r->free_probe_ns = now_ns ? now_ns : 1;
         return SR_REL_PROBE;
     }
-    e->due_ns = now_ns + (r->srtt_ns ? r->srtt_ns : r->p.rto_ns);
+    e->due_ns = now_ns + rtt;
     if (e->due_ns < r->min_due_ns)
         r->min_due_ns = e->due_ns;
     if (e->retries)

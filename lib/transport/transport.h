@@ -64,9 +64,12 @@ typedef struct sr_transport {
      * or a negative error code. */
     int (*addrs)(void *state, struct sockaddr_in *local, struct sockaddr_in *peer);
     /* Optional (NULL: the transport never sends trains). Engine thread:
-     * stop sending several messages as one train (UDP GSO) from now on.
-     * Returns 1 if trains were on, else 0. */
-    int (*trains_off)(void *state);
+     * from now on, send a run of messages of one length as one train (UDP
+     * GSO: on = 1) or each as its own datagram (on = 0). Returns 1 if the
+     * transport can send trains here (then the setting holds), else 0
+     * (no trains, whatever on says: no kernel support, SERENE_UDP_GSO=0,
+     * or the kernel refused one). */
+    int (*trains)(void *state, int on);
 } sr_transport;
 
 extern const sr_transport sr_transport_udp;

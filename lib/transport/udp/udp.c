@@ -58,6 +58,7 @@ typedef struct udp_state {
     int fd;
     const sr_log *log;
     int gso, gro; /* offloads in use */
+    int gso_ok;   /* GSO may be used (kernel, config, never refused) */
     struct mmsghdr rx[SR_TP_BURST];
     struct iovec rxiov[SR_TP_BURST];
     cmsg_buf rxctl[SR_TP_BURST];
@@ -147,16 +148,18 @@ static int udp_open(void **state, const serene_config *cfg, const sr_log *log)
     udp_offloads(u);
     if (cfg->udp_gso_off)
         u->gso = 0;
+    u->gso_ok = u->gso;
     *state = u;
     return 0;
 }
 
-static int udp_trains_off(void *state)
+static int udp_trains(void *state, int on)
 {
     udp_state *u = state;
-    int was = u->gso;
-    u->gso = 0;
-    return was;
+    if (!u->gso_ok)
+        return 0;
+    u->gso = on;
+    return 1;
 }
 
 /* ---- send ------------------------------------------------------------------- */
@@ -217,7 +220,7 @@ static int udp_send(void *state, const struct iovec *msgs, unsigned n)
                 /* The kernel or the route's device cannot segment: the
                  * same datagrams again, one by one, from now on. */
                 u->c.gso_refused++;
-                u->gso = 0;
+                u->gso = u->gso_ok = 0;
                 SR_DEBUG(u->log, "udp: GSO refused (%s): off", strerror(e));
                 continue;
             }
@@ -393,5 +396,5 @@ const sr_transport sr_transport_udp = {
     .recv = udp_recv,
     .wait = udp_wait,
     .addrs = udp_addrs,
-    .trains_off = udp_trains_off,
+    .trains = udp_trains,
 };
