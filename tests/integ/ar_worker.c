@@ -20,7 +20,10 @@
  * the packets the data needs (each chunk once, each slot's exponent hint
  * once; probes and resends count as sent), and reports each call's time
  * over what that rate allows (the N workers' packets and the switch's
- * answers to them, at PPS): with SERENE_PACE_STRICT=1 a call above 3x fails.
+ * answers to them, at PPS, plus with --pace-rtt-us R one round trip of R
+ * us per round that must wait for the one before: a slot's hint, then its
+ * chunks; the first call, which also waits for the other ranks to start,
+ * is not timed): with SERENE_PACE_STRICT=1 a call above 3x fails.
  *
  * Exit status: 0 all checks passed, 1 a check failed, 2 bad usage.
  */
@@ -40,7 +43,7 @@ typedef struct opts {
     size_t sizes[MAX_SIZES];
     int nsizes, reps, elems, avg, inplace, nonblocking;
     int expect_retrans, expect_timeout, absent;
-    int late_rank, late_ms, expect_no_resend, pace;
+    int late_rank, late_ms, expect_no_resend, pace, pace_rtt_us;
     uint64_t seed;
 } opts;
 
@@ -86,7 +89,8 @@ static void usage(void)
     fprintf(stderr, "usage: ar_worker --elems E [--sizes N,N,...] [--reps R] [--seed S]\n"
                     "                 [--avg] [--inplace] [--nonblocking] [--expect-retrans]\n"
                     "                 [--expect-timeout] [--absent-rank R]\n"
-                    "                 [--late-rank R --late-ms MS] [--expect-no-resend]\n");
+                    "                 [--late-rank R --late-ms MS] [--expect-no-resend]\n"
+                    "                 [--pace PPS [--pace-rtt-us R]]\n");
 }
 
 static int parse(int argc, char **argv, opts *o)
@@ -106,6 +110,7 @@ static int parse(int argc, char **argv, opts *o)
         {"--late-ms", TC_OPT_INT, &o->late_ms, NULL, 0, NULL},
         {"--expect-no-resend", TC_OPT_FLAG, &o->expect_no_resend, NULL, 0, NULL},
         {"--pace", TC_OPT_INT, &o->pace, NULL, 0, NULL},
+        {"--pace-rtt-us", TC_OPT_INT, &o->pace_rtt_us, NULL, 0, NULL},
         {NULL, TC_OPT_FLAG, NULL, NULL, 0, NULL},
     };
 
@@ -249,7 +254,9 @@ static int report_stats(serene_ctx *ctx, const opts *o, int rank, int calls, dou
 /* --pace: what the calls needed and took against what they sent. */
 typedef struct pace {
     uint64_t needed, sent;
-    double worst; /* a call's time over the rate's allowance */
+    double worst;    /* a call's time over the rate's allowance */
+    double worst_ms; /* ... that call's time */
+    size_t worst_cnt; /* ... and values */
 } pace;
 
 /* Packets of one call of cnt values: each chunk once, plus each slot's
@@ -260,13 +267,22 @@ static uint64_t call_packets(size_t cnt, int elems, int window)
     return chunks + (chunks < (uint64_t)window ? chunks : (uint64_t)window);
 }
 
+/* Rounds one after another in a call of cnt values: each slot's hint,
+ * then its chunks (the switch's latency: each costs a round trip). */
+static double call_rounds(size_t cnt, int elems, int window)
+{
+    uint64_t chunks = cnt ? (cnt + (size_t)elems - 1) / (size_t)elems : 0;
+    return 1.0 + (double)((chunks + (uint64_t)window - 1) / (uint64_t)window);
+}
+
 static int pace_report(const opts *o, int rank, const pace *p)
 {
     int strict = getenv("SERENE_PACE_STRICT") && !strcmp(getenv("SERENE_PACE_STRICT"), "1");
     printf("rank %d: pace %d/s: sent %llu packets for %llu the data needs (%.2fx); worst call "
-           "%.2fx the rate's allowance\n",
+           "%.2fx the rate's allowance (%zu values, %.1f ms)\n",
            rank, o->pace, (unsigned long long)p->sent, (unsigned long long)p->needed,
-           p->needed ? (double)p->sent / (double)p->needed : 0.0, p->worst);
+           p->needed ? (double)p->sent / (double)p->needed : 0.0, p->worst, p->worst_cnt,
+           p->worst_ms);
     int bad = p->sent > 2 * p->needed;
     if (bad)
         fprintf(stderr, "rank %d: sent %llu packets, more than twice the %llu the data needs\n",
@@ -305,11 +321,16 @@ static int run_calls(serene_ctx *ctx, const serene_config *cfg, const opts *o, b
             serene_get_stats(ctx, &s1);
             if (o->pace > 0) {
                 uint64_t need = call_packets(cnt, o->elems, eff.window);
-                double allowed_ms = 2.0 * n * (double)need * 1000.0 / o->pace;
+                double allowed_ms = 2.0 * n * (double)need * 1000.0 / o->pace +
+                                    call_rounds(cnt, o->elems, eff.window) * o->pace_rtt_us / 1e3;
                 pc.needed += need;
                 pc.sent += s1.pkts_sent - s0.pkts_sent;
-                if (ms / allowed_ms > pc.worst)
+                /* The first call also waits for the other ranks to start. */
+                if (call > 0 && ms / allowed_ms > pc.worst) {
                     pc.worst = ms / allowed_ms;
+                    pc.worst_ms = ms;
+                    pc.worst_cnt = cnt;
+                }
             }
             worst_call_ms = ms > worst_call_ms ? ms : worst_call_ms;
             if (ms > cfg->timeout_ms + 1000.0) {
