@@ -4,7 +4,7 @@
  * the SSP barrier with its clock-indexed policy and a reduced parameter
  * store, within Tofino's limits (one access per register per packet, a
  * few stateful ALUs per stage, 32-bit words). No allreduce slots. What it
- * leaves out and why: p4/README.md, "Tofino proof of concept".
+ * leaves out and why: p4/tna/README.md.
  * Build with the Intel P4 Studio compiler: bf-p4c --arch tna serene_tna.p4
  */
 #include <core.p4>

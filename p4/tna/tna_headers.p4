@@ -3,7 +3,7 @@
  * tna_headers.p4 - headers and metadata of the Tofino (TNA) proof of
  * concept. The Serene header is serene_h from wire_constants.p4, the same
  * bytes as everywhere; the payload is SR_TNA_ELEMS words (the reduced
- * store's row). Limits and why: p4/README.md, "Tofino proof of concept".
+ * store's row). Limits and why: p4/tna/README.md.
  */
 #ifndef SERENE_TNA_HEADERS_P4_
 #define SERENE_TNA_HEADERS_P4_
