@@ -163,12 +163,12 @@ static void drain(sr_ar *ar, sr_engine *e, const serene_op *op, uint64_t now)
 
 /* Slot sl's round was answered: the window learns it, with the new base
  * (the lowest unit not yet answered). */
-static void window_answered(sr_ar *ar, const sr_engine *e, sr_ar_slot *sl)
+static void window_answered(sr_ar *ar, sr_ar_slot *sl)
 {
     sl->ndone++;
     while (ar->base < ar->n_units && ar->base / ar->w_eff < ar->slots[ar->base % ar->w_eff].ndone)
         ar->base++;
-    sr_arw_answered(&ar->win, ar->base, e->rel.srtt_ns);
+    sr_arw_answered(&ar->win, ar->base, ar->win.srtt_ns);
 }
 
 static void ar_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
@@ -249,7 +249,7 @@ static void ar_on_expire(void *self, sr_engine *e, serene_op *op, uint32_t s, ui
     sr_ar_slot *sl = &ar->slots[s];
     int v = sr_rel_verdict(&e->rel, s, sl->probe_out_ns, now);
     /* Answers keep coming, just not this one yet: a delay (window.h). */
-    if (v == SR_REL_QUEUED && sr_arw_delay(&ar->win, sl->next_chunk, e->rel.srtt_ns))
+    if (v == SR_REL_QUEUED && sr_arw_delay(&ar->win, sl->next_chunk, ar->win.srtt_ns))
         SR_STAT_ADD(e, window_cuts, 1);
     if (v != SR_REL_PROBE)
         return;
@@ -304,7 +304,7 @@ static void on_ar_answer(void *self, sr_engine *e, serene_op *op, const sr_hdr *
     if (h->op == SR_OP_AR_NAK) { /* lost, or its result was: resend it whole */
         sl->resent = 1;
         /* The round's unit is its next_chunk: chunk + W, or s for a hint. */
-        if (sr_arw_loss(&ar->win, sl->next_chunk, e->rel.srtt_ns))
+        if (sr_arw_loss(&ar->win, sl->next_chunk, ar->win.srtt_ns))
             SR_STAT_ADD(e, window_cuts, 1);
         sr_slot_resend(e, h->slot, now);
         return;
@@ -322,7 +322,7 @@ static void on_ar_answer(void *self, sr_engine *e, serene_op *op, const sr_hdr *
     }
     if (!sl->probe_ns && !sl->resent)
         sr_arw_rtt(&ar->win, now - sl->sent_ns, now);
-    window_answered(ar, e, sl);
+    window_answered(ar, sl);
     if (sl->next_chunk < ar->n_chunks) {
         sl->wait_exp = h->next_exp;
         sr_arw_ready(&ar->win, sl->next_chunk + ar->w_eff, h->slot);

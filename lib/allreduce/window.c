@@ -18,7 +18,7 @@ int sr_arw_init(sr_arw *w, uint32_t slots)
     w->cwnd_min = slots / SR_ARW_FLOOR_DIV > 2 ? slots / SR_ARW_FLOOR_DIV : slots < 2 ? slots : 2;
     w->cwnd_acc = 0;
     w->min_rtt_ns = w->min_cur_ns = w->min_prev_ns = 0;
-    w->period_ns = 0;
+    w->period_ns = w->srtt_ns = 0;
     sr_arw_begin(w);
     return 0;
 }
@@ -112,6 +112,7 @@ void sr_arw_rtt(sr_arw *w, uint64_t rtt_ns, uint64_t now_ns)
 {
     if (rtt_ns == 0)
         rtt_ns = 1;
+    w->srtt_ns = w->srtt_ns ? (7 * w->srtt_ns + rtt_ns) / 8 : rtt_ns;
     if (w->min_cur_ns == 0 || now_ns - w->period_ns >= SR_ARW_MIN_PERIOD_NS) {
         int two = w->min_cur_ns && now_ns - w->period_ns >= 2 * SR_ARW_MIN_PERIOD_NS;
         w->min_prev_ns = two ? 0 : w->min_cur_ns;

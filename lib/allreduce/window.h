@@ -59,6 +59,8 @@ typedef struct sr_arw {
     uint64_t min_cur_ns;   /* ... of this period (0 = none yet) */
     uint64_t min_prev_ns;  /* ... of the period before (0 = none) */
     uint64_t period_ns;    /* when this period began */
+    uint64_t srtt_ns;      /* smoothed answer delay of those rounds (queue and waits
+                            * included: the delay the queueing test reads); 0 = none */
 } sr_arw;
 
 /* A window over slots slots (>= 1). Returns 0 or -ENOMEM / -EINVAL. */
@@ -77,7 +79,8 @@ int sr_arw_next(sr_arw *w, uint32_t *unit, uint32_t *slot);
  * switch's drops). */
 void sr_arw_answered(sr_arw *w, uint32_t base, uint64_t srtt_ns);
 /* An answer delay of a round answered at its first try (no probe), at
- * now_ns (monotonic). */
+ * now_ns (monotonic): the base delay and the smoothed delay (srtt_ns)
+ * learn it. The caller passes srtt_ns to the calls below. */
 void sr_arw_rtt(sr_arw *w, uint64_t rtt_ns, uint64_t now_ns);
 /* Unit unit was lost; srtt_ns = the current smoothed answer delay.
  * Returns 1 if that halved the window. */

@@ -182,7 +182,6 @@ static void on_message(sr_engine *e, const uint8_t *buf, uint32_t len, uint64_t 
     }
     SR_STAT_ADD(e, pkts_recv, 1);
     SR_STAT_ADD(e, bytes_recv, len);
-    e->rx_ns = now;
     if (e->trains >= SR_TRAINS_TESTING && sr_trains_answer(e, &h))
         return;
     if (h.op == SR_OP_ERROR) {
@@ -239,8 +238,6 @@ static void on_timers(sr_engine *e, uint64_t now)
     serene_op *op = e->cur;
     do {
         st = sr_rel_poll(&e->rel, now, idx, SR_TP_BURST, &n);
-        if (n)
-            sr_trains_check(e, now);
         for (uint32_t i = 0; i < n; i++) {
             if (e->ctl_armed) {
                 e->ctl_msg[SR_WIRE_OFF_FLAGS] |= SR_FLAG_RETRANSMIT;

@@ -192,7 +192,6 @@ struct sr_engine {
     uint8_t *rxbuf[SR_TP_BURST];
     uint32_t rxlen[SR_TP_BURST];
     uint64_t truncated;
-    uint64_t rx_ns;  /* when the last message of the job came (0: none) */
     int trains;      /* SR_TRAINS_*: where the path test (trains.c) stands */
     unsigned trains_tests;   /* path tests sent */
     uint64_t trains_test_ns; /* when the last one went */
@@ -215,9 +214,6 @@ void sr_trains_joined(sr_engine *e);
 void sr_trains_test(sr_engine *e, uint64_t now);
 /* An answer to the path test (consumed: 1) or not (0). */
 int sr_trains_answer(sr_engine *e, const sr_hdr *h);
-/* Timers fire and nothing at all came for a while with trains on: off,
- * with the warning. */
-void sr_trains_check(sr_engine *e, uint64_t now);
 
 /* ---- lifetime, called by the API layer (setup.c, engine.c) -------------- */
 

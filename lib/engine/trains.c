@@ -15,10 +15,10 @@
  * trains pass: they go on. The single's answer with none to the train
  * sent before it means they are dropped: they stay off, with one warning
  * naming the cause and the fixes. No answer at all: the test goes again
- * at the next op (SR_TRAINS_TESTS in all), and trains stay off.
- *
- * A path that drops trains later (a route that changed) is noticed by the
- * fallback: timers firing while nothing at all has come for SILENT_NS.
+ * at the next op (SR_TRAINS_TESTS in all), and trains stay off. (A path
+ * that starts dropping trains after the test, a route that changed, is
+ * not looked for: a silence is as likely a loaded host, and trains off
+ * would cost every job on a good path its batching.)
  */
 #include <stdint.h>
 
@@ -29,10 +29,6 @@
 #define MARK_TRAIN 1u
 #define MARK_SINGLE 2u
 #define SR_TRAINS_TESTS 3
-
-/* Nothing heard for this long while timers fire: the packets are not
- * arriving, whatever the switch's speed (a slow one still answers). */
-#define SILENT_NS 300000000ull
 
 static void trains_warn(sr_engine *e, const char *why)
 {
@@ -92,14 +88,4 @@ int sr_trains_answer(sr_engine *e, const sr_hdr *h)
         trains_warn(e, "path test: a single datagram was answered, the train before it not");
     }
     return 1;
-}
-
-void sr_trains_check(sr_engine *e, uint64_t now)
-{
-    if (e->trains != SR_TRAINS_ON || !e->rx_ns || now - e->rx_ns < SILENT_NS ||
-        now - e->cur->start_ns < SILENT_NS)
-        return;
-    e->trains = SR_TRAINS_OFF;
-    (void)e->tp->trains(e->tps, 0);
-    trains_warn(e, e->cur->cls->name);
 }

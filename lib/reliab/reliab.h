@@ -44,7 +44,9 @@ typedef struct sr_rel_entry {
     uint64_t xmit_ns; /* last transmission (first, or its last resend) */
     uint64_t rto_ns;
     uint32_t retries; /* expiries since armed, or since the last sr_rel_held */
-    uint32_t expired; /* it expired at least once: no RTT sample (Karn) */
+    uint32_t expired; /* it expired at least once, or was resent: no RTT sample (Karn) */
+    uint32_t rack;    /* reported as overtaken since its last transmission */
+    uint32_t queued;  /* reported by sr_rel_poll as queued, not expired */
 } sr_rel_entry;
 
 typedef struct sr_rel {
@@ -64,11 +66,17 @@ typedef struct sr_rel {
     uint64_t acked_xmit_ns; /* latest last transmission of an acked entry */
     uint32_t probe_tokens;  /* probes (or resends) the answers have paid for */
     uint64_t free_probe_ns; /* when the last unpaid one went (0: never) */
+    uint64_t rack_scan_ns;  /* no scan for overtaken packets before it */
 } sr_rel;
 
 /* Probes the answers pay for, at most, in one burst: each answer (an ack,
  * a HELD, a NAK) pays for one; without them, one per round trip goes. */
 #define SR_REL_PROBE_BURST 16u
+
+/* The smallest reordering window: an armed packet sent before one that
+ * was answered is reported (once) when it is older than srtt + max(srtt /
+ * 4, this); and scans for such packets come at most this often. */
+#define SR_REL_REO_MIN_NS 1000000ull
 
 /* Stalls are remembered for one to two periods. */
 #define SR_REL_STALL_PERIOD_NS 500000000ull
@@ -97,8 +105,8 @@ void sr_rel_ack(sr_rel *r, uint32_t i, uint64_t now_ns);
 void sr_rel_sample(sr_rel *r, uint64_t rtt_ns, uint64_t now_ns);
 /* Probe pacing: a packet whose last probe went at last_ns (0: none
  * unanswered) is probed again only once that probe has had a measured
- * round trip (srtt, which probe answers teach: sr_rel_sample) to come
- * back: a switch that answers slowly gets fewer probes, not more. (The
+ * round trip (srtt, which probe answers teach: sr_rel_sample; before any
+ * sample, rto_ns) to come back: a switch that answers slowly gets fewer probes, not more. (The
  * whole timeout would be too long a wait on a fast path whose probe was
  * lost, where probes are what recovers losses.) */
 int sr_rel_probe_due(const sr_rel *r, uint64_t last_ns, uint64_t now_ns);
@@ -130,10 +138,14 @@ void sr_rel_resent(sr_rel *r, uint32_t i, uint64_t now_ns);
  *                 probe (below); then it is due again in a round trip.
  *   SR_REL_QUEUED answers keep coming (one within the current timeout,
  *                 after it was sent), and none to a packet sent after it:
- *                 it is queued behind them (a slow switch), a delay and
- *                 not a loss. Nothing is sent; its retry count restarts
- *                 and its answer delay, when it comes, is a clean sample,
- *                 so the timeout learns the queue.
+ *                 it is queued behind them (a slow switch, or a round
+ *                 that waits for a peer), a delay and not a loss. Nothing
+ *                 is sent. sr_rel_poll reported it so without counting an
+ *                 expiry: no backoff, no retry, due again a timeout later
+ *                 (a lost tail is probed that soon once answers stop).
+ *                 Its answer is no RTT sample: the owner's congestion
+ *                 window learns such delays (allreduce's sr_arw_rtt), the
+ *                 timeout does not.
  *   SR_REL_PROBE  recover it (probe, or resend): a packet sent after it
  *                 was answered (it, or a peer's part of its round, was
  *                 likely lost: answers overtook it), or nothing is
@@ -159,8 +171,15 @@ void sr_rel_set_deadline(sr_rel *r, uint64_t deadline_ns);
 
 /*
  * Report expired entries at now_ns: up to max indices go to out[] (the
- * caller resends or probes those packets, as sr_rel_verdict says); each
- * reported entry's retry count grows,
+ * caller resends or probes those packets, as sr_rel_verdict says). An
+ * entry is also reported, once per transmission, when a packet sent after
+ * it was answered and it is older than a round trip and a reordering
+ * window (RACK, RFC 8985's rule: a loss is found when answers overtake
+ * it, not a whole timeout later); its timer is left as it is. An entry
+ * whose timer expired while it is queued (sr_rel_verdict's SR_REL_QUEUED)
+ * is reported too, due again a timeout later, with no backoff and no
+ * retry. Each other entry reported because its timer expired has its
+ * retry count grow,
  * its timeout doubles (capped) and it is due again at now + timeout.
  * *n_out gets the number reported. Returns SR_REL_DEADLINE when the
  * deadline has passed (nothing reported), SR_REL_RETRY_LIMIT when an entry

@@ -287,7 +287,8 @@ static void test_probe_pacing(void **state)
     sr_rel *r = *state;
     const uint64_t t0 = 1000 * MS;
     assert_true(sr_rel_probe_due(r, 0, t0));      /* no probe out: due */
-    assert_true(sr_rel_probe_due(r, t0, t0 + 1)); /* no round trip known yet */
+    assert_false(sr_rel_probe_due(r, t0, t0 + 10 * MS - 1)); /* no sample: the first timeout */
+    assert_true(sr_rel_probe_due(r, t0, t0 + 10 * MS));
     /* A slow switch answers probes after 30 ms: the timeout and the pace
      * follow. */
     for (uint64_t k = 0; k < 30; k++)
@@ -315,52 +316,96 @@ static uint32_t expire(sr_rel *r, uint64_t t)
 
 /* Four packets sent 1 ms apart behind a slow switch's queue: in silence
  * each is probed; once answers to the first ones keep coming, the later
- * ones' timers fire for nothing (QUEUED: no probe, no retry counted, and
- * their answer delay teaches the timeout); an answer that overtakes a
- * packet makes it a probe again, paced at one per round trip. */
+ * ones' timers fire for nothing (QUEUED: no probe, no backoff, no retry
+ * counted, due again a timeout later, and their answer is no sample); an
+ * answer that overtakes a packet makes it a probe again, paced at one per
+ * round trip, and paid for by answers. */
 static void test_verdict(void **state)
 {
-    sr_rel *r = *state;
+    sr_rel *r = *state; /* rto 10 ms */
     const uint64_t t0 = 1000 * MS;
     for (uint32_t i = 0; i < 4; i++)
         sr_rel_arm(r, i, t0 + i * MS);
     assert_int_equal(expire(r, t0 + 20 * MS), 4);
     for (uint32_t i = 0; i < 4; i++)
         assert_int_equal(sr_rel_verdict(r, i, 0, t0 + 20 * MS), SR_REL_PROBE);
-    /* Entry 0's answer comes (late, after a probe: no sample); 1..3 are
-     * queued behind it. */
+    assert_int_equal(r->e[1].rto_ns, 20 * MS); /* backed off */
+    /* Entry 0's answer comes (late, after an expiry: no sample); 1..3 are
+     * queued behind it: reported, but not as expiries. */
     sr_rel_ack(r, 0, t0 + 25 * MS);
     assert_int_equal(r->srtt_ns, 0);
-    assert_int_equal(expire(r, t0 + 45 * MS), 3);
+    assert_int_equal(expire(r, t0 + 41 * MS), 3);
     for (uint32_t i = 1; i < 4; i++) {
-        assert_int_equal(sr_rel_verdict(r, i, 0, t0 + 45 * MS), SR_REL_QUEUED);
+        assert_int_equal(sr_rel_verdict(r, i, 0, t0 + 41 * MS), SR_REL_QUEUED);
         assert_int_equal(r->e[i].retries, 0);
+        assert_int_equal(r->e[i].rto_ns, 20 * MS);                /* no backoff */
+        assert_int_equal(r->e[i].due_ns, t0 + 61 * MS);
     }
-    /* ... and their answers are clean samples of the queue's delay. */
     sr_rel_ack(r, 1, t0 + 46 * MS);
-    assert_int_equal(r->srtt_ns, 45 * MS);
-    assert_true(r->rto_cur_ns > 45 * MS);
+    assert_int_equal(r->srtt_ns, 0); /* no sample: the delay may be a peer's */
     /* Entry 3 is answered: entry 2, sent before it, was overtaken. */
     sr_rel_ack(r, 3, t0 + 47 * MS);
-    assert_int_equal(expire(r, t0 + 200 * MS), 1);
-    assert_int_equal(sr_rel_verdict(r, 2, 0, t0 + 200 * MS), SR_REL_PROBE);
-    /* Its probe is out: no other before a round trip (45 ms) has passed. */
-    assert_int_equal(sr_rel_verdict(r, 2, t0 + 200 * MS, t0 + 240 * MS), SR_REL_WAIT);
-    assert_int_equal(sr_rel_verdict(r, 2, t0 + 200 * MS, t0 + 250 * MS), SR_REL_PROBE);
+    assert_int_equal(expire(r, t0 + 48 * MS), 1); /* RACK: 2 ms after its send */
+    assert_int_equal(sr_rel_verdict(r, 2, 0, t0 + 48 * MS), SR_REL_PROBE);
+    /* Its probe is out: the next one waits a round trip (the first
+     * timeout, 10 ms, before any sample). */
+    assert_int_equal(sr_rel_verdict(r, 2, t0 + 48 * MS, t0 + 57 * MS), SR_REL_WAIT);
     /* Resent whole: only an answer to a packet sent after the resend
-     * overtakes it again; until then, answers that keep coming (entry 5's)
-     * mean it is queued. */
-    sr_rel_resent(r, 2, t0 + 250 * MS);
-    sr_rel_arm(r, 5, t0 + 251 * MS);
-    sr_rel_ack(r, 5, t0 + 252 * MS);
-    assert_int_equal(expire(r, t0 + 400 * MS), 1);
-    assert_int_equal(sr_rel_verdict(r, 2, 0, t0 + 400 * MS), SR_REL_PROBE);
-    sr_rel_resent(r, 2, t0 + 400 * MS);
-    sr_rel_arm(r, 6, t0 + 399 * MS);
-    sr_rel_ack(r, 6, t0 + 401 * MS);
-    assert_int_equal(sr_rel_verdict(r, 2, 0, t0 + 450 * MS), SR_REL_QUEUED);
-    /* An answer older than the timeout is silence: probe. */
-    assert_int_equal(sr_rel_verdict(r, 2, 0, t0 + 401 * MS + r->rto_cur_ns), SR_REL_PROBE);
+     * overtakes it again; until then, answers that keep coming (entry 6's,
+     * sent before the resend) mean it is queued. */
+    sr_rel_resent(r, 2, t0 + 60 * MS);
+    sr_rel_arm(r, 6, t0 + 59 * MS);
+    sr_rel_ack(r, 6, t0 + 61 * MS);
+    assert_int_equal(expire(r, t0 + 61 * MS), 1); /* its timer, due at 61 ms */
+    assert_int_equal(sr_rel_verdict(r, 2, 0, t0 + 61 * MS), SR_REL_QUEUED);
+    /* Answers stop: once the last is older than the timeout, silence:
+     * probed, paid for by the answers before. */
+    uint64_t t = t0 + 61 * MS + r->e[2].rto_ns;
+    assert_int_equal(expire(r, t), 1);
+    assert_int_equal(sr_rel_verdict(r, 2, 0, t), SR_REL_PROBE);
+    /* No answer pays for more: one unpaid probe per round trip, the others
+     * due again a round trip later with no retry counted. */
+    sr_rel_disarm(r, 2);
+    r->probe_tokens = 0;
+    sr_rel_arm(r, 7, t);
+    sr_rel_arm(r, 4, t);
+    uint64_t t2 = t + r->rto_cur_ns; /* new packets keep the backed-off timeout */
+    assert_int_equal(expire(r, t2), 2);
+    assert_int_equal(sr_rel_verdict(r, 4, 0, t2), SR_REL_PROBE);
+    assert_int_equal(sr_rel_verdict(r, 7, 0, t2), SR_REL_WAIT);
+    assert_int_equal(r->srtt_ns, 2 * MS); /* entry 6: answered 2 ms after its send */
+    assert_int_equal(r->e[7].due_ns, t2 + 2 * MS);
+    assert_int_equal(r->e[7].retries, 0);
+}
+
+/* RACK: a packet overtaken by an answer to a later one is reported once
+ * it is older than a round trip and the reordering window (1 ms at
+ * least), once per transmission, its timer untouched; a resend makes it
+ * a candidate again, and its answer is no sample. */
+static void test_rack(void **state)
+{
+    sr_rel *r = *state; /* rto 10 ms */
+    const uint64_t t0 = 1000 * MS;
+    sr_rel_arm(r, 0, t0);
+    sr_rel_arm(r, 1, t0 + MS);
+    sr_rel_ack(r, 1, t0 + 2 * MS); /* srtt 1 ms: the wait is 1 + 1 ms */
+    assert_int_equal(r->srtt_ns, MS);
+    assert_true(sr_rel_next_due(r) <= t0 + 2 * MS);
+    assert_int_equal(expire(r, t0 + 2 * MS - 1), 0); /* 2 ms - 1 ns old */
+    uint32_t out[8], n;
+    assert_int_equal(sr_rel_poll(r, t0 + 2 * MS, out, 8, &n), SR_REL_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(out[0], 0);
+    assert_int_equal(r->e[0].retries, 0);             /* no expiry counted */
+    assert_int_equal(r->e[0].due_ns, t0 + 10 * MS);   /* its timer as it was */
+    assert_int_equal(expire(r, t0 + 5 * MS), 0);      /* once per transmission */
+    sr_rel_resent(r, 0, t0 + 5 * MS);
+    sr_rel_arm(r, 2, t0 + 6 * MS);
+    sr_rel_ack(r, 2, t0 + 7 * MS);
+    assert_int_equal(expire(r, t0 + 7 * MS), 1);      /* overtaken again, 2 ms on */
+    sr_rel_ack(r, 0, t0 + 8 * MS);
+    assert_int_equal(r->srtt_ns, MS);                 /* the resent one: no sample */
+    assert_int_equal(sr_rel_next_due(r), SR_REL_NEVER);
 }
 
 int main(void)
@@ -379,6 +424,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stall_floor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_probe_pacing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_verdict, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rack, setup, teardown),
     };
     return cmocka_run_group_tests_name("reliab", tests, NULL, NULL);
 }
