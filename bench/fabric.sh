@@ -31,11 +31,11 @@
 #   --delay MIN-MAX    hold each packet MIN..MAX ms (uniform; reorders)
 #   --seed S           the impairments' seed (default 1)
 #   --switch bmv2      BMv2 simple_switch in the switch's namespace instead:
-#                      its probe rate and round trip measured, then 3 workers
-#                      (-n) check allreduce and the store through it and
-#                      report the packets sent against those the data needs
-#                      (at most 2x, or the run fails) and each call's time
-#                      against what the measured rate allows; the hosts'
+#                      its allreduce rate and round trip measured, then 3
+#                      workers (-n) check allreduce and the store through it
+#                      and report the packets sent against those the data
+#                      needs (at most 2x) and each call's time against what
+#                      the measured rate allows (at most 3x); the hosts'
 #                      UDP GSO stays on (the library tests the path); needs
 #                      p4c-bm2-ss, simple_switch and simple_switch_CLI on
 #                      PATH (else it says so, exit 77)

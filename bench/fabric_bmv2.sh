@@ -5,13 +5,14 @@
 # runs p4/serene.p4 in the switch's namespace with link R's end hR as port
 # R + 1; serene-ctl compiles the job (N workers at their host addresses,
 # job 3, store 2048, ring 8) and a BSP policy into simple_switch_CLI
-# commands; bench/bmv2_rate.py measures what it serves (probes from every
-# host at once) and its round trip; then N ar_worker ranks (allreduces of 1
+# commands; bench/bmv2_rate.py measures what it serves (allreduce rounds
+# from every host at once) and its round trip; then N ar_worker ranks (allreduces of 1
 # to 4097 values, checked against the bound, --pace at that rate) and N
 # ssp_worker ranks (pushes and pulls, exact) run through it, one per host
 # namespace, on the links as fabric.sh shaped them (--rates 0: unshaped).
 # The line per rank splits the packets it sent into first sends, resends
-# and probes; more than twice its first sends fails the run: BMv2 serves a
+# and probes; more than twice its first sends, or a call over 3x what the
+# measured rate and round trip allow it, fails the run: BMv2 serves a
 # few thousand packets per second, and a sender that does not follow that
 # rate shows up as resends and probes.
 #
@@ -166,16 +167,17 @@ bmv2_live() {
     return $st
 }
 
-# bmv2_rate N: BMv2's packet rate (in and out together) under a full
-# queue, measured with probes from every host at once (bench/bmv2_rate.py,
-# one closed loop of 16 per host), and its round trip with an empty queue
-# (the hosts' median); sets bmv2_pps (0 when it failed) and bmv2_rtt_us.
+# bmv2_rate N: BMv2's packet rate (in and out together) for allreduce
+# rounds under a full queue, every host running the same rounds at once
+# (bench/bmv2_rate.py, 16 slots per host), and its round trip with an
+# empty queue (the hosts' median); sets bmv2_pps (0 when it failed) and
+# bmv2_rtt_us.
 bmv2_rate() {
     local n=$1 r pids=() sum=0 line rtts=() nonce=$(((RANDOM << 15 | RANDOM) + 1))
     for r in $(seq 0 $((n - 1))); do
         fab_spawn "$OUT/logs/bmv2-rate.r$r.log" "$(fab_ns "$r")" timeout -k 5 30 python3 \
             "$ROOT/bench/bmv2_rate.py" --bind "$(fab_host_ip "$r"):$((47000 + r))" \
-            --to "$FAB_SWITCH_IP:48200" --job $BMV2_JOB --worker "$r" --nonce "$nonce" --seconds 2
+            --to "$FAB_SWITCH_IP:48200" --job $BMV2_JOB --worker "$r" --nonce "$nonce" --seconds 2 --window 16
         pids+=("$FAB_SPAWNED")
     done
     wait_all 40 "${pids[@]}"
@@ -189,7 +191,7 @@ bmv2_rate() {
     done
     bmv2_pps=$sum
     bmv2_rtt_us=$(printf '%s\n' "${rtts[@]}" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] + 0 }')
-    echo "  BMv2 serves $bmv2_pps packets/s (probes from $n hosts at once, in and out counted);" \
+    echo "  BMv2 serves $bmv2_pps packets/s of allreduce rounds ($n hosts at once, in and out counted);" \
         "round trip $bmv2_rtt_us us with an empty queue" | tee -a "$OUT/bmv2.txt"
     [ "$bmv2_pps" -gt 0 ]
 }
@@ -204,11 +206,9 @@ bmv2_run() {
     echo "== BMv2, N=$n, links $rate Mbit/s: allreduce (ar_worker) and store (ssp_worker)" | tee -a "$OUT/bmv2.txt"
     bmv2_rate "$n" || { echo "  bmv2_rate: no answer (logs/bmv2-rate.*)" | tee -a "$OUT/bmv2.txt"; st=1; }
     t1=$(date +%s%3N)
-    # ar_worker --pace: at most 2x the packets the data needs; each call's
-    # time over what BMv2's probe rate and round trip allow it is reported
-    # (not checked: BMv2 serves allreduce rounds, with their multicast,
-    # at about half its probe rate)
-    bmv2_ranks "$tag" "$n" "$BUILD/tests/integ/ar_worker" --elems $BMV2_ELEMS \
+    # ar_worker --pace: at most 2x the packets the data needs, and no call
+    # over 3x what BMv2's rate and round trip allow it (SERENE_PACE_STRICT)
+    bmv2_ranks "$tag" "$n" env SERENE_PACE_STRICT=1 "$BUILD/tests/integ/ar_worker" --elems $BMV2_ELEMS \
         --sizes 1,31,32,33,255,1024,4097 --reps 2 --pace "$((bmv2_pps > 0 ? bmv2_pps : 1000))" \
         --pace-rtt-us "${bmv2_rtt_us:-0}"
     [ "$worst" -eq 0 ] || { st=1; echo "  $tag: a rank failed (status $worst; logs/$tag.*)" | tee -a "$OUT/bmv2.txt"; }
