@@ -239,13 +239,15 @@ static void on_timers(sr_engine *e, uint64_t now)
     do {
         st = sr_rel_poll(&e->rel, now, idx, SR_TP_BURST, &n);
         for (uint32_t i = 0; i < n; i++) {
-            if (e->ctl_armed) {
+            if (!e->ctl_armed && op->cls->on_expire) {
+                op->cls->on_expire(op->self, e, op, idx[i], now);
+            } else if (sr_rel_verdict(&e->rel, idx[i], 0, now) != SR_REL_PROBE) {
+                continue; /* queued, or no answer paid for a resend yet */
+            } else if (e->ctl_armed) {
                 e->ctl_msg[SR_WIRE_OFF_FLAGS] |= SR_FLAG_RETRANSMIT;
                 sr_tx_queue(e, e->ctl_msg, e->ctl_len);
                 SR_STAT_ADD(e, retransmissions, 1);
-            } else if (op->cls->on_expire) {
-                op->cls->on_expire(op->self, e, op, idx[i], now);
-            } else if (sr_rel_verdict(&e->rel, idx[i], 0, now) == SR_REL_PROBE) {
+            } else {
                 sr_slot_resend(e, idx[i], now);
             }
         }
