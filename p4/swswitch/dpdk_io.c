@@ -21,6 +21,9 @@
  *   at open; nothing allocates per packet.
  * - No descriptor to poll: the loop calls recv, which takes one burst from
  *   the next port that has frames.
+ * - Every rx and tx burst is bracketed by dpdk_guard.h's enter and leave:
+ *   a memif driver's unmap of a leaving client's rings (in EAL's interrupt
+ *   thread) waits until no burst is in progress.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -34,6 +37,7 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
+#include "dpdk_guard.h"
 #include "roce.h"
 #include "sw_io.h"
 #include "transport/dpdk/dpdk_port.h"
@@ -124,7 +128,11 @@ static void flush_port(sr_dpdk_io *d, io_port *p)
     uint64_t start = 0;
 
     while (off < p->tx_n) {
-        uint16_t k = rte_eth_tx_burst(p->id, 0, p->tx + off, (uint16_t)(p->tx_n - off));
+        uint16_t k;
+
+        sw_dpdk_guard_enter();
+        k = rte_eth_tx_burst(p->id, 0, p->tx + off, (uint16_t)(p->tx_n - off));
+        sw_dpdk_guard_leave();
         off += k;
         d->c.tx += k;
         if (off == p->tx_n || k)
@@ -205,7 +213,9 @@ static int dpdk_recv(void *state, int *full)
         unsigned pi = d->next_port;
 
         d->next_port = (d->next_port + 1) % d->n_ports;
+        sw_dpdk_guard_enter();
         d->rx_n = rte_eth_rx_burst(d->ports[pi].id, 0, d->rx, SR_DPDK_BURST);
+        sw_dpdk_guard_leave();
         for (unsigned i = 0; i < d->rx_n; i++) {
             sr_frame_addr a;
             const uint8_t *pl;
@@ -468,9 +478,9 @@ static void dpdk_counters_format(const void *state, char *buf, size_t len)
              " dpdk_rx=%" PRIu64 " dpdk_rx_foreign=%" PRIu64 " dpdk_rx_bad=%" PRIu64
              " dpdk_tx=%" PRIu64 " dpdk_tx_no_route=%" PRIu64 " dpdk_tx_dropped=%" PRIu64
              " dpdk_learnt=%" PRIu64 " dpdk_roce_rx=%" PRIu64 " dpdk_roce_bad=%" PRIu64
-             " dpdk_roce_tx=%" PRIu64,
+             " dpdk_roce_tx=%" PRIu64 " dpdk_unmap_waits=%" PRIu64,
              c->rx, c->rx_foreign, c->rx_bad, c->tx, c->tx_no_route, c->tx_dropped, c->learnt,
-             c->roce_rx, c->roce_bad, c->roce_tx);
+             c->roce_rx, c->roce_bad, c->roce_tx, sw_dpdk_guard_waits());
 }
 
 /* "as ADDR:PORT on dpdk NAME (port ID), ...". */
@@ -502,6 +512,8 @@ static void dpdk_close(void *state)
     if (d->rx_n)
         rte_pktmbuf_free_bulk(d->rx, d->rx_n);
     dpdk_flush(d);
+    /* No burst from here on: closing a port unmaps on this thread. */
+    sw_dpdk_guard_disarm();
     for (unsigned i = 0; i < d->n_ports; i++) {
         io_port *p = &d->ports[i];
 
@@ -565,6 +577,9 @@ static int ports_open(sr_dpdk_io **out, const char *eal_args, const char *const 
         return -1;
     }
     d->eal_ours = rc == 0;
+    /* Before any port starts: from now on a memif client's regions are
+     * unmapped (by EAL's interrupt thread) only between bursts. */
+    sw_dpdk_guard_arm();
     if (n == 0) {
         uint16_t id;
 

@@ -10,8 +10,10 @@
  * under it: the workers retransmit. Every buffer is allocated by open;
  * nothing allocates afterwards.
  *
- * serene-switch has one thread: the one that runs main and the loop calls
- * every member, so the I/O needs no locking.
+ * serene-switch has one thread of its own: the one that runs main and the
+ * loop calls every member, so the I/O needs no locking. With DPDK, EAL
+ * adds its interrupt thread, where drivers handle their control channels
+ * (memif's unmaps a leaving client's memory there: dpdk_guard.h).
  */
 #ifndef SERENE_SWSWITCH_SW_IO_H
 #define SERENE_SWSWITCH_SW_IO_H
