@@ -101,9 +101,10 @@ static void cmd_status(reply *r, const sr_pipe *p, uint16_t job)
     sr_pipe_job_info info;
     sr_pipe_sync_state st;
     sr_pipe_job_counters c;
+    sr_pipe_job_held held;
 
     if (sr_pipe_job_info_get(p, job, &info) || sr_pipe_sync_get(p, job, &st) ||
-        sr_pipe_job_counters_get(p, job, &c)) {
+        sr_pipe_job_counters_get(p, job, &c) || sr_pipe_job_held_get(p, job, &held)) {
         put(r, "error unknown job %u", job);
         return;
     }
@@ -125,10 +126,12 @@ static void cmd_status(reply *r, const sr_pipe *p, uint16_t job)
         " pushes=%" PRIu64 " push_dups=%" PRIu64 " pulls=%" PRIu64 " bound=%" PRIu32
         " nonce=%" PRIu32 " ring=%" PRIu32 " store=%" PRIu32 " clock_ahead=%" PRIu64
         " range_errors=%" PRIu64 " leaves=%" PRIu64 " in_use_refused=%" PRIu64 " live=%" PRIu32
-        " lapsed=%" PRIu64 " denied=%" PRIu64 " bytes=%" PRIu64,
+        " lapsed=%" PRIu64 " denied=%" PRIu64 " bytes=%" PRIu64 " slots_open=%" PRIu32
+        " ring_entries=%" PRIu32,
         c.clocks, c.holds, c.proceeds, c.releases, c.pushes, c.push_dups, c.pulls, info.n_bound,
         info.nonce, st.ring, info.store_words, c.clock_ahead, c.range_errors, c.leaves,
-        c.in_use_refused, info.n_live, c.lapsed, c.denied, info.bytes);
+        c.in_use_refused, info.n_live, c.lapsed, c.denied, info.bytes, held.slots_open,
+        held.ring_entries);
 }
 
 /* job add SPEC: the spec of --job (job_spec.h), token=env: refused. The

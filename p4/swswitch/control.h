@@ -13,12 +13,14 @@
  *     -> ok job=J workers=N low=L high=H mode=M s=S rules=R clocks=C holds=H
  *        proceeds=P advances=A pushes=U push_dups=D pulls=Q bound=B nonce=X
  *        ring=R store=W clock_ahead=K range_errors=E leaves=L
- *        in_use_refused=U live=V lapsed=A denied=D bytes=B
+ *        in_use_refused=U live=V lapsed=A denied=D bytes=B slots_open=O
+ *        ring_entries=G
  *        (one line; mode and s: the policy for clock high + 1, s as applied;
  *        rules: FROM-TO:MODE:S,... oldest first, TO "inf" on the last;
  *        clocks .. range_errors: the job's counters since it was added;
  *        low and high are uint32 serial clocks, 4294967295 before clock 0
- *        completes)
+ *        completes; slots_open and ring_entries: what the incarnation
+ *        holds, sr_pipe_job_held, both 0 once its calls all completed)
  *   policy JOB bsp|asp|ssp [S] [from CLOCK]
  *     -> ok job=J effective=E
  *        (S is required for ssp and ignored for bsp and asp; without from,

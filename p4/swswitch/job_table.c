@@ -243,6 +243,29 @@ int sr_pipe_job_info_get(const sr_pipe *p, uint16_t job_id, sr_pipe_job_info *in
     return 0;
 }
 
+int sr_pipe_job_held_get(const sr_pipe *p, uint16_t job_id, sr_pipe_job_held *h)
+{
+    const sr_pipe_job *j;
+
+    if (!p || !p->jobs[job_id])
+        return -ENOENT;
+    j = p->jobs[job_id];
+    memset(h, 0, sizeof *h);
+    /* A slot whose tag is stale belongs to an earlier incarnation: the
+     * first packet that names it clears it (epoch.c), so it holds nothing. */
+    for (uint32_t s = 0; s < j->slots; s++) {
+        size_t c = 2u * (size_t)s;
+
+        if (sr_epoch_slot_current(j, s) &&
+            (j->cnt[c] || j->cnt[c + 1] || j->up_wait[c] || j->up_wait[c + 1]))
+            h->slots_open++;
+    }
+    for (uint32_t e = 0; e <= j->bar.mask; e++)
+        if (j->bar.ring[e])
+            h->ring_entries++;
+    return 0;
+}
+
 /* ---- counters ------------------------------------------------------------------ */
 
 int sr_pipe_job_counters_get(const sr_pipe *p, uint16_t job_id, sr_pipe_job_counters *c)

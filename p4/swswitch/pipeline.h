@@ -305,6 +305,22 @@ unsigned sr_pipe_job_list(const sr_pipe *p, uint16_t *ids, unsigned cap);
 /* Setup and nonce of a job. Returns 0 or -ENOENT. */
 int sr_pipe_job_info_get(const sr_pipe *p, uint16_t job_id, sr_pipe_job_info *info);
 
+/* What a job's current incarnation holds besides its bindings: both 0
+ * once every call of its run completed (and after a new incarnation,
+ * which clears them), so a run that ended cleanly after others were
+ * killed shows that nothing of theirs was left behind. */
+typedef struct sr_pipe_job_held {
+    uint32_t slots_open;   /* allreduce slots with a round in progress (a cell with
+                              some workers' contributions, or a leaf's waiting for
+                              its parent) */
+    uint32_t ring_entries; /* barrier ring entries with a CLOCK recorded (clocks
+                              past low that not every worker reported) */
+} sr_pipe_job_held;
+
+/* Fill *h for job_id. O(pool_slots + ring): for the control socket, not
+ * the data path. Returns 0 or -ENOENT. */
+int sr_pipe_job_held_get(const sr_pipe *p, uint16_t job_id, sr_pipe_job_held *h);
+
 /* Change a job's policy while it runs (sr_barrier_set_policy): (mode, s)
  * is in force from E = max(want_from, high + 1) (serial) on, and E is
  * written to *effective (may be NULL). Lasts until the job's next

@@ -218,6 +218,33 @@ kill_stamped() {
     fail "pid $1 still there 5 s after SIGKILL"
 }
 
+# kill_scattered SEED GAP PID...: SIGKILL each PID (spawned here), in an
+# order shuffled by SEED, with a random gap of 0..GAP-1 centiseconds (GAP
+# <= 10) after each; then wait until all are gone (5 s at most, or fail).
+# Disowned first, as in kill_stamped. Returns 1 with `early` set to the
+# argument index (0-based) of a PID that had ended before its SIGKILL.
+kill_scattered() {
+    local seed=$1 gap=$2 p i
+    shift 2
+    local ps=("$@")
+    for i in $(seq 0 $((${#ps[@]} - 1)) | shuf --random-source=<(yes "$seed")); do
+        p=${ps[i]}
+        kill -0 "$p" 2>/dev/null || { early=$i; return 1; }
+        disown "$p" 2>/dev/null
+        kill -KILL "$p"
+        forget_pid "$p"
+        sleep "0.0$((RANDOM % gap))"
+    done
+    for p in "${ps[@]}"; do
+        for _ in $(seq 100); do
+            kill -0 "$p" 2>/dev/null || break
+            sleep 0.05
+        done
+        kill -0 "$p" 2>/dev/null && fail "pid $p still there 5 s after SIGKILL"
+    done
+    return 0
+}
+
 # hung RC: RC is what `timeout` returns when it had to stop its command.
 hung() { [ "$1" -eq 124 ] || [ "$1" -eq 137 ]; }
 

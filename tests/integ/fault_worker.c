@@ -5,11 +5,13 @@
  * them). Every value is checked exactly: inputs are small integers, so an
  * allreduce sum is exact in fixed point, and the store is exact anyway.
  *
- *   fault_worker exact [--rounds R] [--sizes N,N,...] [--words W]
+ *   fault_worker exact [--rounds R] [--sizes N,N,...] [--words W] [--progress]
  *       R rounds of: an allreduce of each size, then push W int32 words,
  *       clock, pull them back (absolute: the sum of every rank's pushes so
  *       far), clock. Fails on any wrong value, any error, and any call that
- *       outlives its deadline (timeout_ms + DEADLINE_SLACK_MS).
+ *       outlives its deadline (timeout_ms + DEADLINE_SLACK_MS). With
+ *       --progress, prints "rank R: round K ok" after each round (the
+ *       churn tests kill a run once every rank is in it).
  *
  *   fault_worker ar-loop [--count N] [--max-calls M]
  *       Allreduces N values until a call fails (the test kills a rank).
@@ -70,7 +72,7 @@
 
 typedef struct opts {
     const char *mode, *go_file;
-    int rounds, words, count, max_calls, before, victim, ring, nonblocking;
+    int rounds, words, count, max_calls, before, victim, ring, nonblocking, progress;
     size_t sizes[MAX_SIZES];
     int nsizes;
     uint32_t new_nonce;
@@ -250,8 +252,11 @@ static int mode_exact(serene_config *cfg, const opts *o)
         run_close(&r);
         return 1;
     }
-    for (int it = 0; it < o->rounds && !failures; it++)
+    for (int it = 0; it < o->rounds && !failures; it++) {
         failures += exact_round(&r, o, it);
+        if (!failures && o->progress)
+            printf("rank %d: round %d ok\n", rank_, it);
+    }
     if (!failures)
         printf("rank %d: exact: %d rounds, every allreduce and pull exact\n", rank_, o->rounds);
     print_stats(&r, "exact");
@@ -582,7 +587,7 @@ static int mode_restart(serene_config *cfg, const opts *o)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: fault_worker exact [--rounds R] [--sizes N,N,...] [--words W]\n"
+            "usage: fault_worker exact [--rounds R] [--sizes N,N,...] [--words W] [--progress]\n"
             "       fault_worker ar-loop [--count N] [--max-calls M]\n"
             "       fault_worker asp --before K --ring R --go-file PATH [--victim V]\n"
             "       fault_worker restart --go-file PATH --new-nonce X [--nonblocking]\n"
@@ -603,6 +608,7 @@ static int parse(int argc, char **argv, opts *o)
         {"--go-file", TC_OPT_STR, &o->go_file, NULL, 0, NULL},
         {"--new-nonce", TC_OPT_U32, &o->new_nonce, NULL, 0, &o->have_nonce},
         {"--nonblocking", TC_OPT_FLAG, &o->nonblocking, NULL, 0, NULL},
+        {"--progress", TC_OPT_FLAG, &o->progress, NULL, 0, NULL},
         {NULL, TC_OPT_FLAG, NULL, NULL, 0, NULL},
     };
 
