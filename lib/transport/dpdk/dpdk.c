@@ -57,6 +57,7 @@
 #define RECENT_NS 10000000ull   /* "an answer is due": a timer is set, or rx in the last 10 ms */
 #define ARGS_MAX 4096           /* EAL argument string after %r expansion */
 #define CLOSE_FLUSH_NS 100000000ull /* close: time to hand the last frames over */
+#define CLOSE_GRACE_NS 20000000ull  /* close: time for the peer to read them (memif) */
 
 /* ---- process-wide: EAL owner and ports in use ---------------------------- */
 
@@ -181,6 +182,14 @@ static void dpdk_close(void *state)
     if (d->tx_n) {
         rte_pktmbuf_free_bulk(d->tx, d->tx_n);
         d->c.tx_dropped += d->tx_n;
+    }
+    /* Frames handed to a memif ring are still in this context's memory
+     * until the peer reads them, and stopping the port unmaps it: the
+     * last ones (the LEAVE) get a moment, or the switch keeps the binding
+     * until its lease runs out and the job's next run is refused. */
+    if (d->c.tx) {
+        struct timespec ts = {0, (long)CLOSE_GRACE_NS};
+        nanosleep(&ts, NULL);
     }
     if (d->lent_n) /* a caller that never released */
         rte_pktmbuf_free_bulk(d->lent, d->lent_n);
