@@ -81,8 +81,9 @@ typedef struct sr_op_class {
     /* The timer of op's packet in flight i (a slot of the window) expired:
      * recover it, with sr_slot_resend or with a probe the module queues
      * (sr_tx_queue, counted in stats.probes), where sr_rel_verdict says
-     * so. The entry is already due again, its timeout doubled. NULL: the
-     * engine resends the packet where sr_rel_verdict says so. */
+     * so. The entry is already due again (its timeout doubled if its timer
+     * expired; sr_rel_poll says when not). NULL: the engine resends the
+     * packet where sr_rel_verdict says so. */
     void (*on_expire)(void *self, sr_engine *e, serene_op *op, uint32_t i, uint64_t now);
     /* op's deadline passed, or one of its packets hit the retry limit (st:
      * SR_REL_DEADLINE or SR_REL_RETRY_LIMIT): log why and finish op with

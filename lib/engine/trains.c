@@ -9,9 +9,9 @@
  * trains are off, and before the first burst that could go as one the
  * engine sends the path test: two copies of a probe as one train, then
  * one copy alone, each marked in its offset (a job whose packets go one
- * at a time never pays for it). The
- * switch answers a probe at once without changing state (AR_NAK, AR_HELD,
- * or an ERROR echoing it), in order. An answer to the train proves that
+ * at a time never pays for it). The switch answers a probe at once
+ * without changing state (AR_NAK, AR_HELD, or an ERROR echoing it), in
+ * order. An answer to the train proves that
  * trains pass: they go on. The single's answer with none to the train
  * sent before it means they are dropped: they stay off, with one warning
  * naming the cause and the fixes. No answer at all: the test goes again
