@@ -2,9 +2,10 @@
 /*
  * test_pipeline_jobs.c - the software switch's pipeline, driven packet by
  * packet: its job table (add, remove, list, parameters and their limits),
- * the counters' text form, and dispatch: malformed datagrams counted by
- * reason, answers arriving at the switch dropped, requests for an unknown
- * job refused.
+ * the counters' text form, what a job's incarnation holds (open slots and
+ * barrier ring entries, serene-switch's status), and dispatch: malformed
+ * datagrams counted by reason, answers arriving at the switch dropped,
+ * requests for an unknown job refused.
  *
  * Messages are built with sr_hdr_pack, and every answer is checked both as
  * the action's fields and as the bytes a replica carries (header packed by
@@ -184,6 +185,71 @@ static void test_counters_format(void **state)
     assert_string_equal(small, "rx=12 t");
 }
 
+/* ---- what a job holds ------------------------------------------------------------ */
+
+static sr_pipe_job_held held_of(fx *f, uint16_t job)
+{
+    sr_pipe_job_held h;
+
+    memset(&h, 0xa5, sizeof h); /* every field must be written */
+    assert_int_equal(sr_pipe_job_held_get(f->p, job, &h), 0);
+    return h;
+}
+
+static void clock_of(fx *f, uint16_t job, unsigned w, uint32_t c)
+{
+    sr_hdr h = mk(SR_OP_CLOCK, job, 0, c, 0);
+
+    ar(f, &h, w, NULL);
+    assert_true(f->out->n >= 1);
+    assert_int_not_equal(f->out->act[0].hdr.op, SR_OP_ERROR);
+}
+
+/* A round or a clock some workers reported is held until the others'
+ * arrive; a new incarnation holds nothing of the old one's. */
+static void test_job_held(void **state)
+{
+    fx *f = *state;
+    sr_hdr d0 = ar_hdr(5, 0, 0, 1, 0, 2), d1 = ar_hdr(5, 1, 0, 2, 2, 2);
+    sr_pipe_job_held h;
+
+    add_joined(f, 5, 3, 2, 4);
+    h = held_of(f, 5);
+    assert_int_equal(h.slots_open, 0);
+    assert_int_equal(h.ring_entries, 0);
+    assert_int_equal(sr_pipe_job_held_get(f->p, 6, &h), -ENOENT);
+    assert_int_equal(sr_pipe_job_held_get(NULL, 5, &h), -ENOENT);
+
+    ar(f, &d0, 0, V(1, 2));
+    ar(f, &d1, 1, V(3, 4));
+    ar(f, &d1, 2, V(5, 6));
+    assert_int_equal(held_of(f, 5).slots_open, 2);
+    ar(f, &d0, 1, V(1, 2));
+    ar(f, &d0, 2, V(1, 2));
+    assert_int_equal(held_of(f, 5).slots_open, 1); /* slot 0's round is done */
+    ar(f, &d1, 0, V(7, 8));
+    assert_int_equal(held_of(f, 5).slots_open, 0);
+
+    clock_of(f, 5, 0, 0);
+    clock_of(f, 5, 0, 1);
+    clock_of(f, 5, 1, 0);
+    assert_int_equal(held_of(f, 5).ring_entries, 2); /* clocks 0 and 1; worker 2's missing */
+    clock_of(f, 5, 2, 0);
+    assert_int_equal(held_of(f, 5).ring_entries, 1); /* clock 1 only */
+
+    d1.shadow = 1; /* slot 1's next round */
+    d1.seq = 3;
+    ar(f, &d1, 0, V(7, 8)); /* left behind by a run ... */
+    assert_int_equal(held_of(f, 5).slots_open, 1);
+    for (unsigned w = 0; w < 3; w++)
+        leave(f, 5, (uint16_t)w, 1000u + w);
+    join(f, 5, 0, 2000, 9); /* ... and the next incarnation starts with nothing */
+    h = held_of(f, 5);
+    assert_int_equal(h.slots_open, 0);
+    assert_int_equal(h.ring_entries, 0);
+    assert_int_equal(jc(f, 5).resets, 1);
+}
+
 /* ---- dispatch ------------------------------------------------------------------- */
 
 static void test_malformed_by_reason(void **state)
@@ -271,6 +337,7 @@ int main(void)
         T(test_job_table),
         T(test_job_params),
         T(test_counters_format),
+        T(test_job_held),
         T(test_malformed_by_reason),
         T(test_other_ops),
     };
