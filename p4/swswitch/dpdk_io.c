@@ -43,7 +43,7 @@
 #include "transport/dpdk/dpdk_port.h"
 
 #define MAX_PORTS 64         /* one per worker of the largest job */
-#define MAX_PEERS 256        /* learnt worker addresses (oldest replaced) */
+#define MAX_PEERS 256        /* learnt worker addresses (least recently heard replaced) */
 #define NB_MBUFS 2047u       /* per port */
 #define TX_HOLD_NS 200000ull /* a port refusing frames longer than this drops them */
 /* Per-lcore mbuf cache of each port's pool. The cache is a stack: the
@@ -73,7 +73,7 @@ typedef struct io_port {
 typedef struct io_peer {
     sr_peer peer;
     unsigned port; /* index into ports[] */
-    uint64_t used; /* learning order, for replacement */
+    uint64_t used; /* when last heard (learn_seq), for replacement */
     sr_dpdk_tmpl tmpl;
 } io_peer;
 
@@ -174,8 +174,10 @@ static void learn(sr_dpdk_io *d, unsigned pi, const sr_frame_addr *a, const sr_p
 {
     io_peer *e = find_peer(d, src);
 
-    if (e && e->port == pi && !memcmp(e->tmpl.hdr, a->src_mac, 6))
+    if (e && e->port == pi && !memcmp(e->tmpl.hdr, a->src_mac, 6)) {
+        e->used = ++d->learn_seq; /* heard now: the last to be replaced */
         return;
+    }
     if (!e) {
         if (d->n_peers < MAX_PEERS) {
             e = &d->peers[d->n_peers++];
