@@ -7,6 +7,9 @@
 #   ./serene.sh test   build and run the whole test suite: gcc -Werror (unit, ABI,
 #                      integration), clang -Werror (unit, ABI), gcc with ASan+UBSan
 #                      (unit, integration), clang libFuzzer targets (bounded time)
+#   ./serene.sh stress [tests/stress.sh args]
+#                      the integration, torch and fabric suites 10 times beside
+#                      two busy loops and a niced compile; each failure logged
 #   ./serene.sh bench [--quick|--full] [run_suite.sh args]
 #                      release build, then the benchmark suite beside OpenMPI
 #                      and Gloo (build-bench/bench-results/{table.md,goodput.png})
@@ -109,13 +112,18 @@ test)
     echo "$PASSED passed, $FAILED failed"
     exit $status
     ;;
+stress)
+    need_pkgs "${PKGS_BUILD[@]}" "${PKGS_TEST[@]}"
+    shift
+    exec tests/stress.sh "$@"
+    ;;
 bench)
     need_pkgs "${PKGS_BUILD[@]}" "${PKGS_BENCH[@]}"
     shift
     exec bench/run_suite.sh "$@"
     ;;
 *)
-    echo "usage: $0 demo|test|bench [args]" >&2
+    echo "usage: $0 demo|test|stress|bench [args]" >&2
     exit 2
     ;;
 esac
