@@ -23,8 +23,9 @@
 #
 # Prints one progress line per round (passed, failed, skipped, seconds,
 # load average) and, at the end, each test that failed with its count;
-# exits 1 if any test failed in any round, 2 on bad usage. The loops and the
-# compile are stopped (by PID) on exit, also on failure and Ctrl-C.
+# exits 1 if any test failed in any round, 2 on bad usage. The loops, the
+# compile and a round under way are stopped (by PID) on exit, also on
+# failure, Ctrl-C and SIGTERM.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,7 +39,7 @@ while [ $# -gt 0 ]; do
     --loops) NLOOPS=${2:?}; shift ;;
     --compile) COMPILE=${2:?}; shift ;;
     --out) OUT=${2:?}; shift ;;
-    -h | --help) sed -n '3,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '3,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
     esac
     shift
@@ -53,8 +54,12 @@ case $OUT in /*) ;; *) OUT=$PWD/$OUT ;; esac
 
 # shellcheck source=../bench/bench_lib.sh
 . "$ROOT/bench/bench_lib.sh" # start_loops, stop_loops
-LOAD_PID=
+LOAD_PID='' MESON_PID=''
 stop_load() {
+    if [ -n "$MESON_PID" ]; then # a round under way: meson stops its tests
+        kill -TERM "$MESON_PID" 2>/dev/null
+        wait "$MESON_PID" 2>/dev/null
+    fi
     stop_loops
     if [ -n "$LOAD_PID" ]; then
         kill -- -"$LOAD_PID" 2>/dev/null # its own process group: the loop and its ninja
@@ -97,7 +102,10 @@ declare -A FAILS=()
 total_fail=0 total_pass=0
 for ((r = 1; r <= ROUNDS; r++)); do
     t0=$(date +%s)
-    meson test -C "$BUILD" --no-rebuild --logbase "stress-round-$r" "${args[@]}" >"$OUT/round-$r.txt" 2>&1
+    meson test -C "$BUILD" --no-rebuild --logbase "stress-round-$r" "${args[@]}" >"$OUT/round-$r.txt" 2>&1 &
+    MESON_PID=$!
+    wait "$MESON_PID"
+    MESON_PID=
     json=$BUILD/meson-logs/stress-round-$r.json
     [ -f "$json" ] || die "round $r: meson wrote no $json (see $OUT/round-$r.txt)"
     read -r pass fail skip failed < <(python3 - "$json" "$OUT/failures" "$r" <<'EOF'

@@ -8,6 +8,8 @@
  * starts the data-path thread and joins the job. The modules' own public
  * calls live in their folders (lib/allreduce, lib/ssp).
  */
+#include <inttypes.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +56,16 @@ SERENE_API void serene_ctx_destroy(serene_ctx **pctx)
         return;
     }
     sr_engine_stop(e);
+    /* The engine thread is stopped: these counts are final, and a packet
+     * trace (SERENE_PCAP) holds exactly the packets they count (the LEAVE
+     * that follows is neither). A snapshot taken after the last call can
+     * miss answers still on their way, e.g. to probes. */
+    SR_INFO(&e->log,
+            "closing: sent %" PRIu64 " recv %" PRIu64 " rejected %" PRIu64 " resent %" PRIu64
+            " probes %" PRIu64 " duplicates %" PRIu64,
+            atomic_load(&e->stats.pkts_sent), atomic_load(&e->stats.pkts_recv),
+            atomic_load(&e->stats.rejected), atomic_load(&e->stats.retransmissions),
+            atomic_load(&e->stats.probes), atomic_load(&e->stats.duplicates));
     ctx_free(*pctx); /* the engine is the context's first member */
     *pctx = NULL;
 }
