@@ -18,8 +18,9 @@
 #   --compile 1|0  a niced (19) compile of the library, over and over, on
 #                  the last CPU (its own build in OUT/load-build)
 #   --out DIR      where the logs go (default DIR/stress): per round
-#                  round-K.txt (meson's log), failures/round-K-TEST.log (the
-#                  failed test's output), summary.txt
+#                  round-K.txt and round-K.json (meson's output and log),
+#                  failures/round-K-TEST.log (the failed test's output),
+#                  summary.txt
 #
 # Prints one progress line per round (passed, failed, skipped, seconds,
 # load average) and, at the end, each test that failed with its count;
@@ -39,7 +40,7 @@ while [ $# -gt 0 ]; do
     --loops) NLOOPS=${2:?}; shift ;;
     --compile) COMPILE=${2:?}; shift ;;
     --out) OUT=${2:?}; shift ;;
-    -h | --help) sed -n '3,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '3,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
     esac
     shift
@@ -102,12 +103,17 @@ declare -A FAILS=()
 total_fail=0 total_pass=0
 for ((r = 1; r <= ROUNDS; r++)); do
     t0=$(date +%s)
-    meson test -C "$BUILD" --no-rebuild --logbase "stress-round-$r" "${args[@]}" >"$OUT/round-$r.txt" 2>&1 &
+    # A log name of this run's own: another stress run on BUILD (e.g. the
+    # stress-mode test inside a round) must not write into this one's.
+    base=stress-$$-round-$r
+    meson test -C "$BUILD" --no-rebuild --logbase "$base" "${args[@]}" >"$OUT/round-$r.txt" 2>&1 &
     MESON_PID=$!
     wait "$MESON_PID"
     MESON_PID=
-    json=$BUILD/meson-logs/stress-round-$r.json
-    [ -f "$json" ] || die "round $r: meson wrote no $json (see $OUT/round-$r.txt)"
+    json=$OUT/round-$r.json
+    mv "$BUILD/meson-logs/$base.json" "$json" 2>/dev/null ||
+        die "round $r: meson wrote no $BUILD/meson-logs/$base.json (see $OUT/round-$r.txt)"
+    rm -f "$BUILD/meson-logs/$base.txt"
     read -r pass fail skip failed < <(python3 - "$json" "$OUT/failures" "$r" <<'EOF'
 import json, re, sys
 path, fdir, rnd = sys.argv[1:4]

@@ -3,7 +3,8 @@
 # test_stress_mode.sh BUILD - tests/stress.sh as a user runs it, made small:
 # two rounds of the docs suite beside one busy loop, no compile. Checks the
 # round lines, the summary and the exit status, that the busy loop is
-# stopped when it returns, and that bad usage exits 2 with a message.
+# stopped when it returns, that two runs on one build at once each count
+# their own rounds, and that bad usage exits 2 with a message.
 set -uo pipefail
 BUILD=${1:?usage: test_stress_mode.sh BUILD}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -32,8 +33,27 @@ for r in 1 2; do
         fail "no line for round $r"
 done
 grep -q '^stress: 2 rounds: 4 passed, 0 failed$' "$TMP/out" || fail "no closing line"
-[ -f "$TMP/logs/round-2.txt" ] || fail "no log of round 2"
+[ -f "$TMP/logs/round-2.txt" ] || fail "no output of round 2"
+[ -f "$TMP/logs/round-2.json" ] || fail "no meson log of round 2"
 [ -f "$TMP/logs/summary.txt" ] || fail "no summary.txt"
+
+# Two runs at once on the same build (as when this test runs inside a
+# round): each reads its own rounds' logs.
+two=(--build "$BUILD" --rounds 2 --suites docs --loops 0 --compile 0)
+"$STRESS" "${two[@]}" --out "$TMP/a" >"$TMP/out-a" 2>&1 &
+pid_a=$!
+"$STRESS" "${two[@]}" --out "$TMP/b" >"$TMP/out-b" 2>&1 &
+pid_b=$!
+wait "$pid_a"
+rc_a=$?
+wait "$pid_b"
+rc_b=$?
+for k in a b; do
+    [ "$k" = a ] && rc=$rc_a || rc=$rc_b
+    [ "$rc" -eq 0 ] || { cp "$TMP/out-$k" "$TMP/out"; fail "concurrent run $k: exit status $rc"; }
+    grep -q '^stress: 2 rounds: 4 passed, 0 failed$' "$TMP/out-$k" ||
+        { cp "$TMP/out-$k" "$TMP/out"; fail "concurrent run $k: no closing line with 4 passed"; }
+done
 
 for bad in "--rounds 0" "--loops x" "--compile 2" "--suites nosuch" "--bogus"; do
     # shellcheck disable=SC2086 # the options split on purpose
@@ -42,4 +62,4 @@ for bad in "--rounds 0" "--loops x" "--compile 2" "--suites nosuch" "--bogus"; d
     [ "$rc" -eq 2 ] || fail "'$bad': exit status $rc, 2 expected"
     grep -q '^stress: ' "$TMP/out" || fail "'$bad': no message"
 done
-echo "stress mode: 2 rounds, closing line, loop stopped, 5 bad usages refused"
+echo "stress mode: 2 rounds, closing line, loop stopped, two runs at once, 5 bad usages refused"
