@@ -24,6 +24,8 @@
  * us per round that must wait for the one before: a slot's hint, then its
  * chunks; an untimed call of one value before each lines the ranks up):
  * with SERENE_PACE_STRICT=1 a call above 3x fails.
+ * With --until FILE the ranks stop after the first rep (of at most --reps)
+ * at whose end any of them sees FILE (agreed by a one-value allreduce).
  *
  * Exit status: 0 all checks passed, 1 a check failed, 2 bad usage.
  */
@@ -32,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "serene/serene.h"
 #include "timing.h"
@@ -45,6 +48,7 @@ typedef struct opts {
     int expect_retrans, expect_timeout, absent;
     int late_rank, late_ms, expect_no_resend, pace, pace_rtt_us;
     uint64_t seed;
+    const char *until; /* stop after the rep in which it appeared (all ranks) */
 } opts;
 
 /* One call's buffers, for the largest size. */
@@ -90,7 +94,7 @@ static void usage(void)
                     "                 [--avg] [--inplace] [--nonblocking] [--expect-retrans]\n"
                     "                 [--expect-timeout] [--absent-rank R]\n"
                     "                 [--late-rank R --late-ms MS] [--expect-no-resend]\n"
-                    "                 [--pace PPS [--pace-rtt-us R]]\n");
+                    "                 [--pace PPS [--pace-rtt-us R]] [--until FILE]\n");
 }
 
 static int parse(int argc, char **argv, opts *o)
@@ -111,6 +115,7 @@ static int parse(int argc, char **argv, opts *o)
         {"--expect-no-resend", TC_OPT_FLAG, &o->expect_no_resend, NULL, 0, NULL},
         {"--pace", TC_OPT_INT, &o->pace, NULL, 0, NULL},
         {"--pace-rtt-us", TC_OPT_INT, &o->pace_rtt_us, NULL, 0, NULL},
+        {"--until", TC_OPT_STR, &o->until, NULL, 0, NULL},
         {NULL, TC_OPT_FLAG, NULL, NULL, 0, NULL},
     };
 
@@ -184,6 +189,16 @@ static int allreduce(serene_ctx *ctx, const opts *o, float *src, float *dst, siz
     while (serene_op_test(h) == SERENE_ERR_AGAIN && tc_now_ms() - c0 < 2.0)
         ;
     return serene_op_wait(&h);
+}
+
+/* --until FILE: whether any rank has seen FILE, agreed by a one-value SUM
+ * so that every rank stops after the same call. */
+static int until_seen(serene_ctx *ctx, const char *file, int *seen)
+{
+    float mine = access(file, F_OK) == 0 ? 1.0f : 0.0f, any = 0.0f;
+    int rc = serene_allreduce(ctx, &mine, &any, 1, SERENE_SUM);
+    *seen = any > 0.5f;
+    return rc;
 }
 
 /* Every element of dst against the bound; returns how many are outside it
@@ -377,6 +392,11 @@ static int run_calls(serene_ctx *ctx, const serene_config *cfg, const opts *o, b
                         call, bad, cnt);
                 failures++;
             }
+        }
+        if (o->until && !stop) { /* every rank stops after the same rep */
+            int seen = 0, urc = until_seen(ctx, o->until, &seen);
+            failures += urc != 0;
+            stop = urc != 0 || seen;
         }
     }
     if (o->pace > 0)
