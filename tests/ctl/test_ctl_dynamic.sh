@@ -4,10 +4,10 @@
 # test_ctl_dynamic.sh SERENE_CTL SERENE_RUN SERENE_SWITCH CTL_WORKER SSP_CHECK
 #
 # The dynamic controller end to end: a real serene-switch (--control), 4
-# ctl_worker ranks under serene-run --switch (10 ms per clock; rank 3 turns
-# straggler, 60 ms per clock, from clock 60 on), and serene-ctl run with
+# ctl_worker ranks under serene-run --switch (20 ms per clock; rank 3 turns
+# straggler, 120 ms per clock, from clock 60 on), and serene-ctl run with
 #     bsp
-#     when wait_fraction > 0.5 for 8 clocks: staleness += 4 max 8
+#     when wait_fraction > 0.6 for 10 clocks: staleness += 4 max 8
 #     when clock >= 150: bsp
 #     stop at clock 200
 # Checks:
@@ -48,9 +48,12 @@ rc=$?
 [ "$rc" -eq 2 ] && [ "$err" = "serene-ctl: unknown job 9: the switch at $ctl has jobs: 0" ] ||
     fail "unknown job: exit $rc, message '$err'"
 
+# The straggler holds the others about 100 ms of its 120: a wait fraction
+# near 0.85. Ranks that a busy machine schedules late hold the others a few
+# ms of their 20 now and then, far from 0.6 for 10 clocks in a row.
 cat >"$work/policy" <<'POL'
 bsp
-when wait_fraction > 0.5 for 8 clocks: staleness += 4 max 8
+when wait_fraction > 0.6 for 10 clocks: staleness += 4 max 8
 when clock >= 150: bsp
 stop at clock 200
 POL
@@ -60,7 +63,7 @@ ctlpid=$spawned
 
 mkdir "$work/logs"
 run_bounded 60 "$work/ranks.out" "$RUN" -n "$N" --switch "127.0.0.1:$port" --job 0 -- \
-    "$WORKER" --clocks "$CLOCKS" --out "$work/logs" --compute-ms 10 --slow-rank 3 --slow-ms 60 \
+    "$WORKER" --clocks "$CLOCKS" --out "$work/logs" --compute-ms 20 --slow-rank 3 --slow-ms 120 \
     --slow-after "$SLOW_AFTER"
 sed 's/^/    /' "$work/ranks.out"
 [ "$rc" -eq 0 ] || fail "serene-run exited with $rc"
