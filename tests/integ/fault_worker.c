@@ -65,7 +65,7 @@
 #define MAX_RANKS 64
 #define MAX_SIZES 8
 #define READY_CALLS 3
-#define DEADLINE_SLACK_MS 250 /* scheduling slack allowed past a call's deadline */
+#define DEADLINE_SLACK_MS 1000 /* slack past a call's deadline (a busy host) */
 #define WAIT_GO_MS 30000      /* the go file comes within this, or the test is broken */
 #define VICTIM_WAIT_MS 60000  /* a victim nobody kills gives up */
 #define LOOP_MAX 1000000      /* bound of the until-it-fails loops */
