@@ -205,7 +205,10 @@ case_killed() {
     done
     echo "all ranks done $(ms_since "$t0") ms after they started"
     [ "$bad" -eq 0 ] || fail "not every rank's pending call ended with an error by its deadline"
-    [ "$(ms_since "$t0")" -lt 10000 ] || fail "the run took 10 s or more"
+    # Each rank timed its own calls against the deadline above; this only
+    # catches a run that hangs (on a busy machine the processes' start and
+    # exit take seconds).
+    [ "$(ms_since "$t0")" -lt 30000 ] || fail "the run took 30 s or more"
 }
 
 start=$(date +%s%N)
