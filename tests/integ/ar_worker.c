@@ -423,6 +423,7 @@ int main(int argc, char **argv)
     if (tc_ctx_create(&ctx, &cfg))
         return 1;
     printf("rank %d/%d: joined in %.1f ms\n", cfg.rank, cfg.world_size, tc_now_ms() - t0);
+    fflush(stdout); /* a test may wait for this line */
     bufs b = {NULL, NULL, NULL, NULL};
     int status = 1;
     if (bufs_alloc(&b, &o) == 0) {

@@ -99,7 +99,10 @@ faults)
 root-killed)
     tree
     ranks 5 2000 "$AR" --elems 256 --sizes 4000000 --reps 50 --seed 33
-    sleep 1 # joined, and in a call of 16 MiB per rank
+    for r in 0 1 2 3; do # joined, however busy the machine ...
+        wait_grep "$work/w$r.log" "^rank $r/4: joined in" 30 || fail "rank $r did not join in 30 s"
+    done
+    sleep 0.5 # ... and in its calls of 16 MiB
     kill -KILL "$root_pid"
     t0=$(date +%s%N)
     wait_ranks 10
