@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_lease.c - leases against a live serene-switch (--lease 1).
+ * test_lease.c - leases against a live serene-switch (--lease 2).
  *
  * usage: test_lease [SWITCH_BIN]
  *        (defaults to $SERENE_SWITCH_BIN; without either: exit 77)
@@ -9,7 +9,7 @@
  *    contexts never send LEAVE. A new run (another nonce) is refused with
  *    JOB_IN_USE at once, and joins and allreduces exactly after the lease,
  *    with no operator `reset`.
- * 2. Rank 0 (child A) waits in an allreduce (deadline 3 s) for rank 1
+ * 2. Rank 0 (child A) waits in an allreduce (deadline 10 s) for rank 1
  *    (child B), which is SIGKILLed. After B's lease the job is still in
  *    use, because A, live, waits for B; once A's deadline passed and A
  *    left, a new run joins and allreduces exactly.
@@ -31,7 +31,10 @@
 #include "switch_proc.h"
 
 #define JOB 9
-#define LEASE_MS 1000
+#define LEASE_MS 2000 /* --lease 2: longer than a busy machine takes from a
+                        * kill to the next JOIN */
+#define WAIT_MS 10000 /* child A's deadline: it still waits when rank 1's lease
+                        * lapsed, however busy the machine */
 #define N 64 /* values per allreduce */
 
 static sw_proc sw;
@@ -49,8 +52,9 @@ static int make_ctx(serene_ctx **ctx, int rank, uint32_t nonce, int timeout_ms)
 }
 
 /* A child that joins ranks [lo, hi) with nonce, writes one byte to the
- * ready pipe once joined, then allreduces (if ar) or sleeps; exits 0 after its
- * context ends (which sends LEAVE), 1 if the join failed. */
+ * ready pipe once joined, then allreduces (if ar, deadline WAIT_MS) or
+ * sleeps; exits 0 after its context ends (which sends LEAVE), 1 if the join
+ * failed. */
 static pid_t child(int lo, int hi, uint32_t nonce, int ar)
 {
     pid_t pid = fork();
@@ -59,7 +63,7 @@ static pid_t child(int lo, int hi, uint32_t nonce, int ar)
         return pid;
     serene_ctx *c[2] = {NULL, NULL};
     for (int r = lo; r < hi; r++)
-        if (make_ctx(&c[r], r, nonce, 3000))
+        if (make_ctx(&c[r], r, nonce, ar ? WAIT_MS : 3000))
             _exit(1);
     if (write(ready[1], "j", 1) != 1)
         _exit(1);
@@ -96,12 +100,12 @@ static void reap(pid_t pid, int sig, const char *who)
         return;
     if (sig)
         kill(pid, sig);
-    for (int i = 0; i < 1000; i++) {
+    for (int i = 0; i < 2000; i++) {
         if (waitpid(pid, &st, WNOHANG) == pid)
             return;
         tc_sleep_ms(10);
     }
-    tc_fail("%s (pid %d) still running after 10 s: killed", who, (int)pid);
+    tc_fail("%s (pid %d) still running after 20 s: killed", who, (int)pid);
     kill(pid, SIGKILL);
     waitpid(pid, &st, 0);
 }
@@ -188,7 +192,7 @@ out:
 int main(int argc, char **argv)
 {
     const char *bin = argc > 1 ? argv[1] : getenv("SERENE_SWITCH_BIN");
-    const char *args[] = {"--job", "9:2:16", "--lease", "1", NULL};
+    const char *args[] = {"--job", "9:2:16", "--lease", "2", NULL};
     char reply[1024];
     uint64_t lapsed = 0;
 
