@@ -14,11 +14,13 @@
  * switch: quiet; a control flood (a thread sends the same packets at the
  * same rate, JOIN then LEAVE of job 2, but with the same nonce each time:
  * no reset, so only the load of the packets); the reset flood (a new nonce
- * each time: every JOIN resets job 2). The reset flood's p99 must stay
- * within 2x of the larger of the quiet and control p99s, plus 1 ms of
- * slack for a shared 2-core machine (the three phases run again once if
- * not); the switch must show a reset for (nearly) every pair of the reset
- * floods.
+ * each time: every JOIN resets job 2). Every allreduce must be exact; the
+ * switch must show a reset for (nearly) every pair of the reset flood (a
+ * reset that cost its 30-60 ms could serve one pair in a hundred, the
+ * others dropped by the socket's buffer); and its resident memory must not
+ * grow by a quarter of the store over the floods (an eager clear touches
+ * every page). The p99 latencies of the phases are printed, not checked:
+ * on a shared machine they follow the load (bench/ measures speed).
  * Every wait is bounded; the switch is stopped by the PID this test
  * started. Exit status: 0 passed, 1 a check failed, 77 no switch.
  */
@@ -41,6 +43,7 @@
 #define ITERS 2000
 #define VALUES 256
 #define FLOOD_PERIOD_US 500 /* one JOIN + LEAVE pair per period */
+#define STORE_KB (67108864ull * 4 / 1024) /* job 2's store: 2^26 words */
 
 static sw_proc sw;
 static atomic_int flood_mode; /* 0 stop, 1 same nonce, 2 new nonce each time */
@@ -103,6 +106,23 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* VmRSS of process pid in kB, 0 if unreadable. */
+static uint64_t rss_kb(pid_t pid)
+{
+    char path[64], line[256];
+    unsigned long long kb = 0;
+    FILE *f;
+
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    if (!(f = fopen(path, "r")))
+        return 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %llu kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb;
+}
+
 /* ITERS allreduces of job 1's two ranks; their p99 latency in us, or 0 on
  * failure (reported). */
 static uint64_t phase(serene_ctx **c, const char *name)
@@ -161,7 +181,7 @@ int main(int argc, char **argv)
     const char *bin = argc > 1 ? argv[1] : getenv("SERENE_SWITCH_BIN");
     const char *args[] = {"--job", "1:2", "--job", "2:1:2048,store=67108864", NULL};
     serene_ctx *c[2] = {NULL, NULL};
-    uint64_t quiet, control, reset, resets = 0, base;
+    uint64_t quiet, control, reset, resets = 0, base, rss0, rss1;
     char line[2048];
     int failed = 0, rc;
 
@@ -185,22 +205,25 @@ int main(int argc, char **argv)
     }
     if (!failed)
         (void)phase(c, "warm-up");
-    /* Twice at most: a burst of load from elsewhere on a shared machine
-     * can hit one phase; an eager clear fails both (it times out). */
-    for (int attempt = 0; attempt < 2 && !failed; attempt++) {
-        quiet = phase(c, "quiet");
-        control = flooded(c, 1, "control flood (JOIN+LEAVE, same nonce)");
-        reset = flooded(c, 2, "reset flood (JOIN+LEAVE, new nonce)");
+    rss0 = rss_kb(sw.pid);
+    quiet = failed ? 0 : phase(c, "quiet");
+    control = quiet ? flooded(c, 1, "control flood (JOIN+LEAVE, same nonce)") : 0;
+    reset = control ? flooded(c, 2, "reset flood (JOIN+LEAVE, new nonce)") : 0;
+    rss1 = rss_kb(sw.pid);
+    if (!quiet || !control || !reset) {
+        failed = 1;
+    } else {
+        /* Reported, not checked: on a shared machine latency follows the
+         * load; a reset that touched the store shows in memory instead. */
         base = quiet > control ? quiet : control;
-        if (!quiet || !control || !reset) {
+        printf("p99 under the reset flood %.2fx the larger of quiet and control (%llu us)\n",
+               (double)reset / (double)base, (unsigned long long)base);
+        if (!rss0 || !rss1 || rss1 > rss0 + STORE_KB / 4) {
+            printf("FAIL: the switch's resident memory went from %llu to %llu kB over the "
+                   "floods (job 2's store is %llu kB): a reset touched it\n",
+                   (unsigned long long)rss0, (unsigned long long)rss1,
+                   (unsigned long long)STORE_KB);
             failed = 1;
-        } else if (reset <= 2 * base + 1000) {
-            break;
-        } else {
-            printf("%s: p99 under the reset flood %llu us > 2 x %llu us + 1 ms\n",
-                   attempt ? "FAIL" : "again", (unsigned long long)reset,
-                   (unsigned long long)base);
-            failed = attempt;
         }
     }
     for (int r = 0; r < 2; r++)
@@ -223,7 +246,8 @@ int main(int argc, char **argv)
     sw_cleanup(&sw);
     if (failed)
         return 1;
-    printf("ok: %llu resets of a 256 MiB store's job left the running job's p99 within 2x\n",
-           (unsigned long long)resets);
+    printf("ok: %llu resets of a 256 MiB store's job, its store untouched (resident %+lld kB), "
+           "every allreduce beside them exact\n",
+           (unsigned long long)resets, (long long)rss1 - (long long)rss0);
     return 0;
 }
