@@ -53,11 +53,10 @@ on_cleanup() {
 cat >"$work/wrap.sh" <<'WRAP'
 #!/bin/sh
 # wrap.sh MODE: a rank through a wrapper; its real work is a child.
-if [ "$1" = stubborn ]; then
-    (trap '' TERM; exec sleep 300) &
-else
-    sleep 300 &
-fi
+# stubborn: deaf to SIGTERM before the fork, so the child is from its
+# first instant (serene-run may signal the group as soon as this exits).
+[ "$1" != stubborn ] || trap '' TERM
+sleep 300 &
 echo $! >"$WORK/child.$SERENE_RANK.tmp"
 mv "$WORK/child.$SERENE_RANK.tmp" "$WORK/child.$SERENE_RANK"
 case $1 in

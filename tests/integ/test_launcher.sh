@@ -108,6 +108,9 @@ cat >"$fake" <<'EOF'
 [ -z "${FAKE_ARGS:-}" ] || printf '%s\n' "$@" >"$FAKE_ARGS"
 [ -z "${FAKE_ARGS:-}" ] || printf '%s\n' "${SERENE_JOB_TOKEN:-unset}" >"$FAKE_ARGS.token"
 echo "fake pid $$"
+# Deaf to SIGTERM before the port file says it is up: serene-run may stop
+# it as soon as the ranks are done, which a busy machine makes early.
+[ "${FAKE_MODE:-ok}" != stubborn ] || trap '' TERM
 while [ $# -gt 0 ]; do
     case $1 in --port-file) pf=$2; shift ;; esac
     shift
@@ -120,7 +123,7 @@ echo 4321 >"$pf.tmp" && mv "$pf.tmp" "$pf" # the real switch's atomic write
 echo "fake listening on 127.0.0.1:4321" >&2
 case ${FAKE_MODE:-ok} in
 dies) sleep 0.3; exit 0 ;;
-stubborn) trap '' TERM; exec sleep 100 ;; # SIG_IGN survives exec
+stubborn) exec sleep 100 ;; # SIG_IGN (set above) survives exec
 *) exec sleep 100 ;;
 esac
 EOF
