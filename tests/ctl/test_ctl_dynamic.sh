@@ -4,19 +4,19 @@
 # test_ctl_dynamic.sh SERENE_CTL SERENE_RUN SERENE_SWITCH CTL_WORKER SSP_CHECK
 #
 # The dynamic controller end to end: a real serene-switch (--control), 4
-# ctl_worker ranks under serene-run --switch (20 ms per clock; rank 3 turns
-# straggler, 120 ms per clock, from clock 60 on), and serene-ctl run with
+# ctl_worker ranks under serene-run --switch (40 ms per clock; rank 3 turns
+# straggler, 200 ms per clock, from clock 30 on), and serene-ctl run with
 #     bsp
-#     when wait_fraction > 0.6 for 10 clocks: staleness += 4 max 8
-#     when clock >= 150: bsp
-#     stop at clock 200
+#     when wait_fraction > 0.7 for 10 clocks: staleness += 4 max 8
+#     when clock >= 100: bsp
+#     stop at clock 130
 # Checks:
 # - serene-ctl status (line and --json) and the unknown-job message;
 # - the controller raised the staleness, and only after the straggler
-#   appeared (every reactive decision measured at clock >= 60);
+#   appeared (every reactive decision measured at clock >= 30);
 # - the fast ranks (0-2) waited less per clock in the clocks right after the
 #   first raise took effect than in the clocks just before it;
-# - clocks 150..199 ran under BSP;
+# - clocks 100..129 ran under BSP;
 # - ssp_check clocks: every rank logged the same (mode, s) at every clock,
 #   the barrier held, and the policy went exactly through the controller's
 #   decisions at the effective clocks it logged.
@@ -25,7 +25,7 @@
 set -uo pipefail
 [ $# -eq 5 ] || { echo "usage: $0 SERENE_CTL SERENE_RUN SERENE_SWITCH CTL_WORKER SSP_CHECK" >&2; exit 2; }
 CTL=$1 RUN=$2 SWITCH=$3 WORKER=$4 CHECK=$5
-N=4 CLOCKS=200 SLOW_AFTER=60 FIXED=150
+N=4 CLOCKS=130 SLOW_AFTER=30 FIXED=100
 export SERENE_TIMEOUT_MS=10000
 
 # shellcheck source=../common/harness.sh
@@ -48,14 +48,15 @@ rc=$?
 [ "$rc" -eq 2 ] && [ "$err" = "serene-ctl: unknown job 9: the switch at $ctl has jobs: 0" ] ||
     fail "unknown job: exit $rc, message '$err'"
 
-# The straggler holds the others about 100 ms of its 120: a wait fraction
-# near 0.85. Ranks that a busy machine schedules late hold the others a few
-# ms of their 20 now and then, far from 0.6 for 10 clocks in a row.
-cat >"$work/policy" <<'POL'
+# The straggler holds the others about 160 ms of its 200: a wait fraction
+# near 0.8. Ranks that a busy machine schedules late hold the others some
+# ms of their 40 (at load 10, a third of 20 ms: 0.62 over 10 clocks), far
+# from 0.7 for 10 clocks in a row: over 90 ms late every clock.
+cat >"$work/policy" <<POL
 bsp
-when wait_fraction > 0.6 for 10 clocks: staleness += 4 max 8
-when clock >= 150: bsp
-stop at clock 200
+when wait_fraction > 0.7 for 10 clocks: staleness += 4 max 8
+when clock >= $FIXED: bsp
+stop at clock $CLOCKS
 POL
 spawn "$work/ctl.out" --stderr "$work/ctl.err" timeout -k 5 60 "$CTL" run --control "$ctl" \
     --job 0 "$work/policy" --interval 5 --duration 50 --log "$work/ctl.log"
@@ -63,7 +64,7 @@ ctlpid=$spawned
 
 mkdir "$work/logs"
 run_bounded 60 "$work/ranks.out" "$RUN" -n "$N" --switch "127.0.0.1:$port" --job 0 -- \
-    "$WORKER" --clocks "$CLOCKS" --out "$work/logs" --compute-ms 20 --slow-rank 3 --slow-ms 120 \
+    "$WORKER" --clocks "$CLOCKS" --out "$work/logs" --compute-ms 40 --slow-rank 3 --slow-ms 200 \
     --slow-after "$SLOW_AFTER"
 sed 's/^/    /' "$work/ranks.out"
 [ "$rc" -eq 0 ] || fail "serene-run exited with $rc"
