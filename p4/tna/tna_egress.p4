@@ -41,6 +41,13 @@ control Egress(inout headers_t hdr, inout eg_meta_t md,
         size = 4096;
     }
 
+    // Lengths from count, in two steps (one ALU operation per field and
+    // stage): udp.length = count * 4 first, then these.
+    action finish_lengths() {
+        hdr.ipv4.total_len = hdr.udp.length + (SR_IPV4_HLEN + SR_UDP_HLEN + SR_WIRE_HDR_LEN);
+        hdr.udp.length = hdr.udp.length + (SR_UDP_HLEN + SR_WIRE_HDR_LEN);
+    }
+
     apply {
         bit<48> mac;
         bit<32> ip;
@@ -76,14 +83,14 @@ control Egress(inout headers_t hdr, inout eg_meta_t md,
             hdr.udp.src_port = hdr.udp.dst_port;
             hdr.udp.dst_port = port;
         }
-        hdr.udp.length = (bit<16>)(SR_UDP_HLEN + SR_WIRE_HDR_LEN) + (hdr.serene.count << 2);
+        hdr.udp.length = hdr.serene.count << 2;
         hdr.udp.checksum = 0;
-        hdr.ipv4.total_len = SR_IPV4_HLEN + hdr.udp.length;
         hdr.ipv4.identification = 0;
         hdr.ipv4.flags = 2;
         hdr.ipv4.frag_offset = 0;
         hdr.ipv4.ttl = 64;
         hdr.bridge.setInvalid(); // ingress-to-egress only (not emitted anyway)
+        finish_lengths(); // udp.length = 36 + count * 4, total_len = 20 + udp.length
     }
 }
 

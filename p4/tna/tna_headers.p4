@@ -15,11 +15,14 @@
 #define SR_TNA_ELEMS_LOG2 3
 // Rows of the reduced store per job, and jobs with register blocks.
 #define SR_TNA_STORE_ROWS 1024
+#define SR_TNA_STORE_ROWS_LOG2 10
 #define SR_TNA_MAX_JOBS 4
 #define SR_TNA_JOB_BITS 2
 // Barrier ring entries per job (R <= this); 32-bit worker bitmaps.
 #define SR_TNA_RING 64
+#define SR_TNA_RING_LOG2 6
 #define SR_TNA_MAX_WORKERS 32
+#define SR_TNA_WORKER_BITS 5
 #define SR_TNA_JOB_IDS 65536
 // The second pass of a CLOCK that filled the ring entry of low + 1.
 const bit<3> SR_TNA_RESUBMIT_ADVANCE = 1;
@@ -92,8 +95,27 @@ struct ig_meta_t {
     bit<32> ring_mask;
     bit<32> store_words;
     bit<16> mgrp;
-    bit<32> blk;
     bit<32> wbit;
+    // Register indices, computed before the RegisterAction that uses them
+    // (Tofino addresses a stateful ALU from a PHV field or a hash, not from
+    // an arithmetic expression): see tna_ingress.p4. blk, the job's
+    // register block, is job mod SR_TNA_MAX_JOBS, i.e. job[1:0].
+    bit<32> cidx;      // c & ring_mask: the ring entry within the job's block
+    bit<32> ring_idx;  // blk * SR_TNA_RING + cidx
+    bit<32> row;       // blk * SR_TNA_STORE_ROWS + offset / SR_TNA_ELEMS
+    bit<32> push_idx;  // row * SR_TNA_MAX_WORKERS + worker
+    // Tofino's gateways compare a field with a constant (or two fields for
+    // equality) but not two fields for order, so the comparisons of the
+    // barrier and the store's range check are differences whose sign bit
+    // is tested (tna_ingress.p4 says why each is exact).
+    bit<32> rm_c;      // ring_mask - c
+    bit<32> d;         // c - low (= lead: low only moves to c)
+    bit<32> tr;        // ring_mask - d
+    bit<32> ts;        // s - d
+    bit<32> ox;        // offset - store_words
+    bit<32> fx;        // full_mask ^ wbit
+    bit<32> fw;        // full_mask & wbit
+    bit<32> ox_bits;   // old_bits ^ fx: 0 iff old_bits == full_mask ^ wbit
     bit<8> mode;
     bit<32> s;
     bit<32> low;

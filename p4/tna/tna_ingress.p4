@@ -87,12 +87,80 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
     table policy_table {
         key = {
             hdr.serene.job: exact @name("job");
-            hdr.serene.seq: range @name("clock");
+            // NOT the 32-bit contract of lib/ctl/README.md: p4c's Tofino back
+            // end takes a range key of at most 5 nibbles (a range match has to
+            // fit one TCAM): "cannot perform a range match on key
+            // ingress::hdr.serene.seq as the key does not fit in under 5 PHV
+            // nibbles". So only the clock's low 20 bits are matched; serene-ctl's
+            // ranges (the last ends at 4294967295) need a Tofino form (20-bit
+            // ranges, or ternary prefixes of the 32-bit clock).
+            hdr.serene.seq[19:0]: range @name("clock");
         }
         actions = { set_policy; }
         default_action = set_policy(0, 0);
         size = 1024;
     }
+
+    // ---- register indices ----
+    // Tofino addresses a stateful ALU from a PHV field, a constant or a
+    // hash output, not from arithmetic, and has no shift by a run-time
+    // amount. So the worker's bit comes from a constant table and every
+    // register index is computed into metadata before its RegisterAction.
+    // blk < SR_TNA_MAX_JOBS, the ring entry < SR_TNA_RING, the row within
+    // the block < SR_TNA_STORE_ROWS (checked) and the worker <
+    // SR_TNA_MAX_WORKERS (serene-ctl's limit), so blk * SR_TNA_RING + cidx,
+    // blk * SR_TNA_STORE_ROWS + row and row * SR_TNA_MAX_WORKERS + worker
+    // are concatenations of bit fields, built by identity hashes.
+
+    action set_wbit(bit<32> wbit) {
+        md.wbit = wbit;
+    }
+
+    // worker -> 1 << worker[4:0] (the worker's bit in a ring entry).
+    table wbit_table {
+        key = { hdr.serene.worker[SR_TNA_WORKER_BITS - 1:0]: exact @name("worker"); }
+        actions = { set_wbit; }
+        const default_action = set_wbit(0);
+        size = SR_TNA_MAX_WORKERS;
+        const entries = {
+            0 : set_wbit(32w1 << 0);
+            1 : set_wbit(32w1 << 1);
+            2 : set_wbit(32w1 << 2);
+            3 : set_wbit(32w1 << 3);
+            4 : set_wbit(32w1 << 4);
+            5 : set_wbit(32w1 << 5);
+            6 : set_wbit(32w1 << 6);
+            7 : set_wbit(32w1 << 7);
+            8 : set_wbit(32w1 << 8);
+            9 : set_wbit(32w1 << 9);
+            10 : set_wbit(32w1 << 10);
+            11 : set_wbit(32w1 << 11);
+            12 : set_wbit(32w1 << 12);
+            13 : set_wbit(32w1 << 13);
+            14 : set_wbit(32w1 << 14);
+            15 : set_wbit(32w1 << 15);
+            16 : set_wbit(32w1 << 16);
+            17 : set_wbit(32w1 << 17);
+            18 : set_wbit(32w1 << 18);
+            19 : set_wbit(32w1 << 19);
+            20 : set_wbit(32w1 << 20);
+            21 : set_wbit(32w1 << 21);
+            22 : set_wbit(32w1 << 22);
+            23 : set_wbit(32w1 << 23);
+            24 : set_wbit(32w1 << 24);
+            25 : set_wbit(32w1 << 25);
+            26 : set_wbit(32w1 << 26);
+            27 : set_wbit(32w1 << 27);
+            28 : set_wbit(32w1 << 28);
+            29 : set_wbit(32w1 << 29);
+            30 : set_wbit(32w1 << 30);
+            31 : set_wbit(32w1 << 31);
+        }
+    }
+
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) ring_idx_hash;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) row_hash;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) push_idx_hash;
 
     // ---- barrier ----
 
@@ -111,10 +179,12 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
             rv = value;
         }
     };
-    // Serial max: high moves only forward.
+    // Serial max: high moves only forward. c - value in [1, 2^31 - 1]
+    // (c - value < 2^31 and c != value) is one signed comparison, the form a
+    // stateful ALU's condition takes.
     RegisterAction<bit<32>, bit<32>, bit<32>>(high_reg) high_raise = {
         void apply(inout bit<32> value, out bit<32> rv) {
-            if (hdr.serene.seq - value < 0x80000000 && hdr.serene.seq != value) {
+            if ((int<32>)(hdr.serene.seq - value) > 0) {
                 value = hdr.serene.seq;
             }
             rv = value;
@@ -143,10 +213,11 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
 
     Register<bit<32>, bit<32>>(SR_TNA_MAX_JOBS * SR_TNA_STORE_ROWS * SR_TNA_MAX_WORKERS, 0)
         push_last_reg;
-    // Applied once: only a push number after the last applied (serial).
+    // Applied once: only a push number after the last applied (serial, as
+    // in high_raise).
     RegisterAction<bit<32>, bit<32>, bit<1>>(push_last_reg) push_check = {
         void apply(inout bit<32> value, out bit<1> rv) {
-            if (hdr.serene.seq - value < 0x80000000 && hdr.serene.seq != value) {
+            if ((int<32>)(hdr.serene.seq - value) > 0) {
                 value = hdr.serene.seq;
                 rv = 1;
             } else {
@@ -167,6 +238,39 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
         ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port;
     }
 
+    // The CLOCK's differences (tna_headers.p4), one ALU operation per field,
+    // in actions of their own (statements would be merged into one action, or
+    // copy-propagated into a gateway), split by what each needs so that the
+    // chain from low stays short (12 stages in all).
+    action clock_prep() {
+        md.cidx = hdr.serene.seq & md.ring_mask;
+        md.rm_c = md.ring_mask - hdr.serene.seq;
+    }
+
+    action clock_bits() {
+        md.fx = md.full_mask ^ md.wbit;
+        md.fw = md.full_mask & md.wbit;
+    }
+
+    action clock_diffs() {
+        md.d = hdr.serene.seq - md.low;
+        md.tr = md.rm_c + md.low;
+    }
+
+    action clock_lead() {
+        md.ts = md.s - md.d;
+    }
+
+    // The worker's bit filled the entry: old & wbit == 0 and old | wbit ==
+    // full_mask, i.e. old == full_mask ^ wbit and wbit is in full_mask.
+    action ring_filled() {
+        md.ox_bits = md.old_bits ^ md.fx;
+    }
+
+    action store_prep() {
+        md.ox = hdr.serene.offset - md.store_words;
+    }
+
     action answer_hdr(bit<8> op, bit<16> count, bit<32> aux) {
         hdr.serene.op = op;
         hdr.serene.count = count;
@@ -181,10 +285,6 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
 
     apply {
         bit<32> jid = (bit<32>)hdr.serene.job;
-        bit<32> row;
-        bit<32> ring_idx;
-        bit<32> d;
-        bit<32> lead;
         bool advanced = false;
 
         hdr.bridge.setValid();
@@ -201,38 +301,51 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
         }
         if (!job_table.apply().hit) {
             md.err = SR_ST_UNKNOWN_JOB;
-        } else if (md.src_job != hdr.serene.job || md.src_rank != hdr.serene.worker) {
+        } else if (md.src_job != hdr.serene.job) {
             ig_dprsr_md.drop_ctl = 1; // not the job file's address of that worker
+            return;
+        } else if (md.src_rank != hdr.serene.worker) { // (a gateway holds 4 bytes: two ifs)
+            ig_dprsr_md.drop_ctl = 1;
             return;
         }
         hdr.bridge.serene = 1;
-        md.blk = (bit<32>)(hdr.serene.job & (SR_TNA_MAX_JOBS - 1));
-        md.wbit = (bit<32>)1 << (bit<5>)hdr.serene.worker;
+        wbit_table.apply(); // md.wbit = 1 << worker[4:0]
 
         if (md.err == 0 && hdr.serene.op == SR_OP_CLOCK) {
+            clock_prep(); // cidx = c & ring_mask, rm_c = ring_mask - c
             policy_table.apply();
             if (md.mode == 2) {
                 md.s = md.ring_mask - 1;
             } else if (md.mode == 0) {
                 md.s = 0;
             }
-            ring_idx = md.blk * SR_TNA_RING + (hdr.serene.seq & md.ring_mask);
+            // ring_idx = blk * SR_TNA_RING + (c & ring_mask), ring_mask < SR_TNA_RING
+            clock_bits(); // fx = full_mask ^ wbit, fw = full_mask & wbit
+            md.ring_idx = ring_idx_hash.get({ hdr.serene.job[SR_TNA_JOB_BITS - 1:0],
+                                              md.cidx[SR_TNA_RING_LOG2 - 1:0] });
+            // A register's RegisterActions all sit in one stage, so pass 2's
+            // ring and high accesses come after the differences, level with
+            // pass 1's (the stage of ring_set and high_raise, which need d).
             if (ig_intr_md.resubmit_flag == 1) {
-                // Pass 2: low moves to c, the full entry is cleared.
+                // Pass 2: low moves to c, the full entry is cleared (below).
                 md.low = low_advance.execute(jid);
-                ring_clear.execute(md.resub.ring_idx);
-                md.high = high_read.execute(jid);
-                advanced = true;
             } else {
                 md.low = low_read.execute(jid);
-                d = hdr.serene.seq - md.low;
-                if (d > md.ring_mask + 1 && d < 0x80000000) {
-                    md.err = SR_ST_CLOCK_AHEAD;
-                } else if (d != 0 && d < 0x80000000) {
-                    md.old_bits = ring_set.execute(ring_idx);
+            }
+            // d = c - low, tr = ring_mask - d, ts = s - d. With d < 2^31 and
+            // ring_mask < SR_TNA_RING, tr has no overflow: d > ring_mask + 1
+            // iff tr <= -2 (signed). lead (c - low at the end of the pass) is
+            // d: pass 1 leaves low as read, pass 2 sets it to c (d = 0).
+            clock_diffs(); // d = c - low, tr = ring_mask - d
+            if (ig_intr_md.resubmit_flag == 0) {
+                if (md.d[31:31] == 0 && md.tr[31:31] == 1 && md.tr != 0xffffffff) {
+                    md.err = SR_ST_CLOCK_AHEAD; // d > ring_mask + 1
+                } else if (md.d != 0 && md.d[31:31] == 0) {
+                    md.old_bits = ring_set.execute(md.ring_idx);
                     md.high = high_raise.execute(jid);
-                    if ((md.old_bits & md.wbit) == 0 && (md.old_bits | md.wbit) == md.full_mask) {
-                        md.resub.ring_idx = ring_idx;
+                    ring_filled(); // ox_bits = old_bits ^ full_mask ^ wbit
+                    if (md.ox_bits == 0 && md.fw != 0) {
+                        md.resub.ring_idx = md.ring_idx;
                         md.resub.pad = 0;
                         ig_dprsr_md.resubmit_type = SR_TNA_RESUBMIT_ADVANCE;
                         return; // answered in pass 2
@@ -240,10 +353,16 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
                 } else {
                     md.high = high_read.execute(jid); // a duplicate or older than low
                 }
+            } else {
+                ring_clear.execute(md.resub.ring_idx);
+                md.high = high_read.execute(jid);
+                advanced = true;
             }
+            clock_lead(); // ts = s - d
             if (md.err == 0) {
-                lead = hdr.serene.seq - md.low;
-                if (lead < 0x80000000 && lead > md.s) {
+                // lead > s with lead < 2^31: false if s >= 2^31, else
+                // s - lead (no overflow) < 0.
+                if (md.d[31:31] == 0 && md.s[31:31] == 0 && md.ts[31:31] == 1) {
                     hdr.bridge.ans_op = SR_OP_HOLD;
                 } else {
                     hdr.bridge.ans_op = SR_OP_PROCEED;
@@ -267,26 +386,41 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
         } else if (md.err == 0 && (hdr.serene.op == SR_OP_PUSH || hdr.serene.op == SR_OP_PULL)) {
             // Reduced store: whole rows only, so lane i is store word i of
             // the row and no run-time index is needed.
-            row = md.blk * SR_TNA_STORE_ROWS + (hdr.serene.offset >> SR_TNA_ELEMS_LOG2);
+            // row = blk * SR_TNA_STORE_ROWS + offset / SR_TNA_ELEMS (the row
+            // within the block is checked below to be < SR_TNA_STORE_ROWS);
+            // push_idx = row * SR_TNA_MAX_WORKERS + worker.
+            md.row = row_hash.get({ hdr.serene.job[SR_TNA_JOB_BITS - 1:0],
+                                    hdr.serene.offset[SR_TNA_ELEMS_LOG2 + SR_TNA_STORE_ROWS_LOG2 - 1:
+                                                      SR_TNA_ELEMS_LOG2] });
+            store_prep(); // ox = offset - store_words
             if ((hdr.serene.offset & (SR_TNA_ELEMS - 1)) != 0 ||
-                hdr.serene.offset >= md.store_words ||
-                (hdr.serene.offset >> SR_TNA_ELEMS_LOG2) >= SR_TNA_STORE_ROWS) {
+                hdr.serene.offset >= (SR_TNA_STORE_ROWS << SR_TNA_ELEMS_LOG2)) {
+                md.err = SR_ST_RANGE;
+            } else if (md.store_words[31:SR_TNA_ELEMS_LOG2 + SR_TNA_STORE_ROWS_LOG2] == 0 &&
+                       md.ox[31:31] == 0) {
+                // offset >= store_words: offset < 2^13 here, so false if
+                // store_words >= 2^13, else offset - store_words >= 0.
                 md.err = SR_ST_RANGE;
             } else if (hdr.serene.op == SR_OP_PUSH) {
                 if (!hdr.vals[0].isValid()) {
                     md.err = SR_ST_BAD_COUNT;
                 } else {
-                    md.push_new = push_check.execute(row * SR_TNA_MAX_WORKERS +
-                                                     (bit<32>)hdr.serene.worker);
+                    // (its own table: two 32-bit hash outputs exceed one
+                    // table's 32-bit immediate path)
+                    md.push_idx = push_idx_hash.get({ hdr.serene.job[SR_TNA_JOB_BITS - 1:0],
+                                                      hdr.serene.offset[SR_TNA_ELEMS_LOG2 + SR_TNA_STORE_ROWS_LOG2 - 1:
+                                                                        SR_TNA_ELEMS_LOG2],
+                                                      hdr.serene.worker[SR_TNA_WORKER_BITS - 1:0] });
+                    md.push_new = push_check.execute(md.push_idx);
                     if (md.push_new == 1) {
-                        st_add_0.execute(row);
-                        st_add_1.execute(row);
-                        st_add_2.execute(row);
-                        st_add_3.execute(row);
-                        st_add_4.execute(row);
-                        st_add_5.execute(row);
-                        st_add_6.execute(row);
-                        st_add_7.execute(row);
+                        st_add_0.execute(md.row);
+                        st_add_1.execute(md.row);
+                        st_add_2.execute(md.row);
+                        st_add_3.execute(md.row);
+                        st_add_4.execute(md.row);
+                        st_add_5.execute(md.row);
+                        st_add_6.execute(md.row);
+                        st_add_7.execute(md.row);
                     }
                     answer_hdr(SR_OP_PUSH_ACK, 0, (bit<32>)md.push_new);
                     hdr.vals[0].setInvalid();
@@ -310,14 +444,14 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
                 hdr.vals[5].setValid();
                 hdr.vals[6].setValid();
                 hdr.vals[7].setValid();
-                hdr.vals[0].v = st_read_0.execute(row);
-                hdr.vals[1].v = st_read_1.execute(row);
-                hdr.vals[2].v = st_read_2.execute(row);
-                hdr.vals[3].v = st_read_3.execute(row);
-                hdr.vals[4].v = st_read_4.execute(row);
-                hdr.vals[5].v = st_read_5.execute(row);
-                hdr.vals[6].v = st_read_6.execute(row);
-                hdr.vals[7].v = st_read_7.execute(row);
+                hdr.vals[0].v = st_read_0.execute(md.row);
+                hdr.vals[1].v = st_read_1.execute(md.row);
+                hdr.vals[2].v = st_read_2.execute(md.row);
+                hdr.vals[3].v = st_read_3.execute(md.row);
+                hdr.vals[4].v = st_read_4.execute(md.row);
+                hdr.vals[5].v = st_read_5.execute(md.row);
+                hdr.vals[6].v = st_read_6.execute(md.row);
+                hdr.vals[7].v = st_read_7.execute(md.row);
                 answer_hdr(SR_OP_PULL_RESP, SR_TNA_ELEMS, 0);
                 unicast_back();
             }

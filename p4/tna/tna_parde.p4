@@ -58,11 +58,20 @@ parser IngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t md,
         }
     }
 
+    // Magic and version, then count: Tofino's parser matches at most 32 bits
+    // at a time (one 16-bit and two 8-bit match registers).
     state parse_serene {
         pkt.extract(hdr.serene);
-        transition select(hdr.serene.magic, hdr.serene.version, hdr.serene.count) {
-            (SR_WIRE_MAGIC, SR_WIRE_VERSION, 0): serene_ok;
-            (SR_WIRE_MAGIC, SR_WIRE_VERSION, SR_TNA_ELEMS): parse_row;
+        transition select(hdr.serene.magic, hdr.serene.version) {
+            (SR_WIRE_MAGIC, SR_WIRE_VERSION): parse_serene_count;
+            default: accept;
+        }
+    }
+
+    state parse_serene_count {
+        transition select(hdr.serene.count) {
+            0: serene_ok;
+            SR_TNA_ELEMS: parse_row;
             default: accept;
         }
     }
