@@ -24,7 +24,8 @@
  *       mc_node_create handles are assumed to be handed out from 0 (a
  *       freshly started switch).
  * - tofino: a bfrt_python script with the same entries through
- *       bfrt.serene.pipe.Ingress / .Egress and bfrt.pre.
+ *       bfrt.serene.pipe.Ingress / .Egress and bfrt.pre; a clock range is
+ *       the ternary prefixes that tile it (Tofino has no 32-bit range key).
  *
  * The tables and actions are the contract the P4 program must meet; they
  * are listed in lib/ctl/README.md. Range keys are inclusive [from, to-1];
@@ -40,6 +41,7 @@
 #include "ctl_int.h"
 
 #define TOFINO_MAX_WORKERS 32u /* one 32-bit bitmap word per ring entry */
+#define TOFINO_POLICY_ENTRIES 1024u /* policy_table's size in p4/tna/tna_ingress.p4 */
 
 int serene_ctl_target_parse(const char *name, serene_ctl_target *t)
 {
@@ -154,6 +156,39 @@ static void emit_bmv2(FILE *f, const serene_ctl_policy *p, const serene_ctl_job 
     bmv2_barrier(f, p, j);
 }
 
+/* One rule as the ternary entries of Tofino's policy_table: the aligned
+ * power-of-two blocks that tile [lo, hi] (value, mask = ~(size - 1)), at
+ * most 62 for 32 bits. A range key of 32 bits does not fit Tofino's TCAM
+ * (p4/tna/tna_ingress.p4). */
+static unsigned tofino_rule(FILE *f, const serene_ctl_job *j, const serene_ctl_rule *r,
+                            unsigned i, uint32_t hi)
+{
+    uint64_t lo = (uint64_t)r->from + j->first_clock;
+    unsigned n = 0;
+
+    for (; lo <= hi; n++) {
+        uint64_t size = lo ? lo & -lo : 1ull << 32; /* the alignment of lo */
+        while (lo + size - 1 > hi)
+            size >>= 1;
+        if (f)
+            fprintf(f, "p.Ingress.policy_table.add_with_set_policy(job=%u, clock=0x%08" PRIx64
+                       ", clock_mask=0x%08" PRIx64 ", MATCH_PRIORITY=%u, mode=%d, s=%" PRIu32 ")\n",
+                    (unsigned)j->id, lo, ~(size - 1) & UINT32_MAX, i + 1, (int)r->mode, r->s);
+        lo += size;
+    }
+    return n;
+}
+
+/* policy_table entries the job's rules take on Tofino (f NULL: counts). */
+static unsigned tofino_policy(FILE *f, const serene_ctl_policy *p, const serene_ctl_job *j)
+{
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < p->n_rules; i++)
+        n += tofino_rule(f, j, &p->rules[i], i, rule_last(p, i, j->first_clock));
+    return n;
+}
+
 static void emit_tofino(FILE *f, const serene_ctl_policy *p, const serene_ctl_job *j)
 {
     char a[16];
@@ -173,13 +208,7 @@ static void emit_tofino(FILE *f, const serene_ctl_policy *p, const serene_ctl_jo
                    "job=%u, rank=%" PRIu32 ")\n",
                 a, (unsigned)j->workers[w].udp_port, (unsigned)j->id, w);
     }
-    for (unsigned i = 0; i < p->n_rules; i++) {
-        const serene_ctl_rule *r = &p->rules[i];
-        fprintf(f, "p.Ingress.policy_table.add_with_set_policy(job=%u, clock_start=%" PRIu32
-                   ", clock_end=%" PRIu32 ", MATCH_PRIORITY=%u, mode=%d, s=%" PRIu32 ")\n",
-                (unsigned)j->id, r->from + j->first_clock, rule_last(p, i, j->first_clock), i + 1,
-                (int)r->mode, r->s);
-    }
+    tofino_policy(f, p, j);
     for (uint32_t w = 0; w < j->n_workers; w++) {
         ipv4(j->workers[w].addr, a, sizeof a);
         fprintf(f, "p.Egress.rank_table.add_with_set_rank_addr(job=%u, rank=%" PRIu32
@@ -431,8 +460,15 @@ int serene_ctl_emit(FILE *f, serene_ctl_target t, const serene_ctl_policy *p,
     }
     if (t == SERENE_CTL_TARGET_TOFINO && job->n_workers > TOFINO_MAX_WORKERS) {
         ctl_errf(err, errcap,
-                 "tofino: job %u has %" PRIu32 " workers, more than the %u of one bitmap word",
+                 "job %u has %" PRIu32 " workers, more than the %u of one bitmap word",
                  (unsigned)job->id, job->n_workers, TOFINO_MAX_WORKERS);
+        return -EINVAL;
+    }
+    if (t == SERENE_CTL_TARGET_TOFINO && tofino_policy(NULL, p, job) > TOFINO_POLICY_ENTRIES) {
+        ctl_errf(err, errcap,
+                 "the policy's %u rules take %u policy_table entries (clock prefixes), "
+                 "more than its %u",
+                 p->n_rules, tofino_policy(NULL, p, job), TOFINO_POLICY_ENTRIES);
         return -EINVAL;
     }
     switch (t) {

@@ -87,14 +87,11 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
     table policy_table {
         key = {
             hdr.serene.job: exact @name("job");
-            // NOT the 32-bit contract of lib/ctl/README.md: p4c's Tofino back
-            // end takes a range key of at most 5 nibbles (a range match has to
-            // fit one TCAM): "cannot perform a range match on key
-            // ingress::hdr.serene.seq as the key does not fit in under 5 PHV
-            // nibbles". So only the clock's low 20 bits are matched; serene-ctl's
-            // ranges (the last ends at 4294967295) need a Tofino form (20-bit
-            // ranges, or ternary prefixes of the 32-bit clock).
-            hdr.serene.seq[19:0]: range @name("clock");
+            // Ternary, not range: p4c's Tofino back end takes a range key of
+            // at most 5 nibbles ("does not fit in under 5 PHV nibbles"), and
+            // a clock is 32 bits. serene-ctl writes each clock range as the
+            // prefixes that cover it (at most 62), priority = rule index + 1.
+            hdr.serene.seq: ternary @name("clock");
         }
         actions = { set_policy; }
         default_action = set_policy(0, 0);

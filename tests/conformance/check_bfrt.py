@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The bfrt_python script serene-ctl compiles for Tofino and the Tofino
+program must agree: every table, action and register the script names is
+in the bfrt.json p4c's Tofino back end wrote for p4/tna (CI keeps a copy,
+p4/tna/bfrt.json, so this runs without the compiler). For each
+add_with_ACTION call: the table exists, ACTION is one of its actions, the
+call's arguments are exactly the table's key fields in their bfrt names
+(exact: NAME; ternary: NAME and NAME_mask; range: NAME_start and
+NAME_end; a priority: MATCH_PRIORITY) plus the action's parameters, and
+every value fits its field. For each REGISTER.mod: the register exists, the
+index is below its size and the value names its one data field. The
+policy_table entries are checked as clock ranges: each mask is a prefix
+mask, no value bit under the mask, and per job the blocks tile the clocks
+from the first rule's start to 4294967295 without gap or overlap, with
+priorities that never decrease.
+
+  check_bfrt.py SERENE_CTL JOB POLICY BFRT_JSON
+  check_bfrt.py --extract BFRT_JSON   the control-plane part of a bfrt.json
+                                      (tables, keys, actions, data) as JSON
+"""
+import ipaddress
+import json
+import re
+import subprocess
+import sys
+
+CALL = re.compile(r"^(?:p|bfrt\.serene\.pipe)\.(Ingress|Egress)\.(\w+)\.(add_with_(\w+)|mod)\((.*)\)$")
+
+
+def extract(bfrt):
+    """The control plane's view of the program: P4 tables and registers."""
+    out = {}
+    for t in bfrt["tables"]:
+        name = t["name"]
+        if not (name.startswith("pipe.Ingress.") or name.startswith("pipe.Egress.")):
+            continue
+        if t["table_type"] not in ("MatchAction_Direct", "Register"):
+            continue
+        keys = [(k["name"], k["match_type"], k["type"].get("width", 32)) for k in t.get("key", [])]
+        actions = {a["name"]: [(d["name"], d["type"].get("width", 32)) for d in a.get("data", [])]
+                   for a in t.get("action_specs", [])}
+        data = [(d["singleton"]["name"], d["singleton"]["type"].get("width", 32))
+                for d in t.get("data", []) if "singleton" in d]
+        out[name] = {"type": t["table_type"], "size": t["size"], "keys": keys,
+                     "actions": actions, "data": data}
+    return out
+
+
+def parse_args(s):
+    args = {}
+    for part in re.findall(r"(\w+)=('[^']*'|\[[^\]]*\]|[^,]+)", s):
+        args[part[0]] = part[1].strip()
+    return args
+
+
+def value_of(v):
+    if v.startswith("'"):
+        return int(ipaddress.IPv4Address(v.strip("'")))
+    return int(v, 0)
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--extract":
+        with open(sys.argv[2]) as f:
+            json.dump(extract(json.load(f)), sys.stdout, indent=1, sort_keys=True)
+        print()
+        return 0
+    if len(sys.argv) != 5:
+        print(__doc__, file=sys.stderr)
+        return 2
+    ctl, job, policy, bfrt_path = sys.argv[1:]
+    with open(bfrt_path) as f:
+        prog = extract(json.load(f))
+    run = subprocess.run([ctl, "compile", "--target", "tofino", "--job-file", job, policy],
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        print(f"contract: serene-ctl failed: {run.stderr.strip()}", file=sys.stderr)
+        return 1
+    errors = []
+    n = 0
+    ranges = {}  # job -> [(lo, hi, priority)]
+    for line in run.stdout.splitlines():
+        if not line or line.startswith("#") or line.startswith("p = ") or line.startswith("bfrt.pre.") \
+                or line == "bfrt.complete_operations()":
+            continue
+        m = CALL.match(line)
+        if not m:
+            errors.append(f"unknown line: {line}")
+            continue
+        gress, tname, call, action, argstr = m.groups()
+        full = f"pipe.{gress}.{tname}"
+        t = prog.get(full)
+        if t is None:
+            errors.append(f"no table or register {full}")
+            continue
+        args = parse_args(argstr)
+        n += 1
+        if call == "mod":
+            if t["type"] != "Register":
+                errors.append(f"{full}: mod on a {t['type']}")
+                continue
+            fields = {name.split(".")[-1]: w for name, w in t["data"]}
+            want = {"REGISTER_INDEX"} | set(fields)
+            if set(args) != want:
+                errors.append(f"{full}.mod: arguments {sorted(args)}, the program wants {sorted(want)}")
+                continue
+            if value_of(args["REGISTER_INDEX"]) >= t["size"]:
+                errors.append(f"{full}: index {args['REGISTER_INDEX']} >= size {t['size']}")
+            for name, w in fields.items():
+                if value_of(args[name]) >= 1 << w:
+                    errors.append(f"{full}: {name}={args[name]} wider than {w} bits")
+            continue
+        aname = f"{gress}.{action}"
+        if aname not in t["actions"]:
+            errors.append(f"{full}: no action {aname} (has {sorted(t['actions'])})")
+            continue
+        want = {}
+        for kname, mtype, w in t["keys"]:
+            if kname == "$MATCH_PRIORITY":
+                want["MATCH_PRIORITY"] = 32
+            elif mtype == "Ternary":
+                want[kname] = w
+                want[kname + "_mask"] = w
+            elif mtype == "Range":
+                want[kname + "_start"] = w
+                want[kname + "_end"] = w
+            elif mtype == "LPM":
+                want[kname] = w
+                want[kname + "_p_length"] = 8
+            else:
+                want[kname] = w
+        for pname, w in t["actions"][aname]:
+            want[pname] = w
+        if set(args) != set(want):
+            errors.append(f"{full}.add_with_{action}: arguments {sorted(args)}, "
+                          f"the program wants {sorted(want)}")
+            continue
+        for k, w in want.items():
+            try:
+                v = value_of(args[k])
+            except ValueError:
+                errors.append(f"{full}: {k}={args[k]} is not a number or an IPv4 address")
+                continue
+            if v < 0 or v >= 1 << w:
+                errors.append(f"{full}: {k}={args[k]} wider than {w} bits")
+        if tname == "policy_table":
+            v, mask = value_of(args["clock"]), value_of(args["clock_mask"])
+            size = (~mask & 0xFFFFFFFF) + 1
+            if size & (size - 1) or v & ~mask & 0xFFFFFFFF:
+                errors.append(f"policy_table: clock=0x{v:08x} mask=0x{mask:08x} is not a prefix")
+            ranges.setdefault(args["job"], []).append((v, v + size - 1, value_of(args["MATCH_PRIORITY"])))
+    for job_id, blocks in ranges.items():
+        nxt, prio = blocks[0][0], 0
+        for lo, hi, p in blocks:
+            if lo != nxt:
+                errors.append(f"policy_table job {job_id}: block at 0x{lo:08x}, expected 0x{nxt:08x}")
+            if p < prio:
+                errors.append(f"policy_table job {job_id}: priority {p} after {prio}")
+            nxt, prio = hi + 1, p
+        if nxt != 1 << 32:
+            errors.append(f"policy_table job {job_id}: the clocks end at 0x{nxt - 1:08x}, not 0xffffffff")
+    for e in errors:
+        print(f"contract: {e}", file=sys.stderr)
+    if not errors:
+        print(f"contract: {n} table and register calls match {bfrt_path}")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

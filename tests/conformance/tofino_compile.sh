@@ -1,0 +1,42 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# p4/tna through p4c's Tofino back end (Tofino 1, TNA): it must compile
+# with no error and write tofino.bin, and the control-plane part of the
+# bfrt.json it writes (tables, keys, actions, registers) must equal that
+# of p4/tna/bfrt.json, the copy the contract test (conformance-contract-
+# tofino) checks serene-ctl against in CI; then serene-ctl's script for the
+# conformance job is checked against the fresh bfrt.json too. Prints the
+# stages the compiler used. Skipped (77) without the compiler: $P4C_TOFINO,
+# else p4c-tofino on PATH (a wrapper for `p4c --target tofino --arch tna`,
+# p4/README.md). --update copies the fresh bfrt.json over the kept one.
+#   tofino_compile.sh SERENE_CTL SOURCE_ROOT [--update]
+set -eu
+[ $# -ge 2 ] || { echo "usage: $0 SERENE_CTL SOURCE_ROOT [--update]" >&2; exit 2; }
+ctl=$1 root=$2 update=${3:-}
+cc=${P4C_TOFINO:-p4c-tofino}
+command -v "$cc" >/dev/null 2>&1 || { echo "SKIP: no $cc (p4c with ENABLE_TOFINO, p4/README.md)"; exit 77; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/serene-tofino.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+check=$root/tests/conformance/check_bfrt.py
+if ! "$cc" -g -I "$root/p4/tna" -I "$root/p4/include" -o "$tmp/out" "$root/p4/tna/serene_tna.p4" \
+    >"$tmp/log" 2>&1; then
+    grep -v ': warning' "$tmp/log" | tail -n 30 >&2
+    echo "FAIL: $cc does not compile p4/tna/serene_tna.p4" >&2
+    exit 1
+fi
+[ -s "$tmp/out/pipe/tofino.bin" ] || { echo "FAIL: no tofino.bin" >&2; exit 1; }
+# The log has a block per placement round: the last one is the program's.
+grep 'Number of stages for' "$tmp/out/pipe/logs/table_summary.log" | tail -n 2 | sed 's/^ */compiled: /'
+python3 "$check" --extract "$tmp/out/bfrt.json" >"$tmp/fresh"
+python3 "$check" --extract "$root/p4/tna/bfrt.json" >"$tmp/kept"
+if ! cmp -s "$tmp/kept" "$tmp/fresh"; then
+    if [ "$update" = --update ]; then
+        cp "$tmp/out/bfrt.json" "$root/p4/tna/bfrt.json"
+        echo "updated p4/tna/bfrt.json"
+    else
+        diff -u "$tmp/kept" "$tmp/fresh" | head -n 40 >&2
+        echo "FAIL: p4/tna/bfrt.json is not what the program compiles to (rerun with --update)" >&2
+        exit 1
+    fi
+fi
+python3 "$check" "$ctl" "$root/p4/conformance/job.conf" "$root/p4/conformance/policy.conf" "$tmp/out/bfrt.json"
