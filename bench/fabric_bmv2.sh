@@ -52,15 +52,10 @@ bmv2_start() {
     fab_spawn "$OUT/logs/bmv2-n$n.switch.log" "$(fab_ns_sw)" "$ss" --thrift-port $BMV2_THRIFT \
         "${ifs[@]}" "$WORK/serene.json"
     bmv2_pid=$FAB_SPAWNED
-    # The CLI retries until the switch listens (bounded: 50 x 0.2 s).
-    for _ in $(seq 50); do
-        if ip netns exec "$(fab_ns_sw)" "$cli" --thrift-port $BMV2_THRIFT <"$WORK/bmv2-cmds.txt" \
-            >"$OUT/logs/bmv2-n$n.cli.log" 2>&1 && ! grep -qi 'error\|invalid' "$OUT/logs/bmv2-n$n.cli.log"; then
-            return 0
-        fi
-        kill -0 "$bmv2_pid" 2>/dev/null || break
-        sleep 0.2
-    done
+    # The CLI retries until the switch listens (at most 60 s: a loaded
+    # machine starts both slowly).
+    "$ROOT/p4/bmv2_configure.sh" "$OUT/logs/bmv2-n$n.cli.log" "$WORK/bmv2-cmds.txt" "$bmv2_pid" 60 \
+        ip netns exec "$(fab_ns_sw)" "$cli" --thrift-port $BMV2_THRIFT && return 0
     echo "fabric: could not configure simple_switch (logs/bmv2-n$n.cli.log)" >&2
     return 1
 }

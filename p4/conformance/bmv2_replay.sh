@@ -28,7 +28,7 @@ cli=${SIMPLE_SWITCH_CLI:-simple_switch_CLI}
 conform=$build/p4/sr-conform
 ctl=$build/lib/ctl/serene-ctl
 common="$here/job.conf $here/policy.conf $p4dir/include/constants.p4"
-wait_s=4          # simple_switch --use-files: seconds before it reads the pcaps
+waits="4 12 30"   # simple_switch --use-files: seconds before it reads the pcaps
 step_s=0.02       # per input frame: ample (--use-files does not wait between frames)
 
 for t in "$p4c" "$ss" "$cli"; do
@@ -61,30 +61,44 @@ for sc in $scenarios; do
     "$conform" split $common "$sc" "$p4dir/traces" "$d" || exit 2
     ifs=
     for p in $ports; do ifs="$ifs -i $p@$d/$p"; done
-    thrift=$((port_base))
-    port_base=$((port_base + 1))
-    start=$(date +%s)
-    # shellcheck disable=SC2086
-    "$ss" --use-files $wait_s --thrift-port $thrift --log-file "$d/switch" --log-flush \
-        $ifs "$tmp/serene.json" >"$d/switch.out" 2>&1 &
-    ss_pid=$!
-    # The CLI retries until the switch listens; it must finish before the
-    # switch starts reading the pcaps.
-    ok=
-    for _ in $(seq 1 30); do
-        if "$cli" --thrift-port $thrift <"$tmp/commands.txt" >"$d/cli.out" 2>&1 &&
-           ! grep -qi "error\|invalid" "$d/cli.out"; then ok=1; break; fi
-        sleep 0.1
-    done
-    if [ -z "$ok" ] || [ $(( $(date +%s) - start )) -ge $wait_s ]; then
-        echo "$sc: could not configure simple_switch in time (see $d/cli.out)" >&2
-        status=2; break
-    fi
     n=$(wc -c <"$p4dir/traces/$sc.in.pcap")
     frames=$(awk "BEGIN { print int($n / 100) + 1 }")
+    # The switch reads the pcaps wait_s seconds after it starts, and must be
+    # configured by then: a loaded machine can take longer to start it and
+    # the CLI, so a missed start is tried again with a longer wait (4, 12,
+    # 30 s); only the configuration is retried, never the replay.
+    ok=
+    for wait_s in $waits; do
+        thrift=$port_base
+        port_base=$((port_base + 1))
+        rm -f "$d"/*_out.pcap
+        start=$(date +%s)
+        # shellcheck disable=SC2086
+        "$ss" --use-files $wait_s --thrift-port $thrift --log-file "$d/switch" --log-flush \
+            $ifs "$tmp/serene.json" >"$d/switch.out" 2>&1 &
+        ss_pid=$!
+        if "$p4dir/bmv2_configure.sh" "$d/cli.out" "$tmp/commands.txt" "$ss_pid" $((wait_s - 1)) \
+            "$cli" --thrift-port $thrift && [ $(($(date +%s) - start)) -lt $wait_s ]; then
+            ok=1; break
+        fi
+        echo "$sc: simple_switch not configured within $wait_s s (see $d/cli.out)" >&2
+        kill "$ss_pid" 2>/dev/null; wait "$ss_pid" 2>/dev/null; ss_pid=
+    done
+    if [ -z "$ok" ]; then
+        echo "$sc: could not configure simple_switch in time" >&2
+        status=2; break
+    fi
     # Wait for the replay: wait_s, one step per frame (at most n/100 frames
-    # of 100 bytes or more), and a margin.
+    # of 100 bytes or more), and a margin; then until the output files
+    # stop growing (at most 30 s more: a loaded machine is slower).
     sleep "$(awk "BEGIN { print $wait_s + $frames * $step_s + 2 }")"
+    last='' i=0
+    while [ $i -lt 60 ]; do
+        now=$(cat "$d"/*_out.pcap 2>/dev/null | wc -c)
+        [ "$now" = "$last" ] && break
+        last=$now i=$((i + 1))
+        sleep 0.5
+    done
     kill "$ss_pid" 2>/dev/null; wait "$ss_pid" 2>/dev/null; ss_pid=
     # shellcheck disable=SC2086
     "$conform" compare $common "$sc" "$p4dir/traces" "$d"

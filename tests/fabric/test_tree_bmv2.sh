@@ -88,14 +88,8 @@ start() {
     shift 3
     fab_spawn "$tmp/$name.switch.log" "$ns" "$SS" --device-id "$id" --thrift-port 9090 "$@" "$tmp/serene.json"
     pid=$FAB_SPAWNED
-    for _ in $(seq 50); do
-        if ip netns exec "$ns" "$CLI" --thrift-port 9090 <"$tmp/cmds-$name.txt" >"$tmp/$name.cli.log" 2>&1 &&
-            ! grep -qi 'error\|invalid' "$tmp/$name.cli.log"; then
-            return 0
-        fi
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.2
-    done
+    "$ROOT/p4/bmv2_configure.sh" "$tmp/$name.cli.log" "$tmp/cmds-$name.txt" "$pid" 60 \
+        ip netns exec "$ns" "$CLI" --thrift-port 9090 && return 0
     fail "could not configure simple_switch $name ($name.cli.log)"
 }
 start "$NS_ROOT" root $((($$ % 10000) * 3)) -i 1@d0 -i 2@d1
