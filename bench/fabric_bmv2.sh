@@ -49,7 +49,9 @@ bmv2_setup() {
 bmv2_start() {
     local n=$1 r ifs=() ss=${SIMPLE_SWITCH:-simple_switch} cli=${SIMPLE_SWITCH_CLI:-simple_switch_CLI}
     for r in $(seq 0 $((n - 1))); do ifs+=(-i "$((r + 1))@h$r"); done
+    # Its own notifications socket (the default is one file for the machine).
     fab_spawn "$OUT/logs/bmv2-n$n.switch.log" "$(fab_ns_sw)" "$ss" --thrift-port $BMV2_THRIFT \
+        --notifications-addr "ipc://$WORK/bmv2-notify.ipc" \
         "${ifs[@]}" "$WORK/serene.json"
     bmv2_pid=$FAB_SPAWNED
     # The CLI retries until the switch listens (at most 60 s: a loaded

@@ -74,7 +74,10 @@ for sc in $scenarios; do
         rm -f "$d"/*_out.pcap
         start=$(date +%s)
         # shellcheck disable=SC2086
+        # Its own notifications socket: the default, /tmp/bmv2-0-notifications.ipc,
+        # is one file for every simple_switch on the machine.
         "$ss" --use-files $wait_s --thrift-port $thrift --log-file "$d/switch" --log-flush \
+            --notifications-addr "ipc://$d/notify.ipc" \
             $ifs "$tmp/serene.json" >"$d/switch.out" 2>&1 &
         ss_pid=$!
         if "$p4dir/bmv2_configure.sh" "$d/cli.out" "$tmp/commands.txt" "$ss_pid" $((wait_s - 1)) \

@@ -12,7 +12,17 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (network namespaces)"; exit 77; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/fabric-smoke.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: fabric-smoke: $*"; exit 1; }
+fail() {
+    local tag f
+    # The failed cases' logs (fabric.sh names them), before the trap removes them.
+    for tag in $(sed -n 's/.*FAILED (.*logs\/\([^ ]*\)\.\*)$/\1/p' "$tmp/log" 2>/dev/null); do
+        for f in "$tmp/out/logs/$tag".*; do
+            [ -f "$f" ] && { echo "== $f (its end)"; tail -n 20 "$f"; }
+        done
+    done
+    echo "FAIL: fabric-smoke: $*"
+    exit 1
+}
 
 timeout -k 10 240 "$ROOT/bench/fabric.sh" --build "$BUILD" --out "$tmp/out" -n 2 --rates 100 --sizes 4M \
     --reps 1 --windows 0,32 --case-timeout 60 >"$tmp/log" 2>&1 &

@@ -81,12 +81,14 @@ echo bsp >"$tmp/policy.conf"
 awk -v d="$tmp" '/^# switch / { f = d "/cmds-" $3 ".txt"; next } { print > f }' "$tmp/cmds.txt"
 
 # start NS NAME ID PORT_ARGS...: simple_switch in NS, configured from
-# cmds-NAME.txt. Each instance needs its own device id: it names the
-# switch's notification socket, a file shared by all namespaces.
+# cmds-NAME.txt. Each instance has its own device id and notifications
+# socket (by default /tmp/bmv2-ID-notifications.ipc, one file for all
+# namespaces and all runs on the machine).
 start() {
     local ns=$1 name=$2 id=$3 pid
     shift 3
-    fab_spawn "$tmp/$name.switch.log" "$ns" "$SS" --device-id "$id" --thrift-port 9090 "$@" "$tmp/serene.json"
+    fab_spawn "$tmp/$name.switch.log" "$ns" "$SS" --device-id "$id" --thrift-port 9090 \
+        --notifications-addr "ipc://$tmp/$name.notify.ipc" "$@" "$tmp/serene.json"
     pid=$FAB_SPAWNED
     "$ROOT/p4/bmv2_configure.sh" "$tmp/$name.cli.log" "$tmp/cmds-$name.txt" "$pid" 60 \
         ip netns exec "$ns" "$CLI" --thrift-port 9090 && return 0

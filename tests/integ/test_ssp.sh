@@ -10,8 +10,11 @@
 #               clocks under BSP, SSP(1), SSP(3) and ASP (one job each):
 #               ssp_check verifies from every rank's log that no clock()
 #               returned at clock c before every rank had called clock() for
-#               c - s; the fast ranks wait strictly less under SSP(3) than
-#               under BSP; under ASP no rank is ever held.
+#               c - s; under ASP no rank is ever held. The fast ranks'
+#               time in clock() under each policy is printed, not compared:
+#               with a straggler in every clock SSP(3) saves them about 3
+#               of its delays in 40, less than a loaded machine's noise
+#               (what SSP saves a job is measured by ./serene.sh demo).
 #   store-loss  push / clock / delta pull / pull / clock for 20 iterations
 #               under 5% loss and 2% duplication: exact modular sums across
 #               accumulator wraps, range errors, floats, retransmissions.
@@ -84,8 +87,6 @@ case_barrier() {
     echo "fast ranks' total wait (ms): BSP $((wait_ns[bsp] / 1000000))" \
         "SSP(1) $((wait_ns[ssp1] / 1000000)) SSP(3) $((wait_ns[ssp3] / 1000000))" \
         "ASP $((wait_ns[asp] / 1000000))"
-    [ "${wait_ns[ssp3]}" -lt "${wait_ns[bsp]}" ] ||
-        fail "the fast ranks waited ${wait_ns[ssp3]} ns under SSP(3), not less than ${wait_ns[bsp]} ns under BSP"
 }
 
 case_store() {
