@@ -145,11 +145,13 @@ out=$work/$name.out err=$work/$name.err rc=0 ms=0
 t0=$(date +%s%N)
 spawn "$out" --stderr "$err" "$RUN" -n 4 --job 7 -- "$CHILD" --sleep-rank 0 --ms 1500
 bg=$spawned
-for _ in $(seq 100); do grep -q 'listening on' "$err" && break; sleep 0.1; done
+# Bounded by time, not tries: a loaded machine starts the switch slowly.
+end=$((SECONDS + 30))
+until grep -q 'listening on' "$err" || [ $SECONDS -ge $end ]; do sleep 0.1; done
 sw=$(switch_pid)
 port=$(switch_addr | sed 's/.*://')
 if [ -z "$sw" ]; then
-    fail "$name: no 'serene-switch (pid P) listening on ADDR' line within 10 s"
+    fail "$name: no 'serene-switch (pid P) listening on ADDR' line within 30 s"
 else
     kill -0 "$sw" 2>/dev/null || fail "$name: switch $sw is not running while ranks run"
     if [ "$real_switch" = 1 ]; then
@@ -284,7 +286,8 @@ launcher_signal() { # NAME SIGNAL WANT
     if [ "$2" = INT ]; then pre=(env --default-signal=INT); fi
     spawn "$out" --stderr "$err" "${pre[@]}" "$RUN" -n 3 -- "$CHILD" --sleep-rank -1
     local bg=$spawned
-    for _ in $(seq 100); do [ "$(child_pids | wc -l)" -eq 3 ] && break; sleep 0.1; done
+    local end=$((SECONDS + 30))
+    until [ "$(child_pids | wc -l)" -eq 3 ] || [ $SECONDS -ge $end ]; do sleep 0.1; done
     t0=$(date +%s%N)
     kill -"$2" "$bg"
     wait_pid "$bg" 5
