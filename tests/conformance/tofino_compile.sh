@@ -6,7 +6,8 @@
 # of p4/tna/bfrt.json, the copy the contract test (conformance-contract-
 # tofino) checks serene-ctl against in CI; then serene-ctl's script for the
 # conformance job is checked against the fresh bfrt.json too. Prints the
-# stages the compiler used. Skipped (77) without the compiler: $P4C_TOFINO,
+# stages the compiler used and its resources per feature
+# (tofino_resources.py: the table in p4/README.md). Skipped (77) without the compiler: $P4C_TOFINO,
 # else p4c-tofino on PATH (a wrapper for `p4c --target tofino --arch tna`,
 # p4/README.md). --update copies the fresh bfrt.json over the kept one.
 #   tofino_compile.sh SERENE_CTL SOURCE_ROOT [--update]
@@ -27,6 +28,8 @@ fi
 [ -s "$tmp/out/pipe/tofino.bin" ] || { echo "FAIL: no tofino.bin" >&2; exit 1; }
 # The log has a block per placement round: the last one is the program's.
 grep 'Number of stages for' "$tmp/out/pipe/logs/table_summary.log" | tail -n 2 | sed 's/^ */compiled: /'
+# The resources per feature (the table p4/README.md shows).
+python3 "$root/tests/conformance/tofino_resources.py" "$tmp/out"
 python3 "$check" --extract "$tmp/out/bfrt.json" >"$tmp/fresh"
 python3 "$check" --extract "$root/p4/tna/bfrt.json" >"$tmp/kept"
 if ! cmp -s "$tmp/kept" "$tmp/fresh"; then
