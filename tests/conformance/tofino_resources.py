@@ -50,18 +50,12 @@ def main():
     stages = res["mau"]["mau_stages"]
     for st in stages:
         n = st["stage_number"]
-        for r in st["rams"]["srams"]:
-            for u in r["usages"]:
-                add(u["used_by"], "sram", n)
-        for r in st["tcams"]["tcams"]:
-            for u in r["usages"]:
-                add(u["used_by"], "tcam", n)
-        for r in st["map_rams"]["maprams"]:
-            for u in r["usages"]:
-                add(u["used_by"], "mapram", n)
-        for r in st["meter_alus"]["meters"]:
-            for u in r["usages"]:
-                add(u["used_by"], "salu", n)
+        for kind, group, blocks in (("sram", "rams", "srams"), ("tcam", "tcams", "tcams"),
+                                    ("mapram", "map_rams", "maprams"),
+                                    ("salu", "meter_alus", "meters")):
+            for r in st[group][blocks]:
+                for u in r["usages"]:
+                    add(u["used_by"], kind, n)
         for r in st["hash_distribution_units"]["units"]:
             users = {u["used_by"] for u in r["usages"]}
             for u in sorted(users)[:1]:  # a unit counts once, for its first user
