@@ -204,9 +204,21 @@ static int run_rank(sr_bench &b, int rank, int world, const std::string &dir, co
     // No rank closes its pairs while another is still inside a call: on
     // slow links a rank that left early reset the connections its peers
     // were finishing on. (After a failure the pairs are unusable.)
+    // Nor does it close them before every peer is out of the barrier: a
+    // rank that got all the barrier's messages and closed its pairs made a
+    // peer still receiving its own fail ("Connection closed by peer", the
+    // stress mode at load 7). So each rank marks its exit in the FileStore
+    // (outside the pairs) and waits for every mark before closing.
     try {
-        if (!stop)
+        if (!stop) {
             gloo::BarrierAllToAll(ctx).run();
+            gloo::rendezvous::FileStore store(dir);
+            std::vector<std::string> keys;
+            for (int r = 0; r < world; r++)
+                keys.push_back("bench_gloo_done_" + std::to_string(r));
+            store.set(keys[static_cast<size_t>(rank)], std::vector<char>{'1'});
+            store.wait(keys, std::chrono::milliseconds(timeout_s * 1000));
+        }
     } catch (const std::exception &e) {
         std::fprintf(stderr, "bench_gloo: rank %d: closing barrier: %s\n", rank, e.what());
         failed = 1;
