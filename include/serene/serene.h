@@ -78,7 +78,7 @@ extern "C" {
     X(NONFINITE, 4, "input holds NaN or Inf")                                  \
     X(CONFIG, 5, "invalid configuration")                                      \
     X(TRANSPORT, 6, "transport failure")                                       \
-    X(UNSUPPORTED, 7, "not supported by this build")                           \
+    X(UNSUPPORTED, 7, "not supported by this build or by the switch")         \
     X(NOJOB, 8, "the switch does not know this job")                           \
     X(NOTMEMBER, 9, "worker id outside the job or bound to another address")   \
     X(PROTO, 10, "protocol error: the peer speaks another wire version, or refused a message as malformed (see the log)") \
@@ -173,7 +173,9 @@ typedef struct serene_config {
      * be the same on every worker of the job (packets map to slots by it;
      * a difference is reported as SERENE_ERR_MISMATCH). Below it, the
      * number in flight adapts to congestion (halved on a loss while the
-     * path queues, never below a quarter of it; stats.window_cuts).
+     * path queues, never below a quarter of it; stats.window_cuts). Push,
+     * pull and step keep as many packets in flight; on a switch with no
+     * slots (pool 0) they use this, or 128 when it is 0.
      * Default 0. Env SERENE_WINDOW. */
     int window;
     /* Operations that may be started and not yet waited for. Default 16. */
@@ -360,7 +362,8 @@ typedef struct serene_op serene_op;
  * the float range: above), SERENE_ERR_TIMEOUT (deadline passed; the
  * context is then broken), SERENE_ERR_MISMATCH (above), SERENE_ERR_BROKEN,
  * SERENE_ERR_CONCURRENT, SERENE_ERR_INVAL (bad argument, or a destroyed
- * context).
+ * context), SERENE_ERR_UNSUPPORTED (the switch has no allreduce slots: its
+ * JOIN_ACK announced a pool of 0, as the Tofino program does).
  */
 SERENE_API int serene_allreduce(serene_ctx *ctx, const float *sendbuf, float *recvbuf,
                                 size_t count, serene_reduce_op op);

@@ -405,6 +405,12 @@ static int ar_start(sr_engine *e, const float *sendbuf, float *recvbuf, size_t c
         SR_ERR(&e->log, "allreduce: sendbuf and recvbuf overlap without being equal");
         return SERENE_ERR_INVAL;
     }
+    if (!e->params.pool_slots) {
+        SR_ERR(&e->log, "allreduce: the switch has no allreduce slots for job %d (its JOIN_ACK "
+                        "announced 0); push, pull, clock and step work on it, allreduce does not",
+               e->cfg.job_id);
+        return SERENE_ERR_UNSUPPORTED;
+    }
     sr_ar *ar = sr_engine_self(e, &sr_allreduce_class);
     if (atomic_load(&ar->broken))
         return SERENE_ERR_BROKEN;

@@ -108,14 +108,20 @@ static int join_check(const sr_engine *e, const sr_join_params *p, uint32_t *win
                p->n_workers, e->cfg.world_size);
         return SERENE_ERR_CONFIG;
     }
-    if (p->elems_per_pkt < 1 || p->elems_per_pkt > SR_WIRE_MAX_ELEMS || p->pool_slots < 1 ||
+    if (p->elems_per_pkt < 1 || p->elems_per_pkt > SR_WIRE_MAX_ELEMS ||
         p->pool_slots > SR_WIRE_MAX_SLOTS) {
         SR_ERR(log, "switch announced invalid job parameters (elems %u, slots %u)",
                p->elems_per_pkt, p->pool_slots);
         return SERENE_ERR_PROTO;
     }
-    uint32_t w = e->cfg.window ? (uint32_t)e->cfg.window : p->pool_slots;
-    if (w > p->pool_slots) {
+    /* A switch without allreduce slots (0, as the Tofino program announces)
+     * still serves push, pull, clock and step: their packets in flight are
+     * the configured window, else the default pool's size; allreduce then
+     * fails with SERENE_ERR_UNSUPPORTED (ar_start). */
+    uint32_t w = e->cfg.window ? (uint32_t)e->cfg.window
+                 : p->pool_slots ? p->pool_slots
+                                 : SR_WIRE_DEF_SLOTS;
+    if (p->pool_slots && w > p->pool_slots) {
         SR_ERR(log, "window %u exceeds the job's pool of %u slots", w, p->pool_slots);
         return SERENE_ERR_CONFIG;
     }

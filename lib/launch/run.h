@@ -53,7 +53,7 @@ struct opts {
     const char **switch_args;
     int n_switch_args;
     int elems; /* 0: the switch's default */
-    int slots; /* 0: the switch's default */
+    int slots; /* -1: the switch's default; 0: no allreduce slots */
     long store; /* words of the job's store; -1: the switch's default */
     int64_t timeout_ms; /* 0: none */
     int prefix;

@@ -83,7 +83,7 @@ static const char help_text[] =
     "                      127.0.0.1 ($SERENE_SWITCH_BIN, else next to serene-run,\n"
     "                      else the build tree, else PATH)\n"
     "  --switch-arg ARG    extra argument for that switch (repeatable)\n"
-    "  --elems E, --slots S  elements per packet, slot pool of its job\n"
+    "  --elems E, --slots S  elements per packet, slot pool of its job (0: none)\n"
     "  --store W           words of its job's SSP store (default 1048576)\n"
     "  --timeout SEC       stop everything after SEC seconds (0: never; default)\n"
     "  --no-prefix         relay rank output without the \"[rank] \" prefix\n"
@@ -183,6 +183,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
     memset(o, 0, sizeof *o);
     o->prefix = 1;
     o->store = -1;
+    o->slots = -1;
     /* argc bounds the --switch-arg count; freed by process exit. */
     o->switch_args = calloc((size_t)argc, sizeof *o->switch_args);
     if (!o->switch_args)
@@ -197,7 +198,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         case 'n': o->n = (int)opt_long("-n", optarg, 1, SR_WIRE_MAX_WORKERS); break;
         case 'j': o->job = (int)opt_long("--job", optarg, 0, 65535); break;
         case 'e': o->elems = (int)opt_long("--elems", optarg, 1, SR_WIRE_MAX_ELEMS); break;
-        case 'S': o->slots = (int)opt_long("--slots", optarg, 1, SR_WIRE_MAX_SLOTS); break;
+        case 'S': o->slots = (int)opt_long("--slots", optarg, 0, SR_WIRE_MAX_SLOTS); break;
         case 'W': o->store = opt_long("--store", optarg, 0, SR_RUN_STORE_MAX); break;
         case 'a': o->switch_args[o->n_switch_args++] = optarg; break;
         case 'P': o->prefix = 0; break;
@@ -230,7 +231,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
         usage_error("-n N is required");
     if (optind >= argc)
         usage_error("missing PROGRAM");
-    if (o->switch_addr && (o->n_switch_args || o->elems || o->slots || o->store >= 0))
+    if (o->switch_addr && (o->n_switch_args || o->elems || o->slots >= 0 || o->store >= 0))
         usage_error("--switch-arg, --elems, --slots and --store configure the embedded switch; "
                     "they cannot be used with --switch");
     o->prog = argv + optind;
@@ -337,10 +338,10 @@ static int start_switch(struct launch *L)
     }
     snprintf(port_file, sizeof port_file, "%s/port", L->port_dir);
     int k = snprintf(job, sizeof job, "%d:%d", L->o.job, L->o.n);
-    if (L->o.elems || L->o.slots)
+    if (L->o.elems || L->o.slots >= 0)
         k += snprintf(job + k, sizeof job - (size_t)k, ":%d",
                       L->o.elems ? L->o.elems : (int)SR_WIRE_DEF_ELEMS);
-    if (L->o.slots)
+    if (L->o.slots >= 0)
         k += snprintf(job + k, sizeof job - (size_t)k, ":%d", L->o.slots);
     if (L->o.store >= 0)
         k += snprintf(job + k, sizeof job - (size_t)k, ",store=%ld", L->o.store);

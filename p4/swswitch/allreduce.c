@@ -26,8 +26,9 @@ _Static_assert(SR_WIRE_MAX_WORKERS <= 255, "cnt is a uint8_t holding 0..n-1");
 
 int sr_allreduce_alloc(sr_pipe_job *j)
 {
-    /* At the limits: 2 * 32768 * 2048 * 4 bytes = 512 MiB; no size_t overflow. */
-    size_t cells = 2u * (size_t)j->slots;
+    /* At the limits: 2 * 32768 * 2048 * 4 bytes = 512 MiB; no size_t overflow.
+     * A job without slots (0) gets one unused cell: calloc(0) may be NULL. */
+    size_t cells = j->slots ? 2u * (size_t)j->slots : 1;
 
     j->seen = calloc(cells, sizeof *j->seen);
     j->cnt = calloc(cells, sizeof *j->cnt);

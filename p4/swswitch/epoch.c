@@ -24,7 +24,7 @@
 int sr_epoch_alloc(sr_pipe_job *j)
 {
     j->epoch = 0;
-    j->slot_epoch = calloc(j->slots, sizeof *j->slot_epoch);
+    j->slot_epoch = calloc(j->slots ? j->slots : 1, sizeof *j->slot_epoch);
     j->row_epoch = j->rows ? calloc(j->rows, sizeof *j->row_epoch) : NULL;
     return !j->slot_epoch || (j->rows && !j->row_epoch) ? -ENOMEM : 0;
 }

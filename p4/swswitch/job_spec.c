@@ -193,7 +193,7 @@ static int parse_option(const spec *sp, const char *opt, size_t len, unsigned *s
 static int parse_fields(const spec *sp, const char *end, uint64_t v[4])
 {
     static const char *const names[] = {"ID", "N", "ELEMS", "SLOTS"};
-    const uint64_t lo[] = {0, 1, 1, 1};
+    const uint64_t lo[] = {0, 1, 1, 0}; /* SLOTS 0: a job without allreduce */
     const uint64_t hi[] = {65535, SR_WIRE_MAX_WORKERS, SR_WIRE_MAX_ELEMS, SR_WIRE_MAX_SLOTS};
     const char *p = sp->s;
     unsigned k = 0;

@@ -103,8 +103,8 @@ int sr_pipe_job_params_check(const sr_pipe_job_params *jp, const char **why)
         msg = "workers must be in 1..64";
     else if (jp->elems_per_pkt < 1 || jp->elems_per_pkt > SR_WIRE_MAX_ELEMS)
         msg = "elements per packet must be in 1..2048";
-    else if (jp->pool_slots < 1 || jp->pool_slots > SR_WIRE_MAX_SLOTS)
-        msg = "slots must be in 1..32768";
+    else if (jp->pool_slots > SR_WIRE_MAX_SLOTS)
+        msg = "slots must be in 0..32768 (0: a job without allreduce)";
     else if (jp->store_words > SR_PIPE_STORE_MAX)
         msg = "store words must be in 0..268435456 (2^28)";
     else if (jp->ring < 2 || jp->ring > SR_BARRIER_RING_MAX || (jp->ring & (jp->ring - 1)))

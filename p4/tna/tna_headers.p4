@@ -13,6 +13,9 @@
 // Store row and payload words handled per pass: one stateful ALU per word.
 #define SR_TNA_ELEMS 8
 #define SR_TNA_ELEMS_LOG2 3
+// Allreduce slots JOIN_ACK announces: none yet (p4/tna/README.md); the
+// library then runs push, pull, clock and step and refuses allreduce.
+#define SR_TNA_AR_SLOTS 0
 // Rows of the reduced store per job, and jobs with register blocks.
 #define SR_TNA_STORE_ROWS 1024
 #define SR_TNA_STORE_ROWS_LOG2 10

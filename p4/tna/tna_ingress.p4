@@ -461,7 +461,7 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
             hdr.vals[1].setValid();
             hdr.vals[1].v = SR_TNA_ELEMS;
             hdr.vals[2].setValid();
-            hdr.vals[2].v = 0; // no allreduce slots in the proof of concept
+            hdr.vals[2].v = SR_TNA_AR_SLOTS;
             hdr.vals[3].setValid();
             hdr.vals[3].v = md.store_words;
             unicast_back();

@@ -25,11 +25,13 @@
 
 static sw_proc sw;
 
-/* Jobs: 1 (N=2), 2 (N=1), 3 (N=2, 16 values per packet, 4 slots). */
+/* Jobs: 1 (N=2), 2 (N=1), 3 (N=2, 16 values per packet, 4 slots), 4 (N=1,
+ * 8 values per packet, no slots: the Tofino program's JOIN_ACK). */
 static int start_switch(void **state)
 {
     (void)state;
-    static const char *const args[] = {"--job", "1:2", "--job", "2:1", "--job", "3:2:16:4", NULL};
+    static const char *const args[] = {"--job", "1:2", "--job", "2:1", "--job", "3:2:16:4", "--job", "4:1:8:0",
+                                        NULL};
     return sw_start(&sw, NULL, args);
 }
 
@@ -281,6 +283,51 @@ static void test_single_worker_and_args(void **state)
     assert_null(ctx);
 }
 
+/* A switch with no allreduce slots (pool 0): the worker joins, push, pull,
+ * clock and step work with the default window, and allreduce is refused
+ * with UNSUPPORTED and a message that says why, without breaking the
+ * context. */
+static void test_no_slots(void **state)
+{
+    (void)state;
+    serene_config cfg;
+    base_cfg(&cfg, 4, 0, 1);
+    cfg.log_fn = capture_log;
+    serene_ctx *ctx;
+    assert_int_equal(serene_ctx_create(&ctx, &cfg), 0);
+    serene_config eff;
+    assert_int_equal(serene_ctx_config(ctx, &eff), 0);
+    assert_int_equal(eff.window, 128);
+    float x[100], y[100];
+    for (int i = 0; i < 100; i++)
+        x[i] = (float)i;
+    serene_op *op = NULL;
+    last_err[0] = '\0';
+    assert_int_equal(serene_allreduce(ctx, x, y, 100, SERENE_SUM), SERENE_ERR_UNSUPPORTED);
+    assert_non_null(strstr(last_err, "no allreduce slots"));
+    assert_int_equal(serene_allreduce(ctx, NULL, NULL, 0, SERENE_SUM), SERENE_ERR_UNSUPPORTED);
+    assert_int_equal(serene_allreduce_start(ctx, x, y, 100, SERENE_AVG, &op),
+                     SERENE_ERR_UNSUPPORTED);
+    assert_null(op);
+    for (int c = 0; c < 3; c++) {
+        assert_int_equal(serene_push(ctx, 5, x, 100), 0);
+        assert_int_equal(serene_clock(ctx), 0);
+    }
+    assert_int_equal(serene_pull(ctx, 5, y, 100, 0), 0);
+    for (int i = 0; i < 100; i++)
+        assert_true(fabsf(y[i] - 3.0f * x[i]) <= 1e-3f);
+    serene_ctx_destroy(&ctx);
+    /* A window larger than the default is taken as asked. */
+    base_cfg(&cfg, 4, 0, 1);
+    cfg.window = 300;
+    cfg.job_nonce = 4321;
+    assert_int_equal(serene_ctx_create(&ctx, &cfg), 0);
+    assert_int_equal(serene_ctx_config(ctx, &eff), 0);
+    assert_int_equal(eff.window, 300);
+    assert_int_equal(serene_push(ctx, 0, x, 100), 0);
+    serene_ctx_destroy(&ctx);
+}
+
 /* Two contexts in one process, one per rank of a 2-worker job. */
 static void test_two_contexts_nonfinite_and_busy(void **state)
 {
@@ -354,6 +401,7 @@ int main(void)
         cmocka_unit_test(test_rdma_refusal),
         cmocka_unit_test(test_single_worker_and_args),
         cmocka_unit_test(test_two_contexts_nonfinite_and_busy),
+        cmocka_unit_test(test_no_slots),
     };
     return cmocka_run_group_tests_name("api", tests, start_switch, stop_switch);
 }

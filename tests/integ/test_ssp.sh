@@ -35,6 +35,13 @@
 #               duplication and 10% reordering of every packet the switch
 #               sends and receives: the same checks, and packets were
 #               resent.
+#   tofino-params  the switch set to the Tofino program's job values
+#               (SR_TNA_ELEMS values per packet and SR_TNA_AR_SLOTS slots,
+#               read from p4/tna/tna_headers.p4; today 8 and 0: no
+#               allreduce) with 5% loss and 2% duplication, and what that
+#               program serves: every rank joins with those values from
+#               JOIN_ACK (its log line); the barrier under BSP and SSP(3),
+#               rank 3 slowed, checked by ssp_check; the store's exact sums.
 #   switch-killed  the switch is SIGKILLed ~1 s into a push/clock/pull loop
 #               (SERENE_TIMEOUT_MS=2000; ranks 0-1 blocking calls, ranks 2-3
 #               the *_start forms): all 4 ranks, run without the launcher so
@@ -47,7 +54,7 @@
 set -uo pipefail
 
 if [ $# -ne 4 ]; then
-    echo "usage: $0 barrier|store-loss|hot-swap|switch-killed|step|step-loss SERENE_RUN SSP_WORKER SSP_CHECK" >&2
+    echo "usage: $0 barrier|store-loss|hot-swap|switch-killed|step|step-loss|tofino-params SERENE_RUN SSP_WORKER SSP_CHECK" >&2
     exit 2
 fi
 CASE=$1 RUN=$2 WORKER=$3 CHECK=$4
@@ -157,6 +164,42 @@ case_step_loss() {
         fail "10% loss, yet no rank resent a packet"
 }
 
+case_tofino_params() {
+    local h e s j r
+    h=$(dirname "$0")/../../p4/tna/tna_headers.p4
+    e=$(sed -n 's/^#define SR_TNA_ELEMS \([0-9]*\).*/\1/p' "$h")
+    s=$(sed -n 's/^#define SR_TNA_AR_SLOTS \([0-9]*\).*/\1/p' "$h")
+    if [ -z "$e" ] || [ -z "$s" ]; then fail "no SR_TNA_ELEMS / SR_TNA_AR_SLOTS in $h"; fi
+    echo "the Tofino program's job values: $e values per packet, $s slots"
+    start_switch 127.0.0.1:0 --job "0:$N:$e:$s,store=2048,policy=bsp" \
+        --job "1:$N:$e:$s,store=2048,policy=ssp:3" --job "2:$N:$e:$s,store=2048,policy=bsp" \
+        --loss 0.05 --dup 0.02 --seed 9 || fail "serene-switch did not start"
+    export SERENE_LOG_LEVEL=info
+    for j in 0 1; do
+        local pol=bsp out crc
+        [ "$j" -eq 1 ] && pol=ssp:3
+        mkdir "$work/clocks$j"
+        ranks "tofino-clocks$j" 90 "$N" --job "$j" -- "$WORKER" clocks --clocks 40 --compute-ms 2 \
+            --slow-rank 3 --slow-ms 8 --out "$work/clocks$j"
+        out=$(timeout 20 "$CHECK" clocks "$work/clocks$j" "$N" 40 --expect "$pol")
+        crc=$?
+        # shellcheck disable=SC2001
+        sed "s/^/    /" <<<"$out"
+        [ "$crc" -eq 0 ] || fail "barrier under $pol: the logs break the barrier (see above)"
+    done
+    ranks tofino-store 90 "$N" --job 2 -- "$WORKER" store --iters 20 --offset 100 --count 1000 \
+        --capacity 2048 --seed 5 --expect-retrans
+    [ "$(grep -c 'store: 20 iterations' "$work/tofino-store.out")" -eq "$N" ] ||
+        fail "not every rank reported its 20 iterations"
+    for j in 0 1 2; do
+        for r in $(seq 0 $((N - 1))); do
+            grep -q "joined job $j as worker $r/$N: $e elements per packet, pool $s," \
+                "$work"/tofino-*.out ||
+                fail "worker $r of job $j did not log a join with $e values per packet and pool $s"
+        done
+    done
+}
+
 case_killed() {
     local deadline=2000 r
     local pids=()
@@ -220,6 +263,7 @@ case $CASE in
     switch-killed) case_killed ;;
     step) case_step ;;
     step-loss) case_step_loss ;;
+    tofino-params) case_tofino_params ;;
     *) echo "unknown case $CASE" >&2; exit 2 ;;
 esac
 stop_switch

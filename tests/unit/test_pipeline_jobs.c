@@ -42,7 +42,12 @@ static void test_job_table(void **state)
     assert_int_equal(job_add(f->p, 1, SR_WIRE_MAX_WORKERS + 1, 8, 8), -EINVAL);
     assert_int_equal(job_add(f->p, 1, 2, 0, 8), -EINVAL);
     assert_int_equal(job_add(f->p, 1, 2, SR_WIRE_MAX_ELEMS + 1, 8), -EINVAL);
-    assert_int_equal(job_add(f->p, 1, 2, 8, 0), -EINVAL);
+    /* 0 slots: a job without allreduce (the Tofino program's), added and
+     * removed like any other. */
+    assert_int_equal(job_add(f->p, 1, 2, 8, 0), 0);
+    assert_int_equal(sr_pipe_job_info_get(f->p, 1, &info), 0);
+    assert_int_equal(info.pool_slots, 0);
+    assert_int_equal(sr_pipe_job_remove(f->p, 1), 0);
     assert_int_equal(job_add(f->p, 1, 2, 8, SR_WIRE_MAX_SLOTS + 1), -EINVAL);
     assert_int_equal(sr_pipe_job_add(f->p, 1, NULL), -EINVAL);
     assert_int_equal(sr_pipe_job_list(f->p, ids, 4), 0);
