@@ -22,7 +22,8 @@ PKGS_DEMO=(python3 gnuplot-nox) # and npm, unless one is on PATH (nodesource's)
 PKGS_BENCH=(g++ openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox dpdk-dev libnetfilter-queue-dev iptables)
 PKGS_TEST=(libclang-rt-14-dev valgrind tcpdump dpdk-dev g++ python3-torch libtorch-dev python3-numpy
     libnetfilter-queue-dev iptables # these two: link faults on the emulated rack (bench/fabric_nfq)
-    libibverbs-dev tshark) # the rdma transport; tshark decodes the RoCEv2 traces
+    libibverbs-dev tshark # the rdma transport; tshark decodes the RoCEv2 traces
+    python3-venv python3-pip) # pip-install-torchrun: `pip install .` into a virtual environment
 
 need_pkgs() {
     local missing=()

@@ -6,7 +6,8 @@ serene-switch for the job on an ephemeral loopback port and stops it when
 the group is shut down (lib/launch/serene_run.c does the same for
 serene-run):
 
-- the binary: $SERENE_SWITCH_BIN, else serene-switch on PATH;
+- the binary: $SERENE_SWITCH_BIN, else the one the wheel installs beside
+  this package (bin/serene-switch), else serene-switch on PATH;
 - `--listen 127.0.0.1:0 --port-file DIR/port --job ID:N,token=env:SERENE_JOB_TOKEN`
   in a private temporary directory (mkdtemp, 0700); the token is in the
   switch's environment only, never on its command line;
@@ -44,6 +45,9 @@ def find_switch():
     if path:
         if not (os.path.isfile(path) and os.access(path, os.X_OK)):
             raise RuntimeError(f"serene: SERENE_SWITCH_BIN={path} is not an executable file")
+        return path
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "serene-switch")
+    if os.path.isfile(path) and os.access(path, os.X_OK):
         return path
     path = shutil.which("serene-switch")
     if not path:
