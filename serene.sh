@@ -23,6 +23,7 @@ PKGS_BENCH=(g++ openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox dpdk-dev libn
 PKGS_TEST=(libclang-rt-14-dev valgrind tcpdump dpdk-dev g++ python3-torch libtorch-dev python3-numpy
     libnetfilter-queue-dev iptables # these two: link faults on the emulated rack (bench/fabric_nfq)
     libibverbs-dev tshark # the rdma transport; tshark decodes the RoCEv2 traces
+    python3-torchvision # examples/torch/train_e2e.py's ResNet-18
     python3-venv python3-pip) # pip-install-torchrun: `pip install .` into a virtual environment
 
 need_pkgs() {
