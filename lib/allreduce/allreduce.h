@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "allreduce/window.h"
+#include "reliab/window.h"
 #include "engine/engine.h"
 #include "proto/wire.h"
 

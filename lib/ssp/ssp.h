@@ -14,6 +14,7 @@
 
 #include "engine/engine.h"
 #include "proto/wire.h"
+#include "reliab/window.h"
 
 /* The worker's view of the barrier: written by the engine, read by anyone. */
 typedef struct sr_sync_view {
@@ -51,8 +52,11 @@ typedef struct sr_store {
  * of row pieces, each answered with its row once the barrier allows. */
 typedef struct sr_step_piece {
     uint8_t busy;    /* in flight, unanswered */
+    uint8_t probed;  /* probed or resent: its answer delay is not the path's */
     uint32_t start;  /* its first store word */
     uint16_t count;  /* words it moves */
+    uint32_t ndone;  /* pieces of its slot answered this step */
+    uint64_t sent_ns;      /* when it went */
     uint64_t probe_out_ns; /* when its last probe went, unanswered yet (0: none) */
     uint8_t probe[SR_WIRE_HDR_LEN]; /* its STEP_PROBE */
 } sr_step_piece;
@@ -64,10 +68,12 @@ typedef struct sr_step {
     uint32_t clk;               /* the clock the current step ends */
     uint32_t n_pieces, w_eff;   /* pieces of the current step, slots it uses */
     uint32_t done;              /* pieces answered */
+    uint32_t base;              /* the lowest piece not yet answered */
     uint32_t min_low;           /* the smallest row low clock among the answers */
     int held;                   /* some piece was answered STEP_HELD */
     int nonfinite;              /* some piece's update held NaN/Inf: sent as zeros */
     sr_step_piece *pieces;      /* the engine's window of slots */
+    sr_arw win;                 /* how many pieces may be in flight (reliab/window.h); persists */
 } sr_step;
 
 extern const sr_op_class sr_clock_class;

@@ -14,7 +14,10 @@
  * releases it to all, as an allreduce round; a worker the barrier holds
  * waits in the switch, not in a second round trip. Up to the engine's
  * window of pieces are in flight, each with its timer in the one
- * retransmission engine.
+ * retransmission engine, and no more than the congestion window admits
+ * (reliab/window.h, as for allreduce rounds: piece j is unit j of slot
+ * j mod W): a row is as large as an allreduce round, and a full window
+ * of them overflows a shaped link's queue.
  * Waiting is not loss, as for allreduce: an expired piece is not resent
  * but probed (STEP_PROBE, header only). STEP_HELD says the switch applied
  * it and the row waits (the timer backs off); STEP_NAK says it is not
@@ -51,13 +54,16 @@ static int step_on_join(void *self, sr_engine *e)
 {
     sr_step *sp = self;
     sp->pieces = calloc(e->window, sizeof *sp->pieces);
-    return sp->pieces ? 0 : SERENE_ERR_NOMEM;
+    if (!sp->pieces)
+        return SERENE_ERR_NOMEM;
+    return sr_arw_init(&sp->win, e->window) ? SERENE_ERR_NOMEM : 0;
 }
 
 static void step_fini(void *self, sr_engine *e)
 {
     sr_step *sp = self;
     free(sp->pieces);
+    sr_arw_fini(&sp->win);
 }
 
 
@@ -90,10 +96,20 @@ static void send_piece(sr_step *sp, sr_engine *e, const serene_op *op, uint32_t 
                         op->src_i32 ? op->src_i32 + k : NULL, n);
     }
     pc->busy = 1;
+    pc->probed = 0;
+    pc->sent_ns = now;
     pc->probe_out_ns = 0;
     pc->start = h.offset;
     pc->count = h.count;
     sr_slot_send(e, s, h.count, now);
+}
+
+/* Send the ready pieces the congestion window admits, lowest first. */
+static void drain(sr_step *sp, sr_engine *e, const serene_op *op, uint64_t now)
+{
+    uint32_t j, s;
+    while (sr_arw_next(&sp->win, &j, &s))
+        send_piece(sp, e, op, j, now);
 }
 
 static void step_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
@@ -104,10 +120,15 @@ static void step_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
     sp->done = 0;
     sp->held = 0;
     sp->nonfinite = 0;
+    sp->base = 0;
     sp->clk = atomic_load_explicit(&sp->clock->sync.clock, memory_order_relaxed);
     sr_rel_set_deadline(&e->rel, op->deadline_ns);
-    for (uint32_t j = 0; j < sp->w_eff; j++)
-        send_piece(sp, e, op, j, now);
+    sr_arw_begin(&sp->win);
+    for (uint32_t j = 0; j < sp->w_eff; j++) {
+        sp->pieces[j].ndone = 0;
+        sr_arw_ready(&sp->win, j, j);
+    }
+    drain(sp, e, op, now);
 }
 
 /* The piece in flight an answer h is about, or NULL (late, duplicate or
@@ -150,6 +171,9 @@ static void step_on_message(void *self, sr_engine *e, serene_op *op, const sr_hd
         return;
     }
     if (h->op == SR_OP_STEP_NAK) { /* lost, or its row was: resend it whole */
+        pc->probed = 1;
+        if (sr_arw_loss(&sp->win, j, sp->win.srtt_ns))
+            SR_STAT_ADD(e, window_cuts, 1);
         sr_slot_resend(e, s, now);
         return;
     }
@@ -174,8 +198,15 @@ static void step_on_message(void *self, sr_engine *e, serene_op *op, const sr_hd
     pc->busy = 0;
     sr_rel_ack(&e->rel, s, now);
     sp->done++;
+    if (!pc->probed)
+        sr_arw_rtt(&sp->win, now - pc->sent_ns, now);
+    pc->ndone++;
+    while (sp->base < sp->n_pieces && sp->base / sp->w_eff < sp->pieces[sp->base % sp->w_eff].ndone)
+        sp->base++;
+    sr_arw_answered(&sp->win, sp->base, sp->win.srtt_ns);
     if (j + sp->w_eff < sp->n_pieces)
-        send_piece(sp, e, op, j + sp->w_eff, now);
+        sr_arw_ready(&sp->win, j + sp->w_eff, s);
+    drain(sp, e, op, now);
     if (sp->done == sp->n_pieces) {
         if ((int32_t)(sp->min_low - atomic_load(&sp->clock->sync.low)) > 0)
             atomic_store(&sp->clock->sync.low, sp->min_low);
@@ -188,9 +219,18 @@ static void step_on_message(void *self, sr_engine *e, serene_op *op, const sr_hd
  * the piece (see the top of this file). */
 static void step_on_expire(void *self, sr_engine *e, serene_op *op, uint32_t s, uint64_t now)
 {
-    sr_step_piece *pc = &((sr_step *)self)->pieces[s];
-    if (sr_rel_verdict(&e->rel, s, pc->probe_out_ns, now) != SR_REL_PROBE)
+    sr_step *sp = self;
+    sr_step_piece *pc = &sp->pieces[s];
+    int v = sr_rel_verdict(&e->rel, s, pc->probe_out_ns, now);
+    /* Answers keep coming, just not this one yet: a delay (window.h). The
+     * piece in slot s is the one whose row starts at pc->start. */
+    if (v == SR_REL_QUEUED &&
+        sr_arw_delay(&sp->win, pc->start / e->params.elems_per_pkt -
+                                   op->offset / e->params.elems_per_pkt, sp->win.srtt_ns))
+        SR_STAT_ADD(e, window_cuts, 1);
+    if (v != SR_REL_PROBE)
         return; /* queued behind answers, or its probe or the oldest's speaks for it */
+    pc->probed = 1;
     pc->probe_out_ns = now ? now : 1;
     sr_probe_send(e, pc->probe, s, SR_OP_STEP_PROBE);
 }

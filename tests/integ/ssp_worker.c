@@ -593,6 +593,8 @@ static int run_step(serene_ctx *ctx, const serene_config *cfg, const opts *o)
     }
     if (o->out && tc_clock_log_open(&lg, o->out, rank))
         return 1;
+    serene_stats s0, s1;
+    serene_get_stats(ctx, &s0);
     for (int c = 0; c < o->clocks && failures <= 10; c++) {
         long us = 1000L * (rank == o->slow_rank ? o->slow_ms : o->compute_ms);
         if (o->jitter_us > 0) {
@@ -643,6 +645,10 @@ static int run_step(serene_ctx *ctx, const serene_config *cfg, const opts *o)
     }
     if (o->out && tc_clock_log_close(&lg, ctx))
         failures++;
+    /* Packets, probes and resends included, for test_pace.sh's bound. */
+    serene_get_stats(ctx, &s1);
+    printf("rank %d: steps sent %llu packets\n", rank,
+           (unsigned long long)(s1.pkts_sent - s0.pkts_sent));
     if (!failures)
         failures += step_misuse(ctx, cfg, o, upd);
     serene_stats st;

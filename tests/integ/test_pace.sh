@@ -12,7 +12,12 @@
 #            the packets the data needs, probes and resends included
 #            (ar_worker --pace; each call's time over the rate's allowance
 #            is reported, and checked under SERENE_PACE_STRICT=1); then a
-#            store run (push, pull, clock) exact through the same relay.
+#            store run (push, pull, clock) exact through the same relay,
+#            and steps of 64 rows (BSP): the workers send at most 2.5x the
+#            pieces they need, probes and resends included (the
+#            congestion window, as for the allreduce: a full window of 64
+#            pieces from 3 workers would overflow the relay's queue every
+#            clock; 3-4x without it).
 #            No rank warns that the path drops trains.
 #   trains   the relay also drops every UDP GSO train whole, as
 #            simple_switch's packet socket does behind a veth pair: each
@@ -63,6 +68,21 @@ ranks store 180 "$N" --job 1 -- "$SSP" store --iters 4 --offset 100 --count 600 
     --capacity 8192 --seed 42
 [ "$(grep -c 'store: 4 iterations' "$work/store.out")" -eq "$N" ] ||
     fail "not every rank reported its store iterations"
+STEP_CLOCKS=8 STEP_WORDS=2048
+ranks step 180 "$N" --job 1 -- "$SSP" step --clocks "$STEP_CLOCKS" --offset 0 \
+    --count "$STEP_WORDS" --staleness 0
+[ "$(grep -c "step: $STEP_CLOCKS clocks" "$work/step.out")" -eq "$N" ] ||
+    fail "not every rank reported its steps"
+# The bound is on the ranks' sum: the last rank to reach a row pays for
+# its peers' queue, and which rank that is varies.
+need=$((STEP_CLOCKS * STEP_WORDS / 32)) total=0 nsent=0
+while read -r r sent; do
+    echo "rank $r: steps sent $sent packets for $need pieces"
+    total=$((total + sent)) nsent=$((nsent + 1))
+done < <(sed -n 's/.*rank \([0-9]*\): steps sent \([0-9]*\) packets$/\1 \2/p' "$work/step.out")
+[ "$nsent" -eq "$N" ] || fail "$nsent of $N ranks reported the packets of their steps"
+[ $((2 * total)) -le $((5 * N * need)) ] ||
+    fail "the ranks sent $total packets for $N x $need pieces of steps (more than 2.5x)"
 kill -TERM "$relay_pid" 2>/dev/null
 wait_pid "$relay_pid" 5
 sed "s/^/    /" "$work/relay.log"

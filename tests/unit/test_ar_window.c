@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "allreduce/window.h"
+#include "reliab/window.h"
 
 #define US 1000ull
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* window.c - the allreduce's congestion window (see window.h). */
+/* window.c - the congestion window of allreduce rounds and step pieces (see window.h). */
 #include <errno.h>
 #include <stdlib.h>
 
-#include "allreduce/window.h"
+#include "reliab/window.h"
 
 int sr_arw_init(sr_arw *w, uint32_t slots)
 {

@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * window.h - the allreduce's congestion window: how many rounds a worker
- * may have in flight, adapted to congestion (AIMD), and which ready round
- * goes next.
+ * window.h - the congestion window of the worker's data packets: how many
+ * units a worker may have in flight, adapted to congestion (AIMD), and
+ * which ready unit goes next. The allreduce's units are its rounds, the
+ * step's its pieces (one per store row).
  *
- * The rounds of a call are numbered in the order every worker sends them,
- * its "units" (allreduce.c). A round is ready once its slot's previous
- * round is answered; ready rounds go out lowest unit first, while fewer
- * than cwnd rounds are in flight. The lowest unit not yet answered (the
- * base) may always go: so no worker waits for another forever. The unit
- * no worker has the answer of yet is, on every worker, the base or below
- * it (answers below it come back without the others, as shadow copies),
- * so every worker sends it.
+ * The units of a call are numbered in the order every worker sends them
+ * (allreduce.c, ssp/step.c). A unit is ready once its slot's previous
+ * unit is answered; ready units go out lowest first, while fewer than
+ * cwnd are in flight. The lowest unit not yet answered (the base) may
+ * always go: so no worker waits for another forever. For the allreduce,
+ * the unit no worker has the answer of yet is, on every worker, the base
+ * or below it (answers below it come back without the others, as shadow
+ * copies), so every worker sends it. Below, "round" reads "unit".
  *
  * cwnd starts at SR_ARW_INIT rounds (or the slots, if fewer), grows by
  * one per answer (slow start: it doubles per round trip) up to the slots,
@@ -22,8 +23,8 @@
  * loss on a path without a queue (a lossy link, a drop by a busy host) is
  * not congestion: halving would only slow the job.
  */
-#ifndef SERENE_ALLREDUCE_WINDOW_H
-#define SERENE_ALLREDUCE_WINDOW_H
+#ifndef SERENE_RELIAB_WINDOW_H
+#define SERENE_RELIAB_WINDOW_H
 
 #include <stdint.h>
 
@@ -97,4 +98,4 @@ int sr_arw_loss(sr_arw *w, uint32_t unit, uint64_t srtt_ns);
  * again grow it back. Returns 1 if it halved. */
 int sr_arw_delay(sr_arw *w, uint32_t unit, uint64_t srtt_ns);
 
-#endif /* SERENE_ALLREDUCE_WINDOW_H */
+#endif /* SERENE_RELIAB_WINDOW_H */
