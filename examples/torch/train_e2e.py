@@ -33,9 +33,10 @@ directory of MNIST idx files, split 8:2 (train_torch.py's reader), or
 Timing: the compute of a step (forward, backward, optimizer) is measured
 alone, on the rank's own model copy, for --calib steps before the timed
 loop; a step's communication is its wall time less that median. Every
---eval-every steps (and at the end) the clock stops and rank 0 measures the
-test accuracy of its model (for SSP: its local copy, all pulled updates in)
-outside the timed loop. Rank 0 writes DIR/steps.csv (step, wall_s, loss)
+--eval-every steps (and at the end) the ranks meet at a barrier (on the
+clock: under SSP a rank ahead waits there for the slowest), then the clock
+stops and rank 0 measures the test accuracy of its model (for SSP: its
+local copy, all pulled updates in) outside the timed loop. Rank 0 writes DIR/steps.csv (step, wall_s, loss)
 and DIR/evals.csv (step, wall_s, test_acc), and DIR/summary.txt
 (key=value: system, model, world, steps, steps_per_s, step_ms,
 compute_ms, comm_ms, final_acc, time_to_target_s, ...). A progress line
@@ -191,8 +192,15 @@ def main(argv=None):
             check_policy(a.staleness)
         wall += dt
         step_times.append(dt)
+        evaluate = (step + 1) % a.eval_every == 0 or step + 1 == a.steps
+        if evaluate:
+            # On the clock: a rank ahead (SSP) waits here for the slowest,
+            # so that the wait an evaluation forces is not free.
+            t1 = time.perf_counter()
+            dist.barrier()
+            wall += time.perf_counter() - t1
         rows.append((step + 1, wall, loss.item()))
-        if (step + 1) % a.eval_every == 0 or step + 1 == a.steps:
+        if evaluate:
             acc = accuracy(model, xte, yte, a.model) if rank == 0 else 0.0
             evals.append((step + 1, wall, acc))
             if rank == 0:
