@@ -16,9 +16,9 @@
 # without stragglers in this run (its compute time if that did not run).
 #
 #   bench/fabric_train.sh [-n 4] [--rate 100] [--model resnet18|mlp] [--steps 300]
-#                         [--batch 32] [--lr 0.05] [--staleness 2] [--straggle 0,0.15]
+#                         [--batch 32] [--lr 0.05] [--staleness 4] [--straggle 0,0.15]
 #                         [--straggle-base auto|MS]
-#                         [--systems gloo-ddp,serene-ddp,serene-ssp:0,serene-ssp:2]
+#                         [--systems gloo-ddp,serene-ddp,serene-ssp:0,serene-ssp:4]
 #                         [--target-acc 90]
 #                         [--eval-every 50] [--mtu 9000] [--queue BYTES]
 #                         [--build DIR] [--out DIR] [--case-timeout SEC]
@@ -38,8 +38,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=fabric_net.sh
 . "$ROOT/bench/fabric_net.sh"
 
-N=4 RATE=100 MODEL=resnet18 STEPS=300 BATCH=32 LR=0.05 STALE=2 STRAGGLE=0,0.15
-SYSTEMS=gloo-ddp,serene-ddp,serene-ssp:0,serene-ssp:2 TARGET=90 EVAL=50 MTU=9000 QUEUE=262144
+N=4 RATE=100 MODEL=resnet18 STEPS=300 BATCH=32 LR=0.05 STALE=4 STRAGGLE=0,0.15
+SYSTEMS=gloo-ddp,serene-ddp,serene-ssp:0,serene-ssp:4 TARGET=90 EVAL=50 MTU=9000 QUEUE=262144
 BUILD='' OUT='' CASE_TIMEOUT=2400 SBASE=auto
 die() { echo "fabric_train: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
