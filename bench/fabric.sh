@@ -154,24 +154,8 @@ fi
 # ---- the rack's lifetime ----------------------------------------------------
 mkdir -p "$OUT/logs" || die "cannot create $OUT"
 rm -f "$OUT"/logs/* "$OUT/results.csv" "$OUT/table.md" "$OUT/fabric.png"
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/serene-fabric.XXXXXX") || die "mktemp failed"
-fab_init "srf$$" "$WORK"
-read -r MAIN_PID _ </proc/self/stat
-export FABRIC_TAG=$FAB_TAG
-cleanup() {
-    # The main shell only: a child that got a signal before its exec runs
-    # this trap too, and must not delete the rack under the main shell.
-    # (/proc/self read here, by this process: bash's BASHPID can still
-    # hold the parent's pid in a trap right after a fork.)
-    local me
-    read -r me _ </proc/self/stat
-    [ "$me" = "$MAIN_PID" ] || return 0
-    trap '' INT TERM HUP
-    fab_down
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'echo "fabric: interrupted; removing the rack" >&2; exit 130' INT TERM HUP
+fab_lifetime fabric "srf$$" || die "cannot make a work directory"
+WORK=$FAB_DIR
 FAILS=0
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 

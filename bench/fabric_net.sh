@@ -43,6 +43,35 @@ fab_init() {
     FAB_TAG=$1 FAB_DIR=$2 FAB_N=0 FAB_NETNS=() FAB_PIDS=() FAB_SWITCH_IP=10.77.0.1 FAB_KIND=sw
 }
 
+# fab_lifetime NAME TAG: a script's rack from here to its exit: the work
+# directory FAB_DIR (TMPDIR/serene-NAME.XXXXXX), fab_init TAG on it,
+# FABRIC_TAG exported, and traps that remove the rack (fab_down) and the
+# directory on exit and on INT, TERM and HUP (exit 130, "NAME: interrupted").
+# Only the shell that called it removes them: a child that gets a signal
+# before its exec runs the traps too and must not delete the rack under the
+# caller (/proc/self is read by the process itself: bash's BASHPID can still
+# hold the parent's pid in a trap right after a fork).
+fab_lifetime() {
+    local dir
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/serene-$1.XXXXXX") || { fab_log "mktemp failed"; return 1; }
+    fab_init "$2" "$dir"
+    read -r FAB_MAIN_PID _ </proc/self/stat
+    export FABRIC_TAG=$FAB_TAG
+    trap fab_cleanup EXIT
+    # shellcheck disable=SC2064 # NAME now, in the message
+    trap "echo '$1: interrupted; removing the rack' >&2; exit 130" INT TERM HUP
+}
+
+# shellcheck disable=SC2317 # run by fab_lifetime's exit trap
+fab_cleanup() {
+    local me
+    read -r me _ </proc/self/stat
+    [ "$me" = "${FAB_MAIN_PID:-}" ] || return 0
+    trap '' INT TERM HUP
+    fab_down
+    rm -rf "$FAB_DIR"
+}
+
 fab_ns_sw() { echo "$FAB_TAG-sw"; }
 fab_ns() { echo "$FAB_TAG-h$1"; }
 fab_host_ip() { echo "10.77.$(($1 + 1)).2"; }

@@ -111,20 +111,8 @@ STORE=$([ "$MODEL" = resnet18 ] && echo 12582912 || echo 1048576)
 # ---- the rack -----------------------------------------------------------------
 mkdir -p "$OUT/logs" "$OUT/runs" || die "cannot create $OUT"
 rm -rf "$OUT"/logs/* "$OUT"/runs/* "$OUT/results.csv" "$OUT/table.md" "$OUT/accuracy.png"
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/serene-train.XXXXXX") || die "mktemp failed"
-fab_init "srt$$" "$WORK"
-read -r MAIN_PID _ </proc/self/stat
-export FABRIC_TAG=$FAB_TAG
-cleanup() {
-    local me
-    read -r me _ </proc/self/stat
-    [ "$me" = "$MAIN_PID" ] || return 0
-    trap '' INT TERM HUP
-    fab_down
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'echo "fabric_train: interrupted; removing the rack" >&2; exit 130' INT TERM HUP
+fab_lifetime fabric_train "srt$$" || die "cannot make a work directory"
+WORK=$FAB_DIR
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "== rack: $N hosts, links of $RATE Mbit/s, MTU $MTU; $MODEL, $STEPS steps of $BATCH per rank"
 fab_up "$N" "$MTU" sw || die "cannot make the rack"

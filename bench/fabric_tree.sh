@@ -69,11 +69,8 @@ for f in "$SW" "$BA" "$CTL"; do [ -x "$f" ] || die "$f was not built"; done
 case $SIZE in *[kK]) BYTES=$((${SIZE%?} << 10)) ;; *[mM]) BYTES=$((${SIZE%?} << 20)) ;; *) BYTES=$SIZE ;; esac
 CALLS=$((REPS + 1)) # bench_*: --warmup 1, then REPS samples of one call
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/fabric-tree.XXXXXX") || die "mktemp failed"
-fab_init "hh$$" "$WORK"
-cleanup() { trap '' INT TERM HUP; fab_down; rm -rf "$WORK"; }
-trap cleanup EXIT
-trap 'echo "fabric_tree: interrupted" >&2; exit 130' INT TERM HUP
+fab_lifetime fabric_tree "hh$$" || die "cannot make a work directory"
+WORK=$FAB_DIR
 NS_ROOT=hh$$-root
 ns_leaf() { echo "hh$$-l$1"; }
 ns_w() { echo "hh$$-w$1"; }
