@@ -174,9 +174,9 @@ typedef struct serene_config {
      * a difference is reported as SERENE_ERR_MISMATCH). Below it, the
      * number in flight adapts to congestion (halved on a loss while the
      * path queues, never below a quarter of it; stats.window_cuts); the
-     * pieces of a step adapt the same way. Push and pull keep as many
-     * packets in flight; on a switch with no slots (pool 0) push, pull and
-     * step use this, or 128 when it is 0.
+     * pieces of a step and the requests of a push or pull adapt the same
+     * way. On a switch with no slots (pool 0) push, pull and step use
+     * this, or 128 when it is 0.
      * Default 0. Env SERENE_WINDOW. */
     int window;
     /* Operations that may be started and not yet waited for. Default 16. */
@@ -416,9 +416,10 @@ typedef struct serene_stats {
     uint64_t held;            /* answers to probes (or resends) saying the switch
                                  holds the packet and waits for other workers */
     uint64_t window_cuts;     /* times a lost (or, on a queueing path, late)
-                                 allreduce packet or step piece halved the window
-                                 of packets in flight (it grows back by one per
-                                 window of answers, up to the slots) */
+                                 allreduce packet, step piece or push/pull
+                                 request halved the window of packets in
+                                 flight (it grows back by one per window of
+                                 answers, up to the slots) */
 } serene_stats;
 
 /* Snapshot of the context's counters (monotonic since creation). */

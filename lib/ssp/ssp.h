@@ -31,9 +31,12 @@ typedef struct sr_clock {
 /* Worker-side state of one request in flight (slot j mod window). */
 typedef struct sr_req_slot {
     uint8_t busy;     /* a request is in flight */
+    uint8_t resent;   /* resent: its answer delay is not the path's */
     uint16_t count;   /* words it moves */
     uint32_t offset;  /* its store word */
     uint32_t req_seq; /* its push / pull number */
+    uint32_t ndone;   /* requests of its slot answered this call */
+    uint64_t sent_ns; /* when it went */
 } sr_req_slot;
 
 typedef struct sr_store {
@@ -43,9 +46,12 @@ typedef struct sr_store {
     uint32_t push_seq; /* last push number used; the switch dedups on it */
     uint32_t pull_seq; /* last pull request number */
     uint32_t req_base, n_req, req_done; /* requests of the current push/pull */
+    uint32_t w_eff;    /* slots the current push/pull uses */
+    uint32_t base;     /* its lowest request not yet answered */
     uint8_t *pulled;   /* per store word: its 4 wire bytes (big-endian) at this
                           worker's last read, so that keeping it is a copy */
     sr_req_slot *slots; /* the engine's window of slots */
+    sr_arw win;         /* how many requests may be in flight (reliab/window.h); persists */
 } sr_store;
 
 /* The step (step.c): push, clock and pull of one iteration as one stream

@@ -5,7 +5,12 @@
  *
  * Push and pull cut their range at the store's row boundaries (a row is
  * the job's elems_per_pkt words), one request per row piece, up to the
- * window in flight, each timed by the one retransmission engine. A push
+ * engine's window in flight and no more than the congestion window admits
+ * (reliab/window.h, as for allreduce rounds and step pieces: request j is
+ * unit j of slot j mod W), each timed by the one retransmission engine. A
+ * request whose timer fires while answers to later ones keep coming is
+ * queued at a slow switch, not lost: it is not resent, and the window
+ * shrinks; one that answers overtook is resent whole. A push
  * carries a per-context push number; the switch applies a push to a row
  * only if its number is newer than the last one applied there for this
  * worker, so a retransmission never double counts. Because an op's pieces
@@ -40,7 +45,7 @@ static int store_on_join(void *self, sr_engine *e)
     uint32_t words = e->params.store_capacity;
     atomic_store(&st->words, words);
     st->slots = calloc(e->window, sizeof *st->slots);
-    if (!st->slots)
+    if (!st->slots || sr_arw_init(&st->win, e->window))
         return SERENE_ERR_NOMEM;
     if (words) {
         st->pulled = calloc(words, 4);
@@ -55,6 +60,7 @@ static void store_fini(void *self, sr_engine *e)
     sr_store *st = self;
     free(st->pulled);
     free(st->slots);
+    sr_arw_fini(&st->win);
 }
 
 void sr_store_piece(const sr_engine *e, const serene_op *op, uint32_t j, size_t *start,
@@ -97,7 +103,7 @@ static void push_payload(sr_engine *e, const serene_op *op, uint8_t *pl, size_t 
 static void send_request(sr_store *st, sr_engine *e, const serene_op *op, uint32_t j,
                          uint64_t now)
 {
-    uint32_t w = j % e->window;
+    uint32_t w = j % st->w_eff;
     sr_req_slot *sl = &st->slots[w];
     uint8_t *msg = sr_slot_msg(e, w);
     size_t start, end;
@@ -117,10 +123,20 @@ static void send_request(sr_store *st, sr_engine *e, const serene_op *op, uint32
     }
     sr_hdr_pack(msg, &h);
     sl->busy = 1;
+    sl->resent = 0;
+    sl->sent_ns = now;
     sl->req_seq = h.seq;
     sl->offset = h.offset;
     sl->count = (uint16_t)n;
     sr_slot_send(e, w, h.count, now);
+}
+
+/* Send the ready requests the congestion window admits, lowest first. */
+static void drain(sr_store *st, sr_engine *e, const serene_op *op, uint64_t now)
+{
+    uint32_t j, s;
+    while (sr_arw_next(&st->win, &j, &s))
+        send_request(st, e, op, j, now);
 }
 
 static void store_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
@@ -141,9 +157,14 @@ static void store_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
     st->req_base = *seq + 1;
     *seq += st->n_req;
     sr_rel_set_deadline(&e->rel, op->deadline_ns);
-    uint32_t first = st->n_req < e->window ? st->n_req : e->window;
-    for (uint32_t j = 0; j < first; j++)
-        send_request(st, e, op, j, now);
+    st->w_eff = st->n_req < e->window ? st->n_req : e->window;
+    st->base = 0;
+    sr_arw_begin(&st->win);
+    for (uint32_t j = 0; j < st->w_eff; j++) {
+        st->slots[j].ndone = 0;
+        sr_arw_ready(&st->win, j, j);
+    }
+    drain(st, e, op, now);
 }
 
 /* The request this answer is for, or NULL (a duplicate or a stray). */
@@ -155,7 +176,7 @@ static sr_req_slot *req_match(sr_store *st, const sr_engine *e, const serene_op 
     *j = h->seq - st->req_base;
     if (*j >= st->n_req)
         return NULL;
-    sr_req_slot *sl = &st->slots[*j % e->window];
+    sr_req_slot *sl = &st->slots[*j % st->w_eff];
     if (!sl->busy || sl->req_seq != h->seq || sl->offset != h->offset)
         return NULL;
     return sl;
@@ -164,11 +185,19 @@ static sr_req_slot *req_match(sr_store *st, const sr_engine *e, const serene_op 
 static void req_done(sr_store *st, sr_engine *e, serene_op *op, sr_req_slot *sl, uint32_t j,
                      uint64_t now)
 {
+    uint32_t s = j % st->w_eff;
     sl->busy = 0;
-    sr_rel_ack(&e->rel, j % e->window, now);
+    sr_rel_ack(&e->rel, s, now);
     st->req_done++;
-    if (j + e->window < st->n_req)
-        send_request(st, e, op, j + e->window, now);
+    if (!sl->resent)
+        sr_arw_rtt(&st->win, now - sl->sent_ns, now);
+    sl->ndone++;
+    while (st->base < st->n_req && st->base / st->w_eff < st->slots[st->base % st->w_eff].ndone)
+        st->base++;
+    sr_arw_answered(&st->win, st->base, st->win.srtt_ns);
+    if (j + st->w_eff < st->n_req)
+        sr_arw_ready(&st->win, j + st->w_eff, s);
+    drain(st, e, op, now);
     if (st->req_done == st->n_req)
         sr_op_finish(e, op, 0);
 }
@@ -238,6 +267,25 @@ static void store_on_message(void *self, sr_engine *e, serene_op *op, const sr_h
     req_done(st, e, op, sl, j, now);
 }
 
+/* A request's timer expired: queued behind answers (a delay: the window
+ * shrinks), or lost or its answer was (resent whole: the switch applies a
+ * push once and answers a pull again). */
+static void store_on_expire(void *self, sr_engine *e, serene_op *op, uint32_t s, uint64_t now)
+{
+    sr_store *st = self;
+    sr_req_slot *sl = &st->slots[s];
+    uint32_t j = sl->req_seq - st->req_base;
+    int v = sr_rel_verdict(&e->rel, s, 0, now);
+    if (v == SR_REL_QUEUED && sr_arw_delay(&st->win, j, st->win.srtt_ns))
+        SR_STAT_ADD(e, window_cuts, 1);
+    if (v != SR_REL_PROBE || !sl->busy)
+        return;
+    sl->resent = 1;
+    if (sr_arw_loss(&st->win, j, st->win.srtt_ns))
+        SR_STAT_ADD(e, window_cuts, 1);
+    sr_slot_resend(e, s, now);
+}
+
 static int store_on_error(void *self, sr_engine *e, serene_op *op, const sr_hdr *h)
 {
     const sr_store *st = self;
@@ -267,8 +315,11 @@ const sr_op_class sr_store_class = {
     /* Engine thread: the first window of row pieces (a push of NaN/Inf
      * fails without sending). */
     .begin = store_begin,
-    /* Engine thread: PUSH_ACK or PULL_RESP of a piece; send the next one. */
+    /* Engine thread: PUSH_ACK or PULL_RESP of a piece; send what the
+     * window admits. */
     .on_message = store_on_message,
+    /* Engine thread: a piece's timer expired: a delay, or resend it. */
+    .on_expire = store_on_expire,
     /* Engine thread: the switch refused a piece (RANGE, ...). */
     .on_error = store_on_error,
     /* Engine thread: deadline or retry limit. */

@@ -361,6 +361,8 @@ static int run_store(serene_ctx *ctx, const serene_config *cfg, const opts *o)
         failures = 1;
         goto out;
     }
+    serene_stats st0, st;
+    serene_get_stats(ctx, &st0);
     for (int i = 0; i < o->iters && failures < 5; i++) {
         for (size_t k = 0; k < cnt; k++) {
             mine[k] = value(o->seed, rank, i, k);
@@ -404,6 +406,11 @@ static int run_store(serene_ctx *ctx, const serene_config *cfg, const opts *o)
             break;
         }
     }
+    serene_get_stats(ctx, &st);
+    /* What the iterations sent (pushes, pulls, clocks, resends): the pace
+     * test bounds it against the row pieces they need. */
+    printf("rank %d: store iterations sent %llu packets\n", rank,
+           (unsigned long long)(st.pkts_sent - st0.pkts_sent));
     for (size_t k = 0; k < cnt; k++)
         wrapped += exact[k] > INT32_MAX || exact[k] < INT32_MIN;
     if (!failures && wrapped == 0) {
@@ -414,7 +421,6 @@ static int run_store(serene_ctx *ctx, const serene_config *cfg, const opts *o)
         failures += store_edges(ctx, cfg, o);
         failures += store_floats(ctx, cfg, o->offset + cnt + 10, 300);
     }
-    serene_stats st;
     serene_get_stats(ctx, &st);
     printf("rank %d: store: %d iterations of %zu words at %zu, %zu of them wrapped; sent %llu "
            "recv %llu retrans %llu dup %llu timeouts %llu\n",

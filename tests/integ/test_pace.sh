@@ -12,8 +12,11 @@
 #            the packets the data needs, probes and resends included
 #            (ar_worker --pace; each call's time over the rate's allowance
 #            is reported, and checked under SERENE_PACE_STRICT=1); then a
-#            store run (push, pull, clock) exact through the same relay,
-#            and steps of 64 rows (BSP): the workers send at most 2.5x the
+#            store run (push, pull, clock; 129 rows a call) exact through
+#            the same relay, the workers sending at most 1.6x the requests
+#            and clocks they need (the congestion window: 1.2-1.4x with it,
+#            1.8-1.9x with the engine's whole window in flight), and steps
+#            of 64 rows (BSP): the workers send at most 2.5x the
 #            pieces they need, probes and resends included (the
 #            congestion window, as for the allreduce: a full window of 64
 #            pieces from 3 workers would overflow the relay's queue every
@@ -64,10 +67,22 @@ if [ "$CASE" = trains ]; then
 else
     [ "$warned" -eq 0 ] || fail "$warned ranks said that a path that passes trains drops them"
 fi
-ranks store 180 "$N" --job 1 -- "$SSP" store --iters 4 --offset 100 --count 600 \
-    --capacity 8192 --seed 42
-[ "$(grep -c 'store: 4 iterations' "$work/store.out")" -eq "$N" ] ||
+STORE_ITERS=4 STORE_OFFSET=100 STORE_WORDS=4096
+ranks store 180 "$N" --job 1 -- "$SSP" store --iters "$STORE_ITERS" --offset "$STORE_OFFSET" \
+    --count "$STORE_WORDS" --capacity 8192 --seed 42
+[ "$(grep -c "store: $STORE_ITERS iterations" "$work/store.out")" -eq "$N" ] ||
     fail "not every rank reported its store iterations"
+# Each iteration: a push and three pulls of the range's rows, two clocks.
+rows=$(((STORE_OFFSET + STORE_WORDS - 1) / 32 - STORE_OFFSET / 32 + 1))
+need=$((STORE_ITERS * (4 * rows + 2))) total=0 nsent=0
+while read -r r sent; do
+    echo "rank $r: store iterations sent $sent packets for $need requests"
+    total=$((total + sent)) nsent=$((nsent + 1))
+done < <(sed -n 's/.*rank \([0-9]*\): store iterations sent \([0-9]*\) packets$/\1 \2/p' \
+    "$work/store.out")
+[ "$nsent" -eq "$N" ] || fail "$nsent of $N ranks reported the packets of their store iterations"
+[ $((5 * total)) -le $((8 * N * need)) ] ||
+    fail "the ranks sent $total packets for $N x $need store requests (more than 1.6x)"
 STEP_CLOCKS=8 STEP_WORDS=2048
 ranks step 180 "$N" --job 1 -- "$SSP" step --clocks "$STEP_CLOCKS" --offset 0 \
     --count "$STEP_WORDS" --staleness 0
