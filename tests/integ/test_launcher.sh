@@ -146,8 +146,10 @@ t0=$(date +%s%N)
 spawn "$out" --stderr "$err" "$RUN" -n 4 --job 7 -- "$CHILD" --sleep-rank 0 --ms 1500
 bg=$spawned
 # Bounded by time, not tries: a loaded machine starts the switch slowly.
+# serene-run's own line, not the switch's "[switch] ... listening on",
+# which serene-run may copy out before it writes its own.
 end=$((SECONDS + 30))
-until grep -q 'listening on' "$err" || [ $SECONDS -ge $end ]; do sleep 0.1; done
+until [ -n "$(switch_pid)" ] || [ $SECONDS -ge $end ]; do sleep 0.1; done
 sw=$(switch_pid)
 port=$(switch_addr | sed 's/.*://')
 if [ -z "$sw" ]; then
