@@ -161,16 +161,6 @@ static void drain(sr_ar *ar, sr_engine *e, const serene_op *op, uint64_t now)
     }
 }
 
-/* Slot sl's round was answered: the window learns it, with the new base
- * (the lowest unit not yet answered). */
-static void window_answered(sr_ar *ar, sr_ar_slot *sl)
-{
-    sl->ndone++;
-    while (ar->base < ar->n_units && ar->base / ar->w_eff < ar->slots[ar->base % ar->w_eff].ndone)
-        ar->base++;
-    sr_arw_answered(&ar->win, ar->base, ar->win.srtt_ns);
-}
-
 static void ar_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
 {
     sr_ar *ar = self;
@@ -191,13 +181,8 @@ static void ar_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
     if (ar->w_eff == 0)
         ar->w_eff = 1;
     sr_rel_set_deadline(&e->rel, op->deadline_ns);
-    ar->n_units = ar->w_eff + ar->n_chunks;
-    ar->base = 0;
-    sr_arw_begin(&ar->win);
-    for (uint32_t s = 0; s < ar->w_eff; s++) { /* the hint rounds, through the window */
-        ar->slots[s].ndone = 0;
-        sr_arw_ready(&ar->win, s, s);
-    }
+    /* Units: the w_eff hint rounds, then chunk c as unit w_eff + c. */
+    sr_arw_call(&ar->win, ar->w_eff + ar->n_chunks, ar->w_eff);
     drain(ar, e, op, now);
 }
 
@@ -322,11 +307,9 @@ static void on_ar_answer(void *self, sr_engine *e, serene_op *op, const sr_hdr *
     }
     if (!sl->probe_ns && !sl->resent)
         sr_arw_rtt(&ar->win, now - sl->sent_ns, now);
-    window_answered(ar, sl);
-    if (sl->next_chunk < ar->n_chunks) {
+    if (sl->next_chunk < ar->n_chunks)
         sl->wait_exp = h->next_exp;
-        sr_arw_ready(&ar->win, sl->next_chunk + ar->w_eff, h->slot);
-    }
+    sr_arw_done(&ar->win, sl->next_chunk); /* the round's unit; the slot's next is ready */
     drain(ar, e, op, now);
     if (ar->chunks_done == ar->n_chunks)
         sr_op_finish(e, op, ar->nonfinite ? SERENE_ERR_NONFINITE : 0);

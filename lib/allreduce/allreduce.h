@@ -26,7 +26,6 @@ typedef struct sr_ar_slot {
     uint16_t count;      /* elements of the round in flight (0: exponent-hint round) */
     uint32_t offset;     /* element offset of the round in flight */
     uint32_t next_chunk; /* chunk this slot sends after the answer */
-    uint32_t ndone;      /* rounds of this slot answered in the current call */
     int8_t wait_exp;     /* exponent of its next round, ready and waiting for the window */
     uint32_t done_seq, done_offset; /* ... call, offset, */
     uint64_t done_delay_ns;         /* ... answer delay (0: none) */
@@ -46,8 +45,6 @@ typedef struct sr_ar {
     sr_ar_slot *slots;  /* the engine's window of slots */
     uint32_t call_seq;  /* calls started; the switch pairs calls by it */
     uint32_t n_chunks, chunks_done, w_eff;
-    uint32_t n_units;  /* rounds of the call: w_eff hint rounds + n_chunks (its units) */
-    uint32_t base;     /* lowest unit not yet answered */
     sr_arw win;        /* which ready round goes next (window.h); persists across calls */
     int nonfinite; /* the current call met a NaN/Inf chunk (own or reduced) */
     int stream;    /* the current call's result is decoded with decode_stream */

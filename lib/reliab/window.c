@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* window.c - the congestion window of allreduce rounds and step pieces (see window.h). */
+/* window.c - the congestion window of allreduce rounds, step pieces and store
+ * requests (see window.h). */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -10,8 +11,11 @@ int sr_arw_init(sr_arw *w, uint32_t slots)
     if (!w || slots == 0)
         return -EINVAL;
     w->heap = calloc(slots, sizeof *w->heap);
-    if (!w->heap)
+    w->ndone = calloc(slots, sizeof *w->ndone);
+    if (!w->heap || !w->ndone) {
+        sr_arw_fini(w);
         return -ENOMEM;
+    }
     w->cap = slots;
     w->cwnd_max = w->ssthresh = slots;
     w->cwnd = slots < SR_ARW_INIT ? slots : SR_ARW_INIT;
@@ -26,7 +30,9 @@ int sr_arw_init(sr_arw *w, uint32_t slots)
 void sr_arw_fini(sr_arw *w)
 {
     free(w->heap);
+    free(w->ndone);
     w->heap = NULL;
+    w->ndone = NULL;
     w->cap = w->n = 0;
 }
 
@@ -35,6 +41,28 @@ void sr_arw_begin(sr_arw *w)
     w->n = 0;
     w->inflight = 0;
     w->base = w->sent_hi = w->recover = 0;
+}
+
+void sr_arw_call(sr_arw *w, uint32_t units, uint32_t slots)
+{
+    sr_arw_begin(w);
+    w->units = units;
+    w->slots = slots;
+    for (uint32_t s = 0; s < slots; s++) {
+        w->ndone[s] = 0;
+        sr_arw_ready(w, s, s);
+    }
+}
+
+void sr_arw_done(sr_arw *w, uint32_t unit)
+{
+    uint32_t s = unit % w->slots, b = w->base;
+    w->ndone[s]++;
+    while (b < w->units && b / w->slots < w->ndone[b % w->slots])
+        b++;
+    sr_arw_answered(w, b, w->srtt_ns);
+    if (unit + w->slots < w->units)
+        sr_arw_ready(w, unit + w->slots, s);
 }
 
 void sr_arw_ready(sr_arw *w, uint32_t unit, uint32_t slot)

@@ -54,6 +54,8 @@ typedef struct sr_arw {
     uint32_t cwnd, cwnd_min, cwnd_max, cwnd_acc;
     uint32_t ssthresh;   /* slow start below it */
     uint32_t base;       /* lowest unit not yet answered */
+    uint32_t units, slots; /* the call's (sr_arw_call); unit u is in slot u % slots */
+    uint32_t *ndone;     /* per slot: its units answered this call */
     uint32_t sent_hi;    /* units below it were sent */
     uint32_t recover;    /* a loss of a unit below it does not halve again */
     uint64_t min_rtt_ns;   /* smallest answer delay of the last one or two periods; 0 = none */
@@ -69,6 +71,14 @@ int sr_arw_init(sr_arw *w, uint32_t slots);
 void sr_arw_fini(sr_arw *w);
 /* A new call: nothing ready or in flight; cwnd and the delays stay. */
 void sr_arw_begin(sr_arw *w);
+/* A new call of units units over slots slots (1 <= slots <= the window's,
+ * slots <= units): sr_arw_begin, and the first unit of every slot ready.
+ * Unit u goes in slot u % slots, once unit u - slots is answered. */
+void sr_arw_call(sr_arw *w, uint32_t units, uint32_t slots);
+/* Unit unit of the call was answered (once per unit): sr_arw_answered
+ * with the new base and the smoothed delay, and its slot's next unit, if
+ * any, ready. */
+void sr_arw_done(sr_arw *w, uint32_t unit);
 /* Slot slot's round of unit unit is ready. At most one per slot. */
 void sr_arw_ready(sr_arw *w, uint32_t unit, uint32_t slot);
 /* The next ready round the window admits: 1 with *unit and *slot (it now

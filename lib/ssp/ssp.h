@@ -35,7 +35,6 @@ typedef struct sr_req_slot {
     uint16_t count;   /* words it moves */
     uint32_t offset;  /* its store word */
     uint32_t req_seq; /* its push / pull number */
-    uint32_t ndone;   /* requests of its slot answered this call */
     uint64_t sent_ns; /* when it went */
 } sr_req_slot;
 
@@ -47,7 +46,6 @@ typedef struct sr_store {
     uint32_t pull_seq; /* last pull request number */
     uint32_t req_base, n_req, req_done; /* requests of the current push/pull */
     uint32_t w_eff;    /* slots the current push/pull uses */
-    uint32_t base;     /* its lowest request not yet answered */
     uint8_t *pulled;   /* per store word: its 4 wire bytes (big-endian) at this
                           worker's last read, so that keeping it is a copy */
     sr_req_slot *slots; /* the engine's window of slots */
@@ -61,7 +59,6 @@ typedef struct sr_step_piece {
     uint8_t probed;  /* probed or resent: its answer delay is not the path's */
     uint32_t start;  /* its first store word */
     uint16_t count;  /* words it moves */
-    uint32_t ndone;  /* pieces of its slot answered this step */
     uint64_t sent_ns;      /* when it went */
     uint64_t probe_out_ns; /* when its last probe went, unanswered yet (0: none) */
     uint8_t probe[SR_WIRE_HDR_LEN]; /* its STEP_PROBE */
@@ -74,7 +71,6 @@ typedef struct sr_step {
     uint32_t clk;               /* the clock the current step ends */
     uint32_t n_pieces, w_eff;   /* pieces of the current step, slots it uses */
     uint32_t done;              /* pieces answered */
-    uint32_t base;              /* the lowest piece not yet answered */
     uint32_t min_low;           /* the smallest row low clock among the answers */
     int held;                   /* some piece was answered STEP_HELD */
     int nonfinite;              /* some piece's update held NaN/Inf: sent as zeros */

@@ -120,14 +120,9 @@ static void step_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
     sp->done = 0;
     sp->held = 0;
     sp->nonfinite = 0;
-    sp->base = 0;
     sp->clk = atomic_load_explicit(&sp->clock->sync.clock, memory_order_relaxed);
     sr_rel_set_deadline(&e->rel, op->deadline_ns);
-    sr_arw_begin(&sp->win);
-    for (uint32_t j = 0; j < sp->w_eff; j++) {
-        sp->pieces[j].ndone = 0;
-        sr_arw_ready(&sp->win, j, j);
-    }
+    sr_arw_call(&sp->win, sp->n_pieces, sp->w_eff);
     drain(sp, e, op, now);
 }
 
@@ -200,12 +195,7 @@ static void step_on_message(void *self, sr_engine *e, serene_op *op, const sr_hd
     sp->done++;
     if (!pc->probed)
         sr_arw_rtt(&sp->win, now - pc->sent_ns, now);
-    pc->ndone++;
-    while (sp->base < sp->n_pieces && sp->base / sp->w_eff < sp->pieces[sp->base % sp->w_eff].ndone)
-        sp->base++;
-    sr_arw_answered(&sp->win, sp->base, sp->win.srtt_ns);
-    if (j + sp->w_eff < sp->n_pieces)
-        sr_arw_ready(&sp->win, j + sp->w_eff, s);
+    sr_arw_done(&sp->win, j);
     drain(sp, e, op, now);
     if (sp->done == sp->n_pieces) {
         if ((int32_t)(sp->min_low - atomic_load(&sp->clock->sync.low)) > 0)

@@ -158,12 +158,7 @@ static void store_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
     *seq += st->n_req;
     sr_rel_set_deadline(&e->rel, op->deadline_ns);
     st->w_eff = st->n_req < e->window ? st->n_req : e->window;
-    st->base = 0;
-    sr_arw_begin(&st->win);
-    for (uint32_t j = 0; j < st->w_eff; j++) {
-        st->slots[j].ndone = 0;
-        sr_arw_ready(&st->win, j, j);
-    }
+    sr_arw_call(&st->win, st->n_req, st->w_eff);
     drain(st, e, op, now);
 }
 
@@ -191,12 +186,7 @@ static void req_done(sr_store *st, sr_engine *e, serene_op *op, sr_req_slot *sl,
     st->req_done++;
     if (!sl->resent)
         sr_arw_rtt(&st->win, now - sl->sent_ns, now);
-    sl->ndone++;
-    while (st->base < st->n_req && st->base / st->w_eff < st->slots[st->base % st->w_eff].ndone)
-        st->base++;
-    sr_arw_answered(&st->win, st->base, st->win.srtt_ns);
-    if (j + st->w_eff < st->n_req)
-        sr_arw_ready(&st->win, j + st->w_eff, s);
+    sr_arw_done(&st->win, j);
     drain(st, e, op, now);
     if (st->req_done == st->n_req)
         sr_op_finish(e, op, 0);

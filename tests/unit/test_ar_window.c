@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_ar_window.c - the allreduce's congestion window (window.h): ready
+ * test_ar_window.c - the congestion window (reliab/window.h): ready
  * rounds go out lowest unit first; at most cwnd in flight, except the
  * base; a loss halves cwnd only on a queueing path and once per window of
  * rounds sent, never below its floor (a quarter of the slots, at least
  * 2); a delay (timers firing while answers come) halves it down to 2;
  * it starts at SR_ARW_INIT and doubles per round trip up to the slots
  * or until the path queues (slow start); answers grow it back;
- * and a model of the protocol (workers that see answers in different
- * orders, windows cut to the floor) always completes every round.
+ * a call's units follow one another in their slots and the base is the
+ * lowest unanswered (sr_arw_call, sr_arw_done); and a model of the
+ * protocol (workers that see answers in different orders, windows cut to
+ * the floor) always completes every round.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -288,7 +290,6 @@ enum { MW = 4, MSLOTS = 8, MUNITS = 8 + 200 };
 
 typedef struct mworker {
     sr_arw w;
-    uint32_t ndone[MSLOTS], base;
     uint32_t inbox[MUNITS], n_in; /* answers sent to it, not yet read */
     uint32_t done;
 } mworker;
@@ -324,8 +325,7 @@ static void test_model_always_completes(void **state)
                 wk[k].w.recover = 0;
                 sr_arw_loss(&wk[k].w, 0, 1000 * US);
             }
-            for (uint32_t s = 0; s < MSLOTS; s++)
-                sr_arw_ready(&wk[k].w, s, s);
+            sr_arw_call(&wk[k].w, MUNITS, MSLOTS);
         }
         for (unsigned k = 0; k < n; k++)
             msend(wk, n, cnt, k);
@@ -338,12 +338,7 @@ static void test_model_always_completes(void **state)
             unsigned i = (unsigned)rand() % m->n_in;
             uint32_t u = m->inbox[i];
             m->inbox[i] = m->inbox[--m->n_in];
-            m->ndone[u % MSLOTS]++;
-            while (m->base < MUNITS && m->base / MSLOTS < m->ndone[m->base % MSLOTS])
-                m->base++;
-            sr_arw_answered(&m->w, m->base, 0);
-            if (u + MSLOTS < MUNITS)
-                sr_arw_ready(&m->w, u + MSLOTS, u % MSLOTS);
+            sr_arw_done(&m->w, u);
             if (rand() % 50 == 0) {
                 m->w.recover = 0;
                 sr_arw_loss(&m->w, u, 1000 * US);
@@ -354,10 +349,62 @@ static void test_model_always_completes(void **state)
         }
         for (unsigned k = 0; k < n; k++) {
             assert_int_equal(wk[k].done, MUNITS);
-            assert_int_equal(wk[k].base, MUNITS);
+            assert_int_equal(wk[k].w.base, MUNITS);
+            assert_int_equal(wk[k].w.inflight, 0);
             sr_arw_fini(&wk[k].w);
         }
     }
+}
+
+/* A call's units: unit u in slot u % slots once u - slots is answered;
+ * the base is the lowest unit not answered, whatever order answers come
+ * in; a second call starts over with the same window. */
+static void test_call_units_and_base(void **state)
+{
+    (void)state;
+    sr_arw w;
+    uint32_t u, s;
+
+    assert_int_equal(sr_arw_init(&w, 8), 0);
+    for (int call = 0; call < 2; call++) {
+        sr_arw_call(&w, 10, 3); /* units 0-9 over slots 0-2 */
+        for (uint32_t k = 0; k < 3; k++) {
+            assert_true(sr_arw_next(&w, &u, &s));
+            assert_int_equal(u, k);
+            assert_int_equal(s, k);
+        }
+        assert_false(sr_arw_next(&w, &u, &s)); /* the next of a slot waits for its answer */
+        sr_arw_done(&w, 1);
+        assert_int_equal(w.base, 0);
+        assert_true(sr_arw_next(&w, &u, &s));
+        assert_int_equal(u, 4);
+        assert_int_equal(s, 1);
+        sr_arw_done(&w, 0);
+        assert_int_equal(w.base, 2);
+        sr_arw_done(&w, 4); /* 4 before 2 and 3: the base stays at 2 */
+        assert_int_equal(w.base, 2);
+        sr_arw_done(&w, 2);
+        assert_int_equal(w.base, 3);
+        uint32_t answered = 4, sent[10] = {0};
+        while (sr_arw_next(&w, &u, &s)) { /* 3, 5 and 7 (4 answered), then on as answered */
+            assert_int_equal(s, u % 3);
+            sent[u] = 1;
+        }
+        for (uint32_t k = 3; k < 10 && answered < 10; k++) {
+            if (k == 4)
+                continue;
+            while (!sent[k] && sr_arw_next(&w, &u, &s))
+                sent[u] = 1;
+            assert_true(sent[k]);
+            sr_arw_done(&w, k);
+            answered++;
+        }
+        assert_int_equal(answered, 10);
+        assert_int_equal(w.base, 10);
+        assert_int_equal(w.inflight, 0);
+        assert_false(sr_arw_next(&w, &u, &s));
+    }
+    sr_arw_fini(&w);
 }
 
 int main(void)
@@ -372,6 +419,7 @@ int main(void)
         cmocka_unit_test(test_slow_start_ends_at_a_queue),
         cmocka_unit_test(test_rtt_minimum_over_periods),
         cmocka_unit_test(test_model_always_completes),
+        cmocka_unit_test(test_call_units_and_base),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
