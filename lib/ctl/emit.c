@@ -42,6 +42,11 @@
 
 #define TOFINO_MAX_WORKERS 32u /* one 32-bit bitmap word per ring entry */
 #define TOFINO_POLICY_ENTRIES 1024u /* policy_table's size in p4/tna/tna_ingress.p4 */
+/* p4/tna/tna_headers.p4: register blocks (low_reg, high_reg, the ring, the
+ * cells and the rows are indexed by job id mod this) and a block's store
+ * (SR_TNA_STORE_ROWS rows of SR_TNA_ELEMS words). */
+#define TOFINO_MAX_JOBS 4u
+#define TOFINO_STORE_WORDS (1024u * 32u)
 
 int serene_ctl_target_parse(const char *name, serene_ctl_target *t)
 {
@@ -215,10 +220,10 @@ static void emit_tofino(FILE *f, const serene_ctl_policy *p, const serene_ctl_jo
                    ", addr='%s', port=%u)\n",
                 (unsigned)j->id, w, a, (unsigned)j->workers[w].udp_port);
     }
-    fprintf(f, "p.Ingress.low_reg.mod(REGISTER_INDEX=%u, f1=%" PRIu32 ")\n", (unsigned)j->id,
-            j->first_clock - 1);
-    fprintf(f, "p.Ingress.high_reg.mod(REGISTER_INDEX=%u, f1=%" PRIu32 ")\n", (unsigned)j->id,
-            j->first_clock - 1);
+    fprintf(f, "p.Ingress.low_reg.mod(REGISTER_INDEX=%u, f1=%" PRIu32 ")\n",
+            (unsigned)j->id % TOFINO_MAX_JOBS, j->first_clock - 1);
+    fprintf(f, "p.Ingress.high_reg.mod(REGISTER_INDEX=%u, f1=%" PRIu32 ")\n",
+            (unsigned)j->id % TOFINO_MAX_JOBS, j->first_clock - 1);
     for (uint32_t w = 0; w < j->n_workers; w++)
         fprintf(f, "bfrt.pre.node.add(MULTICAST_NODE_ID=%" PRIu32 ", MULTICAST_RID=%" PRIu32
                    ", MULTICAST_LAG_ID=[], DEV_PORT=[%u])\n",
@@ -462,6 +467,13 @@ int serene_ctl_emit(FILE *f, serene_ctl_target t, const serene_ctl_policy *p,
         ctl_errf(err, errcap,
                  "job %u has %" PRIu32 " workers, more than the %u of one bitmap word",
                  (unsigned)job->id, job->n_workers, TOFINO_MAX_WORKERS);
+        return -EINVAL;
+    }
+    if (t == SERENE_CTL_TARGET_TOFINO && job->store_words > TOFINO_STORE_WORDS) {
+        ctl_errf(err, errcap,
+                 "job %u has a store of %" PRIu32 " words, more than the %u of a Tofino job's "
+                 "register block",
+                 (unsigned)job->id, job->store_words, TOFINO_STORE_WORDS);
         return -EINVAL;
     }
     if (t == SERENE_CTL_TARGET_TOFINO && tofino_policy(NULL, p, job) > TOFINO_POLICY_ENTRIES) {

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * tna_egress.p4 - egress of the Tofino proof of concept: a multicast copy
- * (RELEASE) gets its rank's worker id and address (rank_table; RID = rank
- * as serene-ctl creates the nodes); the sender's own copy becomes its
+ * tna_egress.p4 - egress of the Tofino program: a multicast copy
+ * (AR_RESULT, RELEASE) gets its rank's worker id and address (rank_table;
+ * RID = rank as serene-ctl creates the nodes); the CLOCK sender's own copy
+ * of a RELEASE becomes its
  * PROCEED or HOLD answer instead, so it gets the answer but not the RELEASE
  * (the software switch sends it both; the answer carries the same low).
  * An answer to the sender swaps the addresses. Lengths, IPv4 id 0, DF,
@@ -16,7 +17,7 @@
 
 #include "tna_headers.p4"
 
-control Egress(inout headers_t hdr, inout eg_meta_t md,
+control Egress(inout eg_headers_t hdr, inout eg_meta_t md,
                in egress_intrinsic_metadata_t eg_intr_md,
                in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
                inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
@@ -56,7 +57,15 @@ control Egress(inout headers_t hdr, inout eg_meta_t md,
         if (hdr.bridge.serene == 0) {
             return;
         }
-        if (hdr.serene.op == SR_OP_RELEASE && eg_intr_md.egress_rid != hdr.bridge.sender) {
+        if (hdr.bridge.err != 0) {
+            // ERROR: status err, aux the refused op, header only.
+            hdr.serene.aux = (bit<32>)hdr.serene.op;
+            hdr.serene.op = SR_OP_ERROR;
+            hdr.serene.status = hdr.bridge.err;
+            hdr.serene.count = 0;
+        }
+        if (hdr.bridge.mc == 1 &&
+            (hdr.serene.op != SR_OP_RELEASE || eg_intr_md.egress_rid != hdr.bridge.sender)) {
             hdr.serene.worker = eg_intr_md.egress_rid;
             hdr.eth.src_addr = hdr.eth.dst_addr;
             hdr.eth.dst_addr = 0xffffffffffff;

@@ -1,9 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * tna_ingress.p4 - ingress of the Tofino proof of concept: the sender and
- * its job, the barrier (CLOCK -> PROCEED / HOLD, RELEASE multicast) and a
- * reduced store (PUSH applied once per row, worker and push number; PULL),
- * each register touched at most once per pass through RegisterActions.
+ * tna_ingress.p4 - ingress of the Tofino program: the sender and its job,
+ * the streaming allreduce (AR_DATA, AR_PROBE), the barrier (CLOCK ->
+ * PROCEED / HOLD, RELEASE multicast) and the store (PUSH applied once per
+ * row, worker and push number; PULL), each register touched at most once
+ * per pass through RegisterActions.
+ *
+ * Allreduce (p4/tna/README.md, "The allreduce"). A cell is (job block,
+ * slot, shadow bit); its round is one pair register, round_t: lo the
+ * fingerprint of the round's piece (bit 0 set; 0: poisoned), hi the
+ * workers not yet in. The same fingerprint is the open round (hi loses the
+ * worker's bit); another one opens a new round if the cell's is complete,
+ * else poisons it. Three copies (round_a, _b, _c) answer hi after, hi
+ * before and lo before; nexp_reg keeps next_exp's max. Their flags pick
+ * the 32 lanes' actions (set, add, read: the shadow copy) and the answer
+ * (answer_tbl). classify checks the header first. No if/else tree follows
+ * the registers: on Tofino 1 a table after a join follows every branch,
+ * and the lanes need stages 4 to 11.
  *
  * Barrier in two passes. Pass 1 reads low (low_reg), checks the clock,
  * sets the worker's bit in ring entry c mod R (ring_reg, returning the old
@@ -15,7 +28,8 @@
  *
  * Tables and registers have the names serene-ctl's bfrt_python script
  * uses (lib/ctl/README.md): job_table, worker_table, policy_table,
- * low_reg and high_reg (index: job id) in Ingress.
+ * low_reg and high_reg (index: job id mod 4) in Ingress. What the program leaves
+ * out of the software switch's rules, and why: p4/tna/README.md.
  */
 #ifndef SERENE_TNA_INGRESS_P4_
 #define SERENE_TNA_INGRESS_P4_
@@ -25,19 +39,72 @@
 
 #include "tna_headers.p4"
 
-#define SR_TNA_ST_REG(i)                                                    \
-    Register<bit<32>, bit<32>>(SR_TNA_MAX_JOBS * SR_TNA_STORE_ROWS, 0) st_reg_##i; \
-    RegisterAction<bit<32>, bit<32>, bit<32>>(st_reg_##i) st_add_##i = {    \
+// Lane i: an allreduce cell's sum of word i, or store row word i.
+#define SR_TNA_LANE(i)                                                      \
+    Register<bit<32>, bit<16>>(SR_TNA_LANE_ENTRIES, 0) lane_reg_##i;        \
+    RegisterAction<bit<32>, bit<16>, bit<32>>(lane_reg_##i) lane_set_##i = { \
+        void apply(inout bit<32> value, out bit<32> rv) {                   \
+            value = hdr.vals[i].v;                                          \
+            rv = value;                                                     \
+        }                                                                   \
+    };                                                                      \
+    RegisterAction<bit<32>, bit<16>, bit<32>>(lane_reg_##i) lane_add_##i = { \
         void apply(inout bit<32> value, out bit<32> rv) {                   \
             value = value + hdr.vals[i].v;                                  \
             rv = value;                                                     \
         }                                                                   \
     };                                                                      \
-    RegisterAction<bit<32>, bit<32>, bit<32>>(st_reg_##i) st_read_##i = {   \
+    RegisterAction<bit<32>, bit<16>, bit<32>>(lane_reg_##i) lane_read_##i = { \
         void apply(inout bit<32> value, out bit<32> rv) {                   \
             rv = value;                                                     \
         }                                                                   \
     };
+// Lane i's one table: lop and the round's flags (or the push number and
+// the row check) pick the access at lidx, for the words the packet has.
+// One table per lane (Tofino 1 has 16 logical tables per stage).
+#define SR_TNA_LANE_TABLE(i)                                                \
+    action l_set_##i() { hdr.vals[i].v = lane_set_##i.execute(md.lidx); }   \
+    action l_add_##i() { hdr.vals[i].v = lane_add_##i.execute(md.lidx); }   \
+    action l_read_##i() { hdr.vals[i].v = lane_read_##i.execute(md.lidx); } \
+    table lane_tbl_##i {                                                    \
+        key = {                                                             \
+            md.lop: ternary;                                                \
+            md.k_same: ternary;                                             \
+            md.k_dup: ternary;                                              \
+            md.k_done: ternary;                                             \
+            md.k_free: ternary;                                             \
+            md.push_new: ternary;                                           \
+            md.k_range: ternary;                                            \
+            hdr.vals[i].isValid(): ternary;                                 \
+        }                                                                   \
+        actions = { l_set_##i; l_add_##i; l_read_##i; NoAction; }           \
+        const default_action = NoAction();                                  \
+        size = 8;                                                           \
+        const entries = {                                                   \
+            (SR_TNA_LOP_AR, 1, 0, _, _, _, _, true) : l_add_##i();          \
+            (SR_TNA_LOP_AR, 1, 1, 1, _, _, _, true) : l_read_##i();         \
+            (SR_TNA_LOP_AR, 0, _, _, 1, _, _, true) : l_set_##i();          \
+            (SR_TNA_LOP_PUSH, _, _, _, _, 1, 0, true) : l_add_##i();        \
+            (SR_TNA_LOP_PULL, _, _, _, _, _, 0, true) : l_read_##i();       \
+        }                                                                   \
+    }
+#define SR_TNA_LANE_APPLY(i) lane_tbl_##i.apply();
+#define SR_TNA_LANES(X)                                                     \
+    X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12)    \
+    X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23)      \
+    X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31)
+
+// A cell's round (round_t): the contribution's update, the same in the
+// three copies; a probe's read writes nothing.
+#define SR_TNA_ROUND_UPDATE                                                 \
+    if (value.lo == md.fp) {                                                \
+        value.hi = value.hi & md.fx; /* the open round: the worker in */    \
+    } else if (value.hi == 0) {                                             \
+        value.lo = md.fp; /* complete or idle: a new round */               \
+        value.hi = md.fx;                                                   \
+    } else {                                                                \
+        value.lo = 0; /* disagrees with the open round: poisoned */         \
+    }
 
 control Ingress(inout headers_t hdr, inout ig_meta_t md,
                 in ingress_intrinsic_metadata_t ig_intr_md,
@@ -50,6 +117,7 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
     action set_worker(bit<16> job, bit<16> rank) {
         md.src_job = job;
         md.src_rank = rank;
+        md.w_hit = 1;
     }
 
     table worker_table {
@@ -62,13 +130,14 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
         size = 1024;
     }
 
-    action set_job(bit<32> n_workers, bit<32> full_mask, bit<32> ring_mask,
-                   bit<32> store_words, bit<16> mgrp) {
+    action set_job(bit<8> n_workers, bit<32> full_mask, bit<32> ring_mask,
+                   bit<16> store_words, bit<16> mgrp) {
         md.n_workers = n_workers;
         md.full_mask = full_mask;
         md.ring_mask = ring_mask;
         md.store_words = store_words;
         md.mgrp = mgrp;
+        md.j_hit = 1;
     }
 
     table job_table {
@@ -155,22 +224,25 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
         }
     }
 
-    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) ring_idx_hash;
-    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) row_hash;
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) ring_idx_hash;
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) row_lane_hash;
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) push_idx_hash;
 
     // ---- barrier ----
 
-    Register<bit<32>, bit<32>>(SR_TNA_JOB_IDS, 0xffffffff) low_reg;
-    Register<bit<32>, bit<32>>(SR_TNA_JOB_IDS, 0xffffffff) high_reg;
-    Register<bit<32>, bit<32>>(SR_TNA_MAX_JOBS * SR_TNA_RING, 0) ring_reg;
+    // low and high per register block (blk = job mod SR_TNA_MAX_JOBS, as
+    // the ring, the cells and the rows): a Tofino stage's memory does not
+    // hold 65536 clocks of each beside push_last_reg.
+    Register<bit<32>, bit<16>>(SR_TNA_MAX_JOBS, 0xffffffff) low_reg;
+    Register<bit<32>, bit<16>>(SR_TNA_MAX_JOBS, 0xffffffff) high_reg;
+    Register<bit<32>, bit<16>>(SR_TNA_MAX_JOBS * SR_TNA_RING, 0) ring_reg;
 
-    RegisterAction<bit<32>, bit<32>, bit<32>>(low_reg) low_read = {
+    RegisterAction<bit<32>, bit<16>, bit<32>>(low_reg) low_read = {
         void apply(inout bit<32> value, out bit<32> rv) {
             rv = value;
         }
     };
-    RegisterAction<bit<32>, bit<32>, bit<32>>(low_reg) low_advance = {
+    RegisterAction<bit<32>, bit<16>, bit<32>>(low_reg) low_advance = {
         void apply(inout bit<32> value, out bit<32> rv) {
             value = hdr.serene.seq;
             rv = value;
@@ -179,7 +251,7 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
     // Serial max: high moves only forward. c - value in [1, 2^31 - 1]
     // (c - value < 2^31 and c != value) is one signed comparison, the form a
     // stateful ALU's condition takes.
-    RegisterAction<bit<32>, bit<32>, bit<32>>(high_reg) high_raise = {
+    RegisterAction<bit<32>, bit<16>, bit<32>>(high_reg) high_raise = {
         void apply(inout bit<32> value, out bit<32> rv) {
             if ((int<32>)(hdr.serene.seq - value) > 0) {
                 value = hdr.serene.seq;
@@ -187,19 +259,19 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
             rv = value;
         }
     };
-    RegisterAction<bit<32>, bit<32>, bit<32>>(high_reg) high_read = {
+    RegisterAction<bit<32>, bit<16>, bit<32>>(high_reg) high_read = {
         void apply(inout bit<32> value, out bit<32> rv) {
             rv = value;
         }
     };
     // The worker's bit set; the bits before it returned.
-    RegisterAction<bit<32>, bit<32>, bit<32>>(ring_reg) ring_set = {
+    RegisterAction<bit<32>, bit<16>, bit<32>>(ring_reg) ring_set = {
         void apply(inout bit<32> value, out bit<32> rv) {
             rv = value;
             value = value | md.wbit;
         }
     };
-    RegisterAction<bit<32>, bit<32>, bit<32>>(ring_reg) ring_clear = {
+    RegisterAction<bit<32>, bit<16>, bit<32>>(ring_reg) ring_clear = {
         void apply(inout bit<32> value, out bit<32> rv) {
             rv = value;
             value = 0;
@@ -222,14 +294,65 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
             }
         }
     };
-    SR_TNA_ST_REG(0)
-    SR_TNA_ST_REG(1)
-    SR_TNA_ST_REG(2)
-    SR_TNA_ST_REG(3)
-    SR_TNA_ST_REG(4)
-    SR_TNA_ST_REG(5)
-    SR_TNA_ST_REG(6)
-    SR_TNA_ST_REG(7)
+
+    // ---- allreduce cells and the lanes (the store's rows too) ----
+
+    Register<round_t, bit<16>>(SR_TNA_CELLS) round_a;
+    Register<round_t, bit<16>>(SR_TNA_CELLS) round_b;
+    Register<round_t, bit<16>>(SR_TNA_CELLS) round_c;
+    RegisterAction<round_t, bit<16>, bit<32>>(round_a) round_a_data = {
+        void apply(inout round_t value, out bit<32> rv) {
+            SR_TNA_ROUND_UPDATE
+            rv = value.hi;
+        }
+    };
+    RegisterAction<round_t, bit<16>, bit<32>>(round_b) round_b_data = {
+        void apply(inout round_t value, out bit<32> rv) {
+            rv = value.hi;
+            SR_TNA_ROUND_UPDATE
+        }
+    };
+    RegisterAction<round_t, bit<16>, bit<32>>(round_c) round_c_data = {
+        void apply(inout round_t value, out bit<32> rv) {
+            rv = value.lo;
+            SR_TNA_ROUND_UPDATE
+        }
+    };
+    // A probe: hi and lo (nothing written).
+    RegisterAction<round_t, bit<16>, bit<32>>(round_b) round_b_probe = {
+        void apply(inout round_t value, out bit<32> rv) {
+            rv = value.hi;
+        }
+    };
+    RegisterAction<round_t, bit<16>, bit<32>>(round_c) round_c_probe = {
+        void apply(inout round_t value, out bit<32> rv) {
+            rv = value.lo;
+        }
+    };
+
+    // The round's next_exp max (next_exp ^ 0x80: its signed order as
+    // unsigned), beside the fingerprint of the round it is for: a piece of
+    // another round starts it again. Where the round itself is decided
+    // does not matter here: a poisoned round has no result, and a
+    // contribution counted once changes no max twice.
+    Register<round_t, bit<16>>(SR_TNA_CELLS) nexp_reg;
+    RegisterAction<round_t, bit<16>, bit<32>>(nexp_reg) nexp_data = {
+        void apply(inout round_t value, out bit<32> rv) {
+            if (value.lo != md.fp) {
+                value.lo = md.fp;
+                value.hi = md.nexp_in;
+            } else if ((int<32>)(md.nexp_in - value.hi) > 0) {
+                value.hi = md.nexp_in;
+            }
+            rv = value.hi;
+        }
+    };
+
+    SR_TNA_LANES(SR_TNA_LANE)
+    SR_TNA_LANES(SR_TNA_LANE_TABLE)
+
+    Hash<bit<31>>(HashAlgorithm_t.CRC32) fp_hash;
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) cell_hash;
 
     action unicast_back() {
         ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port;
@@ -265,7 +388,7 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
     }
 
     action store_prep() {
-        md.ox = hdr.serene.offset - md.store_words;
+        md.ox = hdr.serene.offset[15:0] - md.store_words;
     }
 
     action answer_hdr(bit<8> op, bit<16> count, bit<32> aux) {
@@ -280,35 +403,253 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
         hdr.serene.slot = 0;
     }
 
+    // Each hash in an action of its own (a table's immediate path carries
+    // 32 bits of hash output).
+    action set_blk() {
+        md.blk = (bit<16>)hdr.serene.job[SR_TNA_JOB_BITS - 1:0];
+    }
+
+    action ar_cell() {
+        md.cell = cell_hash.get({ hdr.serene.job[SR_TNA_JOB_BITS - 1:0],
+                                  hdr.serene.slot[SR_TNA_SLOT_BITS - 1:0],
+                                  hdr.serene.shadow });
+    }
+
+    action lidx_cell() {
+        md.lidx = md.cell;
+    }
+
+    action lidx_row() {
+        md.lidx = md.row_idx;
+    }
+
+    action ar_fp() {
+        md.fp[31:1] = fp_hash.get({ hdr.serene.seq, hdr.serene.offset, hdr.serene.count,
+                              hdr.serene.exp, hdr.serene.aux });
+    }
+
+    action push_index() {
+        md.push_idx = push_idx_hash.get({ hdr.serene.job[SR_TNA_JOB_BITS - 1:0],
+                                          hdr.serene.offset[SR_TNA_ELEMS_LOG2 +
+                                                            SR_TNA_STORE_ROWS_LOG2 - 1:
+                                                            SR_TNA_ELEMS_LOG2],
+                                          hdr.serene.worker[SR_TNA_WORKER_BITS - 1:0] });
+    }
+
+    action store_row() {
+        md.row_idx = row_lane_hash.get({ 1w1, hdr.serene.job[SR_TNA_JOB_BITS - 1:0],
+                                          hdr.serene.offset[SR_TNA_ELEMS_LOG2 +
+                                                            SR_TNA_STORE_ROWS_LOG2 - 1:
+                                                            SR_TNA_ELEMS_LOG2] });
+    }
+
+    // A probe: the round's workers not yet in, less the others (0: the
+    // worker's contribution is in).
+    action probe_bits() {
+        md.p_hw = md.r_old & ~md.fx;
+    }
+
+    // An ERROR answer, status err, back to the sender; egress writes it
+    // (aux the refused op, header only): aux = op here would tie aux's
+    // PHV slices to op's, and through aux = low to the barrier's fields.
+    action error_answer() {
+        hdr.bridge.serene = 1;
+        hdr.bridge.err = md.err;
+        ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port;
+    }
+
+    action error_code(bit<8> st) {
+        hdr.bridge.serene = 1;
+        hdr.bridge.err = st;
+        ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port;
+    }
+
+    action drop_packet() {
+        ig_dprsr_md.drop_ctl = 1;
+    }
+
+    action lop_set(bit<8> lop) {
+        md.lop = lop;
+    }
+
+    action lop_err(bit<8> st) {
+        md.lop = SR_TNA_LOP_ERR;
+        md.err = st;
+    }
+
+    // What the request is, from its header alone: the checks the software
+    // switch makes before it touches a slot or a row, in its order (the
+    // first entry that matches wins). slot & 0x7f00: a slot index past
+    // SR_TNA_AR_SLOTS; offset & SR_TNA_OFF_MASK: not a row's first word or
+    // past the rows (RANGE).
+    table classify {
+        key = {
+            hdr.serene.op: ternary;
+            hdr.serene.slot: ternary;
+            md.too_many: ternary;
+            hdr.serene.count: ternary;
+            hdr.serene.aux: ternary;
+            hdr.serene.offset: ternary;
+        }
+        actions = { lop_set; lop_err; NoAction; }
+        const default_action = NoAction();
+        size = 16;
+        const entries = {
+            (SR_OP_AR_DATA, 0 &&& 0x7f00, false, _, _, _) : lop_set(SR_TNA_LOP_AR);
+            (SR_OP_AR_DATA, 0 &&& 0x7f00, true, _, _, _) : lop_err(SR_ST_BAD_COUNT);
+            (SR_OP_AR_DATA, _, _, _, _, _) : lop_err(SR_ST_BAD_SLOT);
+            (SR_OP_AR_PROBE, 0 &&& 0x7f00, false, 0, _, _) : lop_set(SR_TNA_LOP_PROBE);
+            (SR_OP_AR_PROBE, 0 &&& 0x7f00, _, _, _, _) : lop_err(SR_ST_BAD_COUNT);
+            (SR_OP_AR_PROBE, _, _, _, _, _) : lop_err(SR_ST_BAD_SLOT);
+            (SR_OP_PUSH, _, _, SR_TNA_ELEMS, _, 0 &&& SR_TNA_OFF_MASK) :
+                lop_set(SR_TNA_LOP_PUSH);
+            (SR_OP_PUSH, _, _, _, _, 0 &&& SR_TNA_OFF_MASK) : lop_set(SR_TNA_LOP_PUSH_BAD);
+            (SR_OP_PUSH, _, _, _, _, _) : lop_err(SR_ST_RANGE);
+            (SR_OP_PULL, _, _, 0, SR_TNA_ELEMS, 0 &&& SR_TNA_OFF_MASK) :
+                lop_set(SR_TNA_LOP_PULL);
+            (SR_OP_PULL, _, _, _, _, 0 &&& SR_TNA_OFF_MASK) : lop_set(SR_TNA_LOP_PULL_BAD);
+            (SR_OP_PULL, _, _, _, _, _) : lop_err(SR_ST_RANGE);
+        }
+    }
+
+    action ar_prep() {
+        md.nexp_in = (bit<32>)(hdr.serene.next_exp ^ 0x80);
+    }
+
+    // AR_HELD, AR_NAK: the request's header, count 0, back to the sender.
+    action ar_answer(bit<8> op) {
+        hdr.serene.op = op;
+        hdr.serene.count = 0;
+        hdr.serene.flags = 0;
+        hdr.serene.status = 0;
+        ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port;
+    }
+
+    // The AR_RESULT: the piece's header (the round's, as the fingerprint
+    // says) with the round's next_exp; the sums are in the lanes.
+    action ar_result() {
+        hdr.serene.op = SR_OP_AR_RESULT;
+        hdr.serene.next_exp = md.nexp[7:0] ^ 0x80;
+        hdr.serene.flags = 0;
+        hdr.serene.status = 0;
+    }
+
+    // A contribution completed the round: the result to every worker of
+    // the job.
+    action ar_multicast() {
+        ar_result();
+        ig_tm_md.mcast_grp_a = md.mgrp;
+        hdr.bridge.mc = 1;
+    }
+
+    // A retransmission to the complete round: its result again, from the
+    // cell (the shadow copy), to the sender.
+    action ar_result_back() {
+        ar_result();
+        unicast_back();
+    }
+
+    action push_ack(bit<32> applied) {
+        answer_hdr(SR_OP_PUSH_ACK, 0, applied);
+        unicast_back();
+    }
+
+    action pull_resp() {
+        answer_hdr(SR_OP_PULL_RESP, SR_TNA_ELEMS, 0);
+        unicast_back();
+    }
+
+    // The answer to an allreduce or store request, from what the classify
+    // table, the round's registers or the push number said (first match
+    // wins). One table, not an if/else tree: on Tofino 1 the tables after
+    // a join follow every branch, and the lanes must start by stage 4.
+    // Header-only answers (count 0) leave the request's words beyond the
+    // lengths (p4/tna/README.md).
+    table answer_tbl {
+        key = {
+            md.lop: ternary;
+            md.k_same: ternary;
+            md.k_dup: ternary;
+            md.k_done: ternary;
+            md.k_free: ternary;
+            md.k_poison: ternary;
+            md.p_hw: ternary;
+            md.push_new: ternary;
+            md.k_range: ternary;
+        }
+        actions = {
+            ar_multicast; ar_result_back; ar_answer; drop_packet; error_code; error_answer;
+            push_ack; pull_resp;
+        }
+        const default_action = drop_packet();
+        size = 32;
+        const entries = {
+            // AR_DATA: the open round (the same fingerprint)...
+            (SR_TNA_LOP_AR, 1, 0, 1, _, _, _, _, _) : ar_multicast(); // the last one in
+            (SR_TNA_LOP_AR, 1, 0, 0, _, _, _, _, _) : drop_packet(); // waiting for the others
+            (SR_TNA_LOP_AR, 1, 1, 1, _, _, _, _, _) : ar_result_back();
+            (SR_TNA_LOP_AR, 1, 1, 0, _, _, _, _, _) : ar_answer(SR_OP_AR_HELD); // counted
+            // ... a new round in a complete cell, or a poisoned one.
+            (SR_TNA_LOP_AR, 0, _, 1, 1, _, _, _, _) : ar_multicast();
+            (SR_TNA_LOP_AR, 0, _, 0, 1, _, _, _, _) : drop_packet();
+            (SR_TNA_LOP_AR, 0, _, _, 0, _, _, _, _) : error_code(SR_ST_MISMATCH);
+            // AR_PROBE (sr_allreduce_probe): nothing written.
+            (SR_TNA_LOP_PROBE, _, _, _, 1, _, _, _, _) : ar_answer(SR_OP_AR_NAK);
+            (SR_TNA_LOP_PROBE, _, _, _, _, 1, _, _, _) : error_code(SR_ST_MISMATCH);
+            (SR_TNA_LOP_PROBE, _, _, _, _, _, 0, _, _) : ar_answer(SR_OP_AR_HELD);
+            (SR_TNA_LOP_PROBE, _, _, _, _, _, _, _, _) : ar_answer(SR_OP_AR_NAK);
+            // The store: a row at or past store_words is RANGE first.
+            (SR_TNA_LOP_PUSH, _, _, _, _, _, _, _, 1) : error_code(SR_ST_RANGE);
+            (SR_TNA_LOP_PUSH, _, _, _, _, _, _, 1, _) : push_ack(1);
+            (SR_TNA_LOP_PUSH, _, _, _, _, _, _, _, _) : push_ack(0);
+            (SR_TNA_LOP_PULL, _, _, _, _, _, _, _, 1) : error_code(SR_ST_RANGE);
+            (SR_TNA_LOP_PULL, _, _, _, _, _, _, _, _) : pull_resp();
+            (SR_TNA_LOP_PUSH_BAD, _, _, _, _, _, _, _, 1) : error_code(SR_ST_RANGE);
+            (SR_TNA_LOP_PUSH_BAD, _, _, _, _, _, _, _, _) : error_code(SR_ST_BAD_COUNT);
+            (SR_TNA_LOP_PULL_BAD, _, _, _, _, _, _, _, 1) : error_code(SR_ST_RANGE);
+            (SR_TNA_LOP_PULL_BAD, _, _, _, _, _, _, _, _) : error_code(SR_ST_BAD_COUNT);
+            (SR_TNA_LOP_ERR, _, _, _, _, _, _, _, _) : error_answer();
+        }
+    }
+
     apply {
-        bit<32> jid = (bit<32>)hdr.serene.job;
         bool advanced = false;
 
         hdr.bridge.setValid();
         hdr.bridge.serene = 0;
         hdr.bridge.ans_op = 0;
+        hdr.bridge.mc = 0;
+        hdr.bridge.err = 0;
         md.err = 0;
-        if (!md.serene) {
-            ig_dprsr_md.drop_ctl = 1; // no forwarding table in the proof of concept
-            return;
-        }
-        if (!worker_table.apply().hit) {
-            ig_dprsr_md.drop_ctl = 1;
-            return;
-        }
-        if (!job_table.apply().hit) {
+        md.lop = SR_TNA_LOP_NONE;
+        md.resub_go = 0;
+        md.k_same = 0; md.k_dup = 0; md.k_done = 0; md.k_free = 0;
+        md.k_poison = 0; md.k_range = 0; md.push_new = 0;
+        // Lookups, indices and checks, whatever the op, in the first
+        // stages: the rounds go in stage 2, the lanes in 4 to 11.
+        worker_table.apply();
+        job_table.apply();
+        wbit_table.apply(); // md.wbit = 1 << worker[4:0]
+        set_blk(); // blk = job mod SR_TNA_MAX_JOBS: low and high's index
+        ar_cell(); // cell
+        push_index();
+        ar_fp(); // fp[31:1] (fp[0] = 1 from the parser)
+        store_row(); // row_idx
+        ar_prep(); // nexp_in = next_exp ^ 0x80
+        clock_bits(); // fx = full_mask ^ wbit: the others; fw = full_mask & wbit
+        classify.apply(); // lop (and err): what an allreduce or store request is
+        store_prep(); // ox = offset - store_words
+        if (!md.serene || md.w_hit == 0) {
+            ig_dprsr_md.drop_ctl = 1; // no forwarding table; not a job file's address
+        } else if (md.j_hit == 0) {
             md.err = SR_ST_UNKNOWN_JOB;
+            error_answer();
         } else if (md.src_job != hdr.serene.job) {
             ig_dprsr_md.drop_ctl = 1; // not the job file's address of that worker
-            return;
         } else if (md.src_rank != hdr.serene.worker) { // (a gateway holds 4 bytes: two ifs)
             ig_dprsr_md.drop_ctl = 1;
-            return;
-        }
-        hdr.bridge.serene = 1;
-        wbit_table.apply(); // md.wbit = 1 << worker[4:0]
-
-        if (md.err == 0 && hdr.serene.op == SR_OP_CLOCK) {
+        } else if (hdr.serene.op == SR_OP_CLOCK) {
+            hdr.bridge.serene = 1;
             clock_prep(); // cidx = c & ring_mask, rm_c = ring_mask - c
             policy_table.apply();
             if (md.mode == 2) {
@@ -317,7 +658,6 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
                 md.s = 0;
             }
             // ring_idx = blk * SR_TNA_RING + (c & ring_mask), ring_mask < SR_TNA_RING
-            clock_bits(); // fx = full_mask ^ wbit, fw = full_mask & wbit
             md.ring_idx = ring_idx_hash.get({ hdr.serene.job[SR_TNA_JOB_BITS - 1:0],
                                               md.cidx[SR_TNA_RING_LOG2 - 1:0] });
             // A register's RegisterActions all sit in one stage, so pass 2's
@@ -325,9 +665,9 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
             // pass 1's (the stage of ring_set and high_raise, which need d).
             if (ig_intr_md.resubmit_flag == 1) {
                 // Pass 2: low moves to c, the full entry is cleared (below).
-                md.low = low_advance.execute(jid);
+                md.low = low_advance.execute(md.blk);
             } else {
-                md.low = low_read.execute(jid);
+                md.low = low_read.execute(md.blk);
             }
             // d = c - low, tr = ring_mask - d, ts = s - d. With d < 2^31 and
             // ring_mask < SR_TNA_RING, tr has no overflow: d > ring_mask + 1
@@ -339,24 +679,24 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
                     md.err = SR_ST_CLOCK_AHEAD; // d > ring_mask + 1
                 } else if (md.d != 0 && md.d[31:31] == 0) {
                     md.old_bits = ring_set.execute(md.ring_idx);
-                    md.high = high_raise.execute(jid);
+                    md.high = high_raise.execute(md.blk);
                     ring_filled(); // ox_bits = old_bits ^ full_mask ^ wbit
                     if (md.ox_bits == 0 && md.fw != 0) {
                         md.resub.ring_idx = md.ring_idx;
                         md.resub.pad = 0;
                         ig_dprsr_md.resubmit_type = SR_TNA_RESUBMIT_ADVANCE;
-                        return; // answered in pass 2
+                        md.resub_go = 1; // answered in pass 2
                     }
                 } else {
-                    md.high = high_read.execute(jid); // a duplicate or older than low
+                    md.high = high_read.execute(md.blk); // a duplicate or older than low
                 }
             } else {
                 ring_clear.execute(md.resub.ring_idx);
-                md.high = high_read.execute(jid);
+                md.high = high_read.execute(md.blk);
                 advanced = true;
             }
             clock_lead(); // ts = s - d
-            if (md.err == 0) {
+            if (md.err == 0 && md.resub_go == 0) {
                 // lead > s with lead < 2^31: false if s >= 2^31, else
                 // s - lead (no overflow) < 0.
                 if (md.d[31:31] == 0 && md.s[31:31] == 0 && md.ts[31:31] == 1) {
@@ -376,116 +716,82 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
                     answer_hdr(SR_OP_RELEASE, 0, md.low);
                     hdr.serene.seq = md.low;
                     ig_tm_md.mcast_grp_a = md.mgrp;
+                    hdr.bridge.mc = 1;
                 } else {
                     unicast_back();
                 }
+            } else if (md.err != 0) {
+                error_answer(); // CLOCK_AHEAD
             }
-        } else if (md.err == 0 && (hdr.serene.op == SR_OP_PUSH || hdr.serene.op == SR_OP_PULL)) {
-            // Reduced store: whole rows only, so lane i is store word i of
-            // the row and no run-time index is needed.
-            // row = blk * SR_TNA_STORE_ROWS + offset / SR_TNA_ELEMS (the row
-            // within the block is checked below to be < SR_TNA_STORE_ROWS);
-            // push_idx = row * SR_TNA_MAX_WORKERS + worker.
-            md.row = row_hash.get({ hdr.serene.job[SR_TNA_JOB_BITS - 1:0],
-                                    hdr.serene.offset[SR_TNA_ELEMS_LOG2 + SR_TNA_STORE_ROWS_LOG2 - 1:
-                                                      SR_TNA_ELEMS_LOG2] });
-            store_prep(); // ox = offset - store_words
-            if ((hdr.serene.offset & (SR_TNA_ELEMS - 1)) != 0 ||
-                hdr.serene.offset >= (SR_TNA_STORE_ROWS << SR_TNA_ELEMS_LOG2)) {
-                md.err = SR_ST_RANGE;
-            } else if (md.store_words[31:SR_TNA_ELEMS_LOG2 + SR_TNA_STORE_ROWS_LOG2] == 0 &&
-                       md.ox[31:31] == 0) {
-                // offset >= store_words: offset < 2^13 here, so false if
-                // store_words >= 2^13, else offset - store_words >= 0.
-                md.err = SR_ST_RANGE;
-            } else if (hdr.serene.op == SR_OP_PUSH) {
-                if (!hdr.vals[0].isValid()) {
-                    md.err = SR_ST_BAD_COUNT;
-                } else {
-                    // (its own table: two 32-bit hash outputs exceed one
-                    // table's 32-bit immediate path)
-                    md.push_idx = push_idx_hash.get({ hdr.serene.job[SR_TNA_JOB_BITS - 1:0],
-                                                      hdr.serene.offset[SR_TNA_ELEMS_LOG2 + SR_TNA_STORE_ROWS_LOG2 - 1:
-                                                                        SR_TNA_ELEMS_LOG2],
-                                                      hdr.serene.worker[SR_TNA_WORKER_BITS - 1:0] });
-                    md.push_new = push_check.execute(md.push_idx);
-                    if (md.push_new == 1) {
-                        st_add_0.execute(md.row);
-                        st_add_1.execute(md.row);
-                        st_add_2.execute(md.row);
-                        st_add_3.execute(md.row);
-                        st_add_4.execute(md.row);
-                        st_add_5.execute(md.row);
-                        st_add_6.execute(md.row);
-                        st_add_7.execute(md.row);
-                    }
-                    answer_hdr(SR_OP_PUSH_ACK, 0, (bit<32>)md.push_new);
-                    hdr.vals[0].setInvalid();
-                    hdr.vals[1].setInvalid();
-                    hdr.vals[2].setInvalid();
-                    hdr.vals[3].setInvalid();
-                    hdr.vals[4].setInvalid();
-                    hdr.vals[5].setInvalid();
-                    hdr.vals[6].setInvalid();
-                    hdr.vals[7].setInvalid();
-                    unicast_back();
-                }
-            } else if (hdr.serene.aux != SR_TNA_ELEMS) {
-                md.err = SR_ST_BAD_COUNT;
+        } else if (md.lop != SR_TNA_LOP_NONE) {
+            // AR_DATA, AR_PROBE, PUSH, PULL: registers by stage 3, flags,
+            // then the answer table and the lanes (stages 4 to 11), with no
+            // if/else join after the flags.
+            hdr.bridge.serene = 1;
+            // The lanes' entry: the cell (blk * SR_TNA_AR_SLOTS + slot) * 2
+            // + shadow (below 2048) or the store row 4096 + blk *
+            // SR_TNA_STORE_ROWS + offset / SR_TNA_ELEMS.
+            if (md.lop == SR_TNA_LOP_PUSH || md.lop == SR_TNA_LOP_PULL) {
+                lidx_row();
             } else {
-                hdr.vals[0].setValid();
-                hdr.vals[1].setValid();
-                hdr.vals[2].setValid();
-                hdr.vals[3].setValid();
-                hdr.vals[4].setValid();
-                hdr.vals[5].setValid();
-                hdr.vals[6].setValid();
-                hdr.vals[7].setValid();
-                hdr.vals[0].v = st_read_0.execute(md.row);
-                hdr.vals[1].v = st_read_1.execute(md.row);
-                hdr.vals[2].v = st_read_2.execute(md.row);
-                hdr.vals[3].v = st_read_3.execute(md.row);
-                hdr.vals[4].v = st_read_4.execute(md.row);
-                hdr.vals[5].v = st_read_5.execute(md.row);
-                hdr.vals[6].v = st_read_6.execute(md.row);
-                hdr.vals[7].v = st_read_7.execute(md.row);
-                answer_hdr(SR_OP_PULL_RESP, SR_TNA_ELEMS, 0);
-                unicast_back();
+                lidx_cell();
             }
-        } else if (md.err == 0 && hdr.serene.op == SR_OP_JOIN) {
+            // offset >= store_words: offset < 2^15 here (classify), so false
+            // if store_words >= 2^15, else offset - store_words >= 0.
+            if (md.store_words[15:15] == 0 && md.ox[15:15] == 0) {
+                md.k_range = 1;
+            }
+            if (md.lop == SR_TNA_LOP_AR) {
+                md.r_new = round_a_data.execute(md.cell);
+                md.r_old = round_b_data.execute(md.cell);
+                md.r_fp = round_c_data.execute(md.cell);
+                md.nexp = nexp_data.execute(md.cell);
+            } else if (md.lop == SR_TNA_LOP_PROBE) {
+                md.r_old = round_b_probe.execute(md.cell);
+                md.r_fp = round_c_probe.execute(md.cell);
+            }
+            // Applied once: a push number after the row's last. A refused
+            // push takes none.
+            if (md.lop == SR_TNA_LOP_PUSH &&
+                (md.store_words[15:15] == 1 || md.ox[15:15] == 1)) {
+                md.push_new = push_check.execute(md.push_idx);
+            }
+            // What the round said (for a store request these flags are
+            // unused: the tables match on lop first).
+            if (md.r_fp == md.fp) {
+                md.k_same = 1; // the open (or complete) round
+            }
+            if (md.r_new == md.r_old) {
+                md.k_dup = 1; // not a new contribution
+            }
+            if (md.r_new == 0) {
+                md.k_done = 1; // the round is complete
+            }
+            if (md.r_old == 0) {
+                md.k_free = 1; // it was complete before: a new round
+            }
+            if (md.r_fp == 0) {
+                md.k_poison = 1;
+            }
+            probe_bits(); // p_hw = r_old & ~fx
+            answer_tbl.apply();
+            SR_TNA_LANES(SR_TNA_LANE_APPLY) // the lanes lop and the flags pick
+        } else if (hdr.serene.op == SR_OP_JOIN) {
+            hdr.bridge.serene = 1;
             // Stateless JOIN_ACK: bindings are the job file's (worker_table).
             answer_hdr(SR_OP_JOIN_ACK, SR_JOIN_PARAMS_WORDS, hdr.serene.aux);
             hdr.serene.offset = 0;
             hdr.vals[0].setValid();
-            hdr.vals[0].v = md.n_workers;
+            hdr.vals[0].v = (bit<32>)md.n_workers;
             hdr.vals[1].setValid();
             hdr.vals[1].v = SR_TNA_ELEMS;
             hdr.vals[2].setValid();
             hdr.vals[2].v = SR_TNA_AR_SLOTS;
             hdr.vals[3].setValid();
-            hdr.vals[3].v = md.store_words;
+            hdr.vals[3].v = (bit<32>)md.store_words;
             unicast_back();
-        } else if (md.err == 0) {
-            md.err = SR_ST_UNSUPPORTED; // AR_DATA; LEAVE and answers are dropped below
-            if (hdr.serene.op != SR_OP_AR_DATA) {
-                ig_dprsr_md.drop_ctl = 1;
-                return;
-            }
-        }
-        if (md.err != 0) {
-            hdr.serene.aux = (bit<32>)hdr.serene.op;
-            hdr.serene.op = SR_OP_ERROR;
-            hdr.serene.status = md.err;
-            hdr.serene.count = 0;
-            hdr.vals[0].setInvalid();
-            hdr.vals[1].setInvalid();
-            hdr.vals[2].setInvalid();
-            hdr.vals[3].setInvalid();
-            hdr.vals[4].setInvalid();
-            hdr.vals[5].setInvalid();
-            hdr.vals[6].setInvalid();
-            hdr.vals[7].setInvalid();
-            unicast_back();
+        } else {
+            ig_dprsr_md.drop_ctl = 1; // LEAVE and answers
         }
     }
 }

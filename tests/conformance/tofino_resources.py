@@ -5,10 +5,11 @@ markdown table: p4c's Tofino back end writes OUT/pipe/logs/resources.json
 (every SRAM, TCAM, map RAM, stateful ALU and hash-distribution unit of
 every MAU stage, with the table or register using it). Each user is
 assigned to a feature by its name (the registers and tables of the
-allreduce, the store, the barrier and policy, the sender lookup, egress's
-rewrite); the rest (the compiler's gateway and action tables, named after
-source lines) is "other". PHV is counted for the whole program (the
-containers are shared).
+allreduce's rounds, the lanes the allreduce and the store share, the
+store, the request checks and answers, the barrier and policy, the sender
+lookup, egress's rewrite); the rest (the compiler's gateway and action
+tables, named after source lines) is "other". PHV is counted for the
+whole program (the containers are shared).
 
   tofino_resources.py OUT   (OUT: the compiler's -o directory)
 """
@@ -18,8 +19,10 @@ import re
 import sys
 
 FEATURES = [
-    ("allreduce", re.compile(r"(^|\.)ar_|Ar(Ingress|Egress)")),
-    ("store (PUSH, PULL)", re.compile(r"st_reg_|push_last|push_idx|row_hash")),
+    ("allreduce rounds", re.compile(r"(^|\.)(ar_|round_[abc]|nexp_reg|cell_hash|fp_hash)")),
+    ("lanes (allreduce sums, store rows)", re.compile(r"lane_reg_|lane_tbl_")),
+    ("store (PUSH, PULL)", re.compile(r"push_last|push_idx|row_lane_hash|store_row")),
+    ("checks and answers (classify, answer_tbl)", re.compile(r"classify|answer_tbl")),
     ("barrier and policy", re.compile(r"low_reg|high_reg|ring_reg|ring_idx|policy_table")),
     ("sender lookup", re.compile(r"worker_table|job_table|wbit_table")),
     ("egress rewrite", re.compile(r"rank_table")),

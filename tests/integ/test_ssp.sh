@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# test_ssp.sh CASE SERENE_RUN SSP_WORKER SSP_CHECK - integration tests of the
+# test_ssp.sh CASE SERENE_RUN SSP_WORKER SSP_CHECK [AR_WORKER] - integration tests of the
 # SSP parameter store and barrier: a real serene-switch ($SERENE_SWITCH_BIN)
 # on 127.0.0.1 (port 0, --port-file, --control in a temporary directory)
 # and 4 real ssp_worker processes.
@@ -37,11 +37,13 @@
 #               resent.
 #   tofino-params  the switch set to the Tofino program's job values
 #               (SR_TNA_ELEMS values per packet and SR_TNA_AR_SLOTS slots,
-#               read from p4/tna/tna_headers.p4; today 8 and 0: no
-#               allreduce) with 5% loss and 2% duplication, and what that
-#               program serves: every rank joins with those values from
-#               JOIN_ACK (its log line); the barrier under BSP and SSP(3),
-#               rank 3 slowed, checked by ssp_check; the store's exact sums.
+#               read from p4/tna/tna_headers.p4: 32 and 256) with 5% loss
+#               and 2% duplication, and what that program serves: every
+#               rank joins with those values from JOIN_ACK (its log line);
+#               the barrier under BSP and SSP(3), rank 3 slowed, checked by
+#               ssp_check; the store's exact sums; allreduce (AR_WORKER,
+#               ar_worker) of sizes around a packet and past 3 windows,
+#               each result within its bound.
 #   switch-killed  the switch is SIGKILLed ~1 s into a push/clock/pull loop
 #               (SERENE_TIMEOUT_MS=2000; ranks 0-1 blocking calls, ranks 2-3
 #               the *_start forms): all 4 ranks, run without the launcher so
@@ -53,11 +55,11 @@
 # SSP_SEED repeats a hot-swap schedule (it is printed).
 set -uo pipefail
 
-if [ $# -ne 4 ]; then
-    echo "usage: $0 barrier|store-loss|hot-swap|switch-killed|step|step-loss|tofino-params SERENE_RUN SSP_WORKER SSP_CHECK" >&2
+if [ $# -lt 4 ] || [ $# -gt 5 ]; then
+    echo "usage: $0 barrier|store-loss|hot-swap|switch-killed|step|step-loss|tofino-params SERENE_RUN SSP_WORKER SSP_CHECK [AR_WORKER]" >&2
     exit 2
 fi
-CASE=$1 RUN=$2 WORKER=$3 CHECK=$4
+CASE=$1 RUN=$2 WORKER=$3 CHECK=$4 AR_WORKER=${5:-}
 N=4
 # Deadline of every library call outside the killed case: a hang fails fast.
 export SERENE_TIMEOUT_MS=10000
@@ -173,7 +175,8 @@ case_tofino_params() {
     echo "the Tofino program's job values: $e values per packet, $s slots"
     start_switch 127.0.0.1:0 --job "0:$N:$e:$s,store=2048,policy=bsp" \
         --job "1:$N:$e:$s,store=2048,policy=ssp:3" --job "2:$N:$e:$s,store=2048,policy=bsp" \
-        --loss 0.05 --dup 0.02 --seed 9 || fail "serene-switch did not start"
+        --job "3:$N:$e:$s,policy=bsp" --loss 0.05 --dup 0.02 --seed 9 ||
+        fail "serene-switch did not start"
     export SERENE_LOG_LEVEL=info
     for j in 0 1; do
         local pol=bsp out crc
@@ -191,7 +194,13 @@ case_tofino_params() {
         --capacity 2048 --seed 5 --expect-retrans
     [ "$(grep -c 'store: 20 iterations' "$work/tofino-store.out")" -eq "$N" ] ||
         fail "not every rank reported its 20 iterations"
-    for j in 0 1 2; do
+    # Allreduce at the program's values per packet and slots, under loss:
+    # sizes around a packet and past a window of slots, each result within
+    # its bound (ar_worker).
+    [ -n "$AR_WORKER" ] || fail "tofino-params needs AR_WORKER (the 5th argument)"
+    ranks tofino-allreduce 120 "$N" --job 3 -- "$AR_WORKER" --elems "$e" \
+        --sizes "1,$((e - 1)),$e,$((e + 1)),$((e * s * 3 + 5))" --reps 3 --seed 4 --expect-retrans
+    for j in 0 1 2 3; do
         for r in $(seq 0 $((N - 1))); do
             grep -q "joined job $j as worker $r/$N: $e elements per packet, pool $s," \
                 "$work"/tofino-*.out ||
