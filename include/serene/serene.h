@@ -364,7 +364,7 @@ typedef struct serene_op serene_op;
  * context is then broken), SERENE_ERR_MISMATCH (above), SERENE_ERR_BROKEN,
  * SERENE_ERR_CONCURRENT, SERENE_ERR_INVAL (bad argument, or a destroyed
  * context), SERENE_ERR_UNSUPPORTED (the switch has no allreduce slots: its
- * JOIN_ACK announced a pool of 0, as the Tofino program does).
+ * JOIN_ACK announced a pool of 0).
  */
 SERENE_API int serene_allreduce(serene_ctx *ctx, const float *sendbuf, float *recvbuf,
                                 size_t count, serene_reduce_op op);
