@@ -46,7 +46,7 @@
  * cells and the rows are indexed by job id mod this) and a block's store
  * (SR_TNA_STORE_ROWS rows of SR_TNA_ELEMS words). */
 #define TOFINO_MAX_JOBS 4u
-#define TOFINO_STORE_WORDS (1024u * 32u)
+#define TOFINO_STORE_WORDS (512u * 32u)
 
 int serene_ctl_target_parse(const char *name, serene_ctl_target *t)
 {

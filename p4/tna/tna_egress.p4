@@ -13,7 +13,7 @@
 #define SERENE_TNA_EGRESS_P4_
 
 #include <core.p4>
-#include <tna.p4>
+#include "tna_arch.p4"
 
 #include "tna_headers.p4"
 

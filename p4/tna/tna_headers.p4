@@ -36,10 +36,10 @@
 #define SR_TNA_LOP_ERR 7      // refused: md.err
 // offset & SR_TNA_OFF_MASK == 0: a row's first word, below
 // SR_TNA_STORE_ROWS rows.
-#define SR_TNA_OFF_MASK 0xffff801f
+#define SR_TNA_OFF_MASK 0xffffc01f
 // Rows of the reduced store per job, and jobs with register blocks.
-#define SR_TNA_STORE_ROWS 1024
-#define SR_TNA_STORE_ROWS_LOG2 10
+#define SR_TNA_STORE_ROWS 512
+#define SR_TNA_STORE_ROWS_LOG2 9
 #define SR_TNA_MAX_JOBS 4
 #define SR_TNA_JOB_BITS 2
 // Barrier ring entries per job (R <= this); 32-bit worker bitmaps.

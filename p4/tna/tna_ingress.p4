@@ -35,7 +35,7 @@
 #define SERENE_TNA_INGRESS_P4_
 
 #include <core.p4>
-#include <tna.p4>
+#include "tna_arch.p4"
 
 #include "tna_headers.p4"
 

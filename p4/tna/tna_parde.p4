@@ -10,7 +10,7 @@
 #define SERENE_TNA_PARDE_P4_
 
 #include <core.p4>
-#include <tna.p4>
+#include "tna_arch.p4"
 
 #include "tna_headers.p4"
 

@@ -7,9 +7,13 @@
 # tofino) checks serene-ctl against in CI; then serene-ctl's script for the
 # conformance job is checked against the fresh bfrt.json too. Prints the
 # stages the compiler used and its resources per feature
-# (tofino_resources.py: the table in p4/README.md). Skipped (77) without the compiler: $P4C_TOFINO,
-# else p4c-tofino on PATH (a wrapper for `p4c --target tofino --arch tna`,
-# p4/README.md). --update copies the fresh bfrt.json over the kept one.
+# (tofino_resources.py: the table in p4/README.md). Then, when the Tofino 2
+# driver is there too ($P4C_TOFINO2, else p4c-tofino2 on PATH: `p4c
+# --target tofino2 --arch t2na`), the same program for Tofino 2: no error,
+# tofino2.bin, the same tables. Skipped (77) without the compiler:
+# $P4C_TOFINO, else p4c-tofino on PATH (a wrapper for `p4c --target tofino
+# --arch tna`, p4/tna/README.md). --update copies the fresh bfrt.json over
+# the kept one.
 #   tofino_compile.sh SERENE_CTL SOURCE_ROOT [--update]
 set -eu
 [ $# -ge 2 ] || { echo "usage: $0 SERENE_CTL SOURCE_ROOT [--update]" >&2; exit 2; }
@@ -43,3 +47,23 @@ if ! cmp -s "$tmp/kept" "$tmp/fresh"; then
     fi
 fi
 python3 "$check" "$ctl" "$root/p4/conformance/job.conf" "$root/p4/conformance/policy.conf" "$tmp/out/bfrt.json"
+cc2=${P4C_TOFINO2:-p4c-tofino2}
+if command -v "$cc2" >/dev/null 2>&1; then
+    if ! "$cc2" -g -I "$root/p4/tna" -I "$root/p4/include" -o "$tmp/out2" \
+        "$root/p4/tna/serene_tna.p4" >"$tmp/log2" 2>&1; then
+        grep -v ': warning' "$tmp/log2" | tail -n 30 >&2
+        echo "FAIL: $cc2 does not compile p4/tna/serene_tna.p4 for Tofino 2" >&2
+        exit 1
+    fi
+    [ -s "$tmp/out2/pipe/tofino2.bin" ] || { echo "FAIL: no tofino2.bin" >&2; exit 1; }
+    grep 'Number of stages for' "$tmp/out2/pipe/logs/table_summary.log" | tail -n 2 |
+        sed 's/^ */compiled for Tofino 2: /'
+    python3 "$check" --extract "$tmp/out2/bfrt.json" >"$tmp/fresh2"
+    if ! cmp -s "$tmp/fresh" "$tmp/fresh2"; then
+        diff -u "$tmp/fresh" "$tmp/fresh2" | head -n 40 >&2
+        echo "FAIL: the Tofino 2 program's tables differ from Tofino 1's" >&2
+        exit 1
+    fi
+else
+    echo "no $cc2: Tofino 2 not compiled"
+fi
