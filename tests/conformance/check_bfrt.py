@@ -13,7 +13,11 @@ index is below its size and the value names its one data field. The
 policy_table entries are checked as clock ranges: each mask is a prefix
 mask, no value bit under the mask, and per job the blocks tile the clocks
 from the first rule's start to 4294967295 without gap or overlap, with
-priorities that never decrease.
+priorities that never decrease. Then serene-ctl's store limit for Tofino
+against the program's registers: a job's store is lanes (lane_reg_*)
+words times rows, rows = push_last_reg's size / (register blocks, low_reg's
+size, times the workers of a bitmap word, ring_reg's width); serene-ctl
+must take the job with that store and refuse one word more.
 
   check_bfrt.py SERENE_CTL JOB POLICY BFRT_JSON
   check_bfrt.py --extract BFRT_JSON   the control-plane part of a bfrt.json
@@ -24,6 +28,7 @@ import json
 import re
 import subprocess
 import sys
+import tempfile
 
 CALL = re.compile(r"^(?:p|bfrt\.serene\.pipe)\.(Ingress|Egress)\.(\w+)\.(add_with_(\w+)|mod)\((.*)\)$")
 
@@ -58,6 +63,33 @@ def value_of(v):
     if v.startswith("'"):
         return int(ipaddress.IPv4Address(v.strip("'")))
     return int(v, 0)
+
+
+def store_limit(ctl, job, policy, prog):
+    """serene-ctl takes the store the program's registers hold, no more."""
+    try:
+        lanes = sum(1 for n in prog if re.fullmatch(r"pipe\.Ingress\.lane_reg_\d+", n))
+        blocks = prog["pipe.Ingress.low_reg"]["size"]
+        bitmap = prog["pipe.Ingress.ring_reg"]["data"][0][1]
+        rows = prog["pipe.Ingress.push_last_reg"]["size"] // (blocks * bitmap)
+    except (KeyError, IndexError, ZeroDivisionError) as e:
+        return [f"store limit: the program lacks a register it needs ({e})"]
+    limit = lanes * rows
+    with open(job) as f:
+        text = re.sub(r"(?m)^store\s*=.*\n?", "", f.read())
+    errors = []
+    with tempfile.TemporaryDirectory() as d:
+        for words, ok in ((limit, True), (limit + 1, False)):
+            path = f"{d}/store.job"
+            with open(path, "w") as f:
+                f.write(f"{text.rstrip()}\nstore = {words}\n")
+            run = subprocess.run([ctl, "compile", "--target", "tofino", "--job-file", path, policy],
+                                 capture_output=True, text=True)
+            if (run.returncode == 0) != ok:
+                errors.append(f"store limit: a store of {words} words "
+                              f"{'refused' if ok else 'taken'} (the program holds {lanes} lanes x "
+                              f"{rows} rows = {limit}): {run.stderr.strip()}")
+    return errors
 
 
 def main():
@@ -160,6 +192,7 @@ def main():
             nxt, prio = hi + 1, p
         if nxt != 1 << 32:
             errors.append(f"policy_table job {job_id}: the clocks end at 0x{nxt - 1:08x}, not 0xffffffff")
+    errors += store_limit(ctl, job, policy, prog)
     for e in errors:
         print(f"contract: {e}", file=sys.stderr)
     if not errors:
