@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * tna_headers.p4 - headers and metadata of the Tofino (TNA) proof of
- * concept. The Serene header is serene_h from wire_constants.p4, the same
+ * tna_headers.p4 - headers and metadata of the Tofino (TNA, T2NA)
+ * program. The Serene header is serene_h from wire_constants.p4, the same
  * bytes as everywhere; the payload is SR_TNA_ELEMS words (the reduced
  * store's row and an allreduce piece). Limits and why: p4/tna/README.md.
  */
@@ -34,13 +34,16 @@
 #define SR_TNA_LOP_PUSH_BAD 5 // PUSH, count not SR_TNA_ELEMS
 #define SR_TNA_LOP_PULL_BAD 6 // PULL, aux not SR_TNA_ELEMS or count not 0
 #define SR_TNA_LOP_ERR 7      // refused: md.err
-// offset & SR_TNA_OFF_MASK == 0: a row's first word, below
-// SR_TNA_STORE_ROWS rows.
-#define SR_TNA_OFF_MASK 0xffffc01f
 // Rows of the reduced store per job, and jobs with register blocks.
 #define SR_TNA_STORE_ROWS 512
 #define SR_TNA_STORE_ROWS_LOG2 9
 #define SR_TNA_MAX_JOBS 4
+// offset & SR_TNA_OFF_MASK == 0: a row's first word, below
+// SR_TNA_STORE_ROWS rows; slot & SR_TNA_SLOT_MASK != 0: a slot index past
+// SR_TNA_AR_SLOTS (of the 15 bits).
+#define SR_TNA_OFF_MASK \
+    ((0xffffffff ^ ((SR_TNA_STORE_ROWS << SR_TNA_ELEMS_LOG2) - 1)) | (SR_TNA_ELEMS - 1))
+#define SR_TNA_SLOT_MASK (0x7fff ^ (SR_TNA_AR_SLOTS - 1))
 #define SR_TNA_JOB_BITS 2
 // Barrier ring entries per job (R <= this); 32-bit worker bitmaps.
 #define SR_TNA_RING 64

@@ -479,9 +479,9 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
 
     // What the request is, from its header alone: the checks the software
     // switch makes before it touches a slot or a row, in its order (the
-    // first entry that matches wins). slot & 0x7f00: a slot index past
-    // SR_TNA_AR_SLOTS; offset & SR_TNA_OFF_MASK: not a row's first word or
-    // past the rows (RANGE).
+    // first entry that matches wins). slot & SR_TNA_SLOT_MASK: a slot
+    // index past SR_TNA_AR_SLOTS; offset & SR_TNA_OFF_MASK: not a row's
+    // first word or past the rows (RANGE).
     table classify {
         key = {
             hdr.serene.op: ternary;
@@ -495,11 +495,11 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
         const default_action = NoAction();
         size = 16;
         const entries = {
-            (SR_OP_AR_DATA, 0 &&& 0x7f00, false, _, _, _) : lop_set(SR_TNA_LOP_AR);
-            (SR_OP_AR_DATA, 0 &&& 0x7f00, true, _, _, _) : lop_err(SR_ST_BAD_COUNT);
+            (SR_OP_AR_DATA, 0 &&& SR_TNA_SLOT_MASK, false, _, _, _) : lop_set(SR_TNA_LOP_AR);
+            (SR_OP_AR_DATA, 0 &&& SR_TNA_SLOT_MASK, true, _, _, _) : lop_err(SR_ST_BAD_COUNT);
             (SR_OP_AR_DATA, _, _, _, _, _) : lop_err(SR_ST_BAD_SLOT);
-            (SR_OP_AR_PROBE, 0 &&& 0x7f00, false, 0, _, _) : lop_set(SR_TNA_LOP_PROBE);
-            (SR_OP_AR_PROBE, 0 &&& 0x7f00, _, _, _, _) : lop_err(SR_ST_BAD_COUNT);
+            (SR_OP_AR_PROBE, 0 &&& SR_TNA_SLOT_MASK, false, 0, _, _) : lop_set(SR_TNA_LOP_PROBE);
+            (SR_OP_AR_PROBE, 0 &&& SR_TNA_SLOT_MASK, _, _, _, _) : lop_err(SR_ST_BAD_COUNT);
             (SR_OP_AR_PROBE, _, _, _, _, _) : lop_err(SR_ST_BAD_SLOT);
             (SR_OP_PUSH, _, _, SR_TNA_ELEMS, _, 0 &&& SR_TNA_OFF_MASK) :
                 lop_set(SR_TNA_LOP_PUSH);
@@ -750,8 +750,9 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
                 md.r_old = round_b_probe.execute(md.cell);
                 md.r_fp = round_c_probe.execute(md.cell);
             }
-            // Applied once: a push number after the row's last. A refused
-            // push takes none.
+            // Applied once: a push number after the row's last; a refused push
+            // takes none. The row check again, not k_range: that is set in
+            // this stage, and reading it would move push_check a stage on.
             if (md.lop == SR_TNA_LOP_PUSH &&
                 (md.store_words[15:15] == 1 || md.ox[15:15] == 1)) {
                 md.push_new = push_check.execute(md.push_idx);

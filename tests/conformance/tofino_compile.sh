@@ -23,15 +23,20 @@ command -v "$cc" >/dev/null 2>&1 || { echo "SKIP: no $cc (p4c with ENABLE_TOFINO
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/serene-tofino.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 check=$root/tests/conformance/check_bfrt.py
-if ! "$cc" -g -I "$root/p4/tna" -I "$root/p4/include" -o "$tmp/out" "$root/p4/tna/serene_tna.p4" \
-    >"$tmp/log" 2>&1; then
-    grep -v ': warning' "$tmp/log" | tail -n 30 >&2
-    echo "FAIL: $cc does not compile p4/tna/serene_tna.p4" >&2
-    exit 1
-fi
-[ -s "$tmp/out/pipe/tofino.bin" ] || { echo "FAIL: no tofino.bin" >&2; exit 1; }
-# The log has a block per placement round: the last one is the program's.
-grep 'Number of stages for' "$tmp/out/pipe/logs/table_summary.log" | tail -n 2 | sed 's/^ */compiled: /'
+# compile CC OUT BIN WHAT: p4/tna through CC into OUT, which must hold
+# pipe/BIN; prints the stages (the log has a block per placement round: the
+# last one is the program's) after WHAT.
+compile() {
+    if ! "$1" -g -I "$root/p4/tna" -I "$root/p4/include" -o "$2" "$root/p4/tna/serene_tna.p4" \
+        >"$2.log" 2>&1; then
+        grep -v ': warning' "$2.log" | tail -n 30 >&2
+        echo "FAIL: $1 does not compile p4/tna/serene_tna.p4" >&2
+        exit 1
+    fi
+    [ -s "$2/pipe/$3" ] || { echo "FAIL: no $3" >&2; exit 1; }
+    grep 'Number of stages for' "$2/pipe/logs/table_summary.log" | tail -n 2 | sed "s/^ */$4: /"
+}
+compile "$cc" "$tmp/out" tofino.bin compiled
 # The resources per feature (the table p4/README.md shows).
 python3 "$root/tests/conformance/tofino_resources.py" "$tmp/out"
 python3 "$check" --extract "$tmp/out/bfrt.json" >"$tmp/fresh"
@@ -49,15 +54,7 @@ fi
 python3 "$check" "$ctl" "$root/p4/conformance/job.conf" "$root/p4/conformance/policy.conf" "$tmp/out/bfrt.json"
 cc2=${P4C_TOFINO2:-p4c-tofino2}
 if command -v "$cc2" >/dev/null 2>&1; then
-    if ! "$cc2" -g -I "$root/p4/tna" -I "$root/p4/include" -o "$tmp/out2" \
-        "$root/p4/tna/serene_tna.p4" >"$tmp/log2" 2>&1; then
-        grep -v ': warning' "$tmp/log2" | tail -n 30 >&2
-        echo "FAIL: $cc2 does not compile p4/tna/serene_tna.p4 for Tofino 2" >&2
-        exit 1
-    fi
-    [ -s "$tmp/out2/pipe/tofino2.bin" ] || { echo "FAIL: no tofino2.bin" >&2; exit 1; }
-    grep 'Number of stages for' "$tmp/out2/pipe/logs/table_summary.log" | tail -n 2 |
-        sed 's/^ */compiled for Tofino 2: /'
+    compile "$cc2" "$tmp/out2" tofino2.bin "compiled for Tofino 2"
     python3 "$check" --extract "$tmp/out2/bfrt.json" >"$tmp/fresh2"
     if ! cmp -s "$tmp/fresh" "$tmp/fresh2"; then
         diff -u "$tmp/fresh" "$tmp/fresh2" | head -n 40 >&2
