@@ -311,6 +311,8 @@ awk -F, '
             t = (p ~ /dpdk/) ? "dpdk" : "udp"
             if (nm == "clock")
                 printf "| store, N=%s, %s | clock (BSP) | %s calls/s | %s us per call%s |\n", kv(x, "workers"), t, kv(x, "calls_per_s"), kv(x, "us_per_call"), ok
+            else if (nm == "allreduce" || nm == "step")
+                printf "| store, N=%s, %s | %s %s words | %s us per call | %s%s |\n", kv(x, "workers"), t, (nm == "step" ? "step (" v ")" : nm), kv(x, "words"), kv(x, "us_per_call"), (nm == "step" ? kv(x, "vs_allreduce") "x the allreduce" : "peer of the step"), ok
             else
                 printf "| store, N=%s, %s | %s %s words | %s calls/s | %s words/s%s |\n", kv(x, "workers"), t, nm, kv(x, "words"), kv(x, "calls_per_s"), kv(x, "words_per_s"), ok
         }
