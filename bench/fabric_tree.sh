@@ -28,7 +28,8 @@
 #
 # Prints one line per case: median and best seconds per call, and the bytes
 # per call on each leaf-root link over the tensor (up, down; the larger of
-# the two links), counted by the leaf's interface; and the load average.
+# the two links), counted by the leaf's interface; and the load average;
+# then a markdown table of the medians, a row per rate (bench/README.md).
 # Needs root, iproute2, a built tree (meson; bench_allreduce, serene-switch,
 # serene-ctl, and bench_gloo if Gloo is wanted). Exit 0, 1 (a case failed),
 # 2 (setup), 77 (not root).
@@ -143,12 +144,34 @@ report() {
         down = (y[2] - x[2] > y[4] - x[4] ? y[2] - x[2] : y[4] - x[4]) / calls / size
         gsub(/"/, "", $9)
         printf "  %-6s %4d Mbit/s  median %7.3f s  best %7.3f s  leaf-root link per call: up %.3fx down %.3fx  %s\n",
-            tag, rate, $5, $6, up, down, $9 }'
+            tag, rate, $5, $6, up, down, $9
+        printf "%s %d %.3f %.3f %.3f\n", tag, rate, $5, up, down >> rows }' rows="$WORK/rows"
+}
+
+# the markdown table of the cases in $WORK/rows (system rate median up down)
+table() {
+    echo
+    echo "$(date -u '+%Y-%m-%d %H:%M UTC'); commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?');" \
+        "$SIZE, MTU $MTU, window $WINDOW, $REPS samples; load average $LOAD0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end:"
+    echo
+    echo "| leaf-root links | tree | single switch | Gloo ring | single / tree | Gloo / tree |" \
+        "bytes per leaf-root link / tensor (up, down): tree, single, Gloo |"
+    echo "|---|---|---|---|---|---|---|"
+    awk '{ t[$1, $2] = $3; b[$1, $2] = sprintf("%.3f/%.3f", $4, $5); if (!($2 in seen)) { seen[$2] = 1; r[++n] = $2 } }
+        function s(x) { return x == "" ? "-" : x " s" }
+        function q(x, y) { return (x != "" && y != "" && y + 0 > 0) ? sprintf("%.2f", x / y) : "-" }
+        function c(x) { return x == "" ? "-" : x }
+        END { for (i = 1; i <= n; i++) { k = r[i]
+            printf "| %d Mbit/s | %s | %s | %s | %s | %s | %s, %s, %s |\n", k, s(t["tree", k]), s(t["single", k]),
+                s(t["gloo", k]), q(t["single", k], t["tree", k]), q(t["gloo", k], t["tree", k]),
+                c(b["tree", k]), c(b["single", k]), c(b["gloo", k]) } }' "$WORK/rows"
 }
 
 FAILS=0
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+: >"$WORK/rows"
 echo "== fabric_tree: 4 workers, 2 leaves; $SIZE ($BYTES B), $REPS samples + 1 warm-up;" \
-    "MTU $MTU, $ELEMS values/packet, Serene window $WINDOW; queue $QUEUE B; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    "MTU $MTU, $ELEMS values/packet, Serene window $WINDOW; queue $QUEUE B; load average $LOAD0"
 printf '%s\n' "job = 0" "workers = 4" "store = 0" "elems = $ELEMS" "slots = 128" "upjob = 100" \
     "leaf.0 = 0-1" "leaf.0.up = 10.78.1.1:48200" "leaf.1 = 2-3" "leaf.1.up = 10.78.2.1:48200" >"$WORK/job.conf"
 "$CTL" tree --job-file "$WORK/job.conf" >"$WORK/tree.txt" || die "serene-ctl tree"
@@ -198,5 +221,6 @@ for rate in ${RATES//,/ }; do
     done
 done
 echo "== load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+table
 [ $FAILS -eq 0 ] || exit 1
 exit 0
