@@ -3,7 +3,8 @@
  * serene.h - the public C API of libserene.
  *
  * Serene aggregates gradients of data-parallel training in the network: each
- * worker's float32 tensor is turned into fixed-point packets, the switch (a
+ * worker's float32 (or float16, bfloat16) tensor is turned into 32- or
+ * 16-bit fixed-point packets, the switch (a
  * programmable switch running p4/, or serene-switch on a host) sums them, and
  * every worker gets the sum back.
  *
@@ -248,8 +249,15 @@ typedef struct serene_config {
      * them whole, such as a veth pair into BMv2's packet socket).
      * Env SERENE_UDP_GSO (0: off, 1: on). */
     uint8_t udp_gso_off;
+    /* Bits per value on the wire for float32 allreduces that name no
+     * width (serene_allreduce, or serene_allreduce_typed without
+     * SERENE_WIRE16 / SERENE_WIRE32): 32, or 16 (half the bytes per
+     * link, with the coarser bound of serene_allreduce_typed); 0 means
+     * 32. Must agree across the job's workers (a disagreement is
+     * SERENE_ERR_MISMATCH). Default 0. Env SERENE_WIRE_BITS (16 or 32). */
+    uint8_t wire_bits;
     /* Reserved for future fields; must stay zero. */
-    uint8_t reserved_[19 - 2 * sizeof(void *)];
+    uint8_t reserved_[18 - 2 * sizeof(void *)];
 } serene_config;
 
 /* Fill cfg with the documented defaults. */
@@ -363,11 +371,51 @@ typedef struct serene_op serene_op;
  * the float range: above), SERENE_ERR_TIMEOUT (deadline passed; the
  * context is then broken), SERENE_ERR_MISMATCH (above), SERENE_ERR_BROKEN,
  * SERENE_ERR_CONCURRENT, SERENE_ERR_INVAL (bad argument, or a destroyed
- * context), SERENE_ERR_UNSUPPORTED (the switch has no allreduce slots: its
- * JOIN_ACK announced a pool of 0).
+ * context, or count above 2^31 - 1), SERENE_ERR_UNSUPPORTED (the switch has
+ * no allreduce slots: its JOIN_ACK announced a pool of 0).
  */
 SERENE_API int serene_allreduce(serene_ctx *ctx, const float *sendbuf, float *recvbuf,
                                 size_t count, serene_reduce_op op);
+
+/* Element types of an allreduce's buffers. */
+typedef enum serene_dtype {
+    SERENE_FLOAT32 = 0,  /* IEEE 754 binary32 (float) */
+    SERENE_FLOAT16 = 1,  /* IEEE 754 binary16 (torch.float16), as uint16_t */
+    SERENE_BFLOAT16 = 2, /* bfloat16 (torch.bfloat16): float32's top 16 bits, as uint16_t */
+} serene_dtype;
+
+/* Allreduce flags: the width of the values on the wire. Without either,
+ * float16 and bfloat16 travel as 16-bit values and float32 as
+ * serene_config.wire_bits says. */
+#define SERENE_WIRE16 0x1u /* 16-bit fixed point: half the bytes per link */
+#define SERENE_WIRE32 0x2u /* 32-bit fixed point */
+
+/*
+ * serene_allreduce for count values of dtype, with the wire's width chosen
+ * by flags (SERENE_WIRE16, SERENE_WIRE32 or 0, above). sendbuf and recvbuf
+ * hold count elements of dtype each (float, or uint16_t for the 16-bit
+ * types); the rules, errors and in-place use are serene_allreduce's.
+ * A 16-bit wire carries each value in 2 bytes: with N workers it keeps
+ * B = 15 - ceil(log2 N) bits (13 at N = 4, 12 at N = 8) and the sum of the
+ * N values fits the 16 bits, so the switch sends 16-bit sums back. With E
+ * and ulp as for serene_allreduce, the float32 result r_i obeys
+ *     SUM: |r_i - sum_w x_w[i]|       <= N * 2^(E+1-B) + ulp(r_i)/2
+ *     AVG: |r_i - (sum_w x_w[i]) / N| <=     2^(E+1-B) + ulp(r_i)/2
+ * (a 32-bit wire keeps serene_allreduce's bound); a float16 or bfloat16
+ * result is that float32 result rounded to nearest even in its format:
+ * add half its spacing there, ulp16(r_i)/2 (float16: 2^(e-10) for |r| in
+ * [2^e, 2^(e+1)), 2^-24 below 2^-14; bfloat16: 2^(e-7), 2^-133 below
+ * 2^-126). A SUM beyond the format's range (65504 for float16) is +-Inf,
+ * reported as SERENE_ERR_NONFINITE like NaN/Inf inputs. lib/README.md
+ * gives the error measured on real gradients. Every worker of the job must
+ * make the call with the same count and the same wire width (workers whose
+ * widths differ get SERENE_ERR_MISMATCH); their dtypes may differ.
+ * Returns as serene_allreduce; SERENE_ERR_INVAL also for an unknown dtype
+ * or flag, both width flags, or count above 2^31 - 1.
+ */
+SERENE_API int serene_allreduce_typed(serene_ctx *ctx, const void *sendbuf, void *recvbuf,
+                                      size_t count, serene_dtype dtype, serene_reduce_op op,
+                                      unsigned flags);
 
 /* Non-blocking form: start the allreduce and return at once with *op set.
  * sendbuf and recvbuf must stay valid, and sendbuf unchanged, until
@@ -375,6 +423,12 @@ SERENE_API int serene_allreduce(serene_ctx *ctx, const float *sendbuf, float *re
  * started. Returns SERENE_ERR_BUSY when max_ops are in flight. */
 SERENE_API int serene_allreduce_start(serene_ctx *ctx, const float *sendbuf, float *recvbuf,
                                       size_t count, serene_reduce_op op, serene_op **op_out);
+/* Non-blocking form of serene_allreduce_typed, with serene_allreduce_start's
+ * rules. */
+SERENE_API int serene_allreduce_typed_start(serene_ctx *ctx, const void *sendbuf, void *recvbuf,
+                                            size_t count, serene_dtype dtype,
+                                            serene_reduce_op op, unsigned flags,
+                                            serene_op **op_out);
 
 /* 0 if op has finished (successfully or not: serene_op_wait tells),
  * SERENE_ERR_AGAIN if it is still running. Does not release op.

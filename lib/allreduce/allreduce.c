@@ -46,6 +46,7 @@
 #include "common/log.h"
 #include "proto/wire.h"
 #include "quant/quant.h"
+#include "quant/quant16.h"
 #include "reliab/reliab.h"
 
 /* ---- the module ------------------------------------------------------------ */
@@ -57,6 +58,10 @@ static int ar_on_join(void *self, sr_engine *e)
     if (!ar->slots)
         return SERENE_ERR_NOMEM;
     ar->bits = sr_quant_bits(e->params.n_workers);
+    ar->bits16 = sr_quant16_bits(e->params.n_workers);
+    ar->scratch = malloc(sizeof(float) * (e->params.elems_per_pkt ? e->params.elems_per_pkt : 1));
+    if (!ar->scratch)
+        return SERENE_ERR_NOMEM;
     return sr_arw_init(&ar->win, e->window) ? SERENE_ERR_NOMEM : 0;
 }
 
@@ -64,6 +69,7 @@ static void ar_fini(void *self, sr_engine *e)
 {
     sr_ar *ar = self;
     free(ar->slots);
+    free(ar->scratch);
     free(ar->call_exps);
     sr_arw_fini(&ar->win);
 }
@@ -88,8 +94,12 @@ static size_t chunks_of(const sr_engine *e, size_t count)
 static int8_t chunk_exp(const sr_engine *e, const serene_op *op, uint32_t j)
 {
     float m;
-    const float *x = op->src + (size_t)j * e->params.elems_per_pkt;
-    size_t bad = e->qk.maxabs(x, chunk_len(e, op, j), &m);
+    size_t off = (size_t)j * e->params.elems_per_pkt, bad;
+    if (op->src)
+        bad = e->qk.maxabs(op->src + off, chunk_len(e, op, j), &m);
+    else
+        bad = sr_half_maxabs(op->src_h + off, chunk_len(e, op, j),
+                             op->dtype == SERENE_BFLOAT16 ? SR_HALF_BF16 : SR_HALF_F16, &m);
     return (int8_t)(bad ? SR_WIRE_EXP_NONFINITE : sr_quant_exponent(m));
 }
 
@@ -100,6 +110,22 @@ static int8_t hint_exp(const sr_engine *e, const serene_op *op, uint32_t j)
     if (op->exps && j < atomic_load_explicit(&op->exps_ready, memory_order_acquire))
         return op->exps[j];
     return chunk_exp(e, op, j);
+}
+
+/* Quantize the n values at off with exponent exp into pl, in the call's
+ * width; a 16-bit float chunk goes through the scratch as float32 first.
+ * Returns the values saturated (none, in the scheme). */
+static size_t encode_chunk(sr_ar *ar, sr_engine *e, const serene_op *op, uint8_t *pl, size_t off,
+                           uint32_t n, int exp)
+{
+    const float *x = op->src ? op->src + off : ar->scratch;
+    if (!op->src)
+        (op->dtype == SERENE_BFLOAT16 ? e->qk16.bf16_to_f32 : e->qk16.f16_to_f32)(
+            ar->scratch, op->src_h + off, n);
+    if (op->wire16)
+        return e->qk16.encode(pl, x, n, sr_quant_encode_mul(exp, sr_quant16_bits_at(ar->bits16, exp)),
+                              sr_quant16_lim(ar->bits16));
+    return e->qk.encode(pl, x, n, sr_quant_encode_mul(exp, ar->bits));
 }
 
 /* Build, queue and time the next round of slot s: chunk's data quantized
@@ -122,15 +148,15 @@ static void send_round(sr_ar *ar, sr_engine *e, const serene_op *op, uint32_t s,
     h.exp = (int8_t)(data ? exp : 0);
     h.next_exp = hint_chunk < ar->n_chunks ? hint_exp(e, op, hint_chunk) : SR_WIRE_EXP_NONE;
     h.offset = chunk * epp;
-    h.aux = (uint32_t)op->count; /* the switch compares it: see SR_OP_AR_DATA */
+    h.aux = ar->aux; /* the switch compares it: see SR_OP_AR_DATA */
     sr_hdr_pack(msg, &h);
+    uint32_t len = (uint32_t)h.count * (op->wire16 ? 2u : 4u);
     if (h.count) {
         uint8_t *pl = msg + SR_WIRE_HDR_LEN;
         if (exp == SR_WIRE_EXP_NONFINITE) {
-            memset(pl, 0, 4u * h.count);
+            memset(pl, 0, len);
         } else {
-            size_t sat = e->qk.encode(pl, op->src + h.offset, h.count,
-                                      sr_quant_encode_mul(exp, ar->bits));
+            size_t sat = encode_chunk(ar, e, op, pl, h.offset, h.count, exp);
             if (sat)
                 SR_STAT_ADD(e, saturations, sat);
         }
@@ -146,7 +172,7 @@ static void send_round(sr_ar *ar, sr_engine *e, const serene_op *op, uint32_t s,
     sl->count = h.count;
     sl->offset = h.offset;
     sl->next_chunk = data ? chunk + ar->w_eff : chunk;
-    sr_slot_send(e, s, h.count, now);
+    sr_slot_send(e, s, len, now);
 }
 
 /* Send the ready rounds the window admits, lowest unit first. */
@@ -171,8 +197,9 @@ static void ar_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
     ar->n_chunks = (uint32_t)chunks_of(e, op->count);
     ar->chunks_done = 0;
     ar->nonfinite = 0;
-    ar->stream = e->qk.decode_stream && e->qk.decode_avg_stream &&
+    ar->stream = e->qk.decode_stream && e->qk.decode_avg_stream && op->dst && !op->wire16 &&
                  op->count >= SR_AR_STREAM_MIN_BYTES / 4;
+    ar->aux = (uint32_t)op->count | (op->wire16 ? SR_WIRE_AUX_V16 : 0u);
     ar->call_seq++;
     ar->w_eff = ar->n_chunks < e->window ? ar->n_chunks : e->window;
     /* A call of 0 values still meets the others' call in slot 0 (one hint
@@ -186,31 +213,51 @@ static void ar_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
     drain(ar, e, op, now);
 }
 
-/* Decode a result of h->count values into dst; flags the call nonfinite
- * when the switch spread a NaN/Inf or the sum overflows float. */
+/* Decode a result of h->count values into the call's result at
+ * h->offset (a 16-bit float result through the scratch); flags the call
+ * nonfinite when the switch spread a NaN/Inf or the sum overflows the
+ * result's format. */
 static void decode_result(sr_ar *ar, sr_engine *e, const serene_op *op, const sr_hdr *h,
                           const uint8_t *payload)
 {
-    float *dst = op->dst + h->offset;
+    float *dst = op->dst ? op->dst + h->offset : ar->scratch;
+    int fmt = op->dtype == SERENE_BFLOAT16 ? SR_HALF_BF16 : SR_HALF_F16;
     if (h->exp == SR_WIRE_EXP_NONFINITE) {
         ar->nonfinite = 1;
-        for (uint32_t i = 0; i < h->count; i++)
-            dst[i] = NAN;
+        for (uint32_t i = 0; i < h->count; i++) {
+            if (op->dst)
+                dst[i] = NAN;
+            else
+                op->dst_h[h->offset + i] = sr_half_nan(fmt);
+        }
         return;
     }
+    int bits = op->wire16 ? sr_quant16_bits_at(ar->bits16, h->exp) : ar->bits;
     if (op->redop == SERENE_AVG) { /* rounded once: quant.h */
         double hi, lo;
-        sr_quant_avg_mul(h->exp, ar->bits, e->params.n_workers, &hi, &lo);
-        (ar->stream ? e->qk.decode_avg_stream : e->qk.decode_avg)(dst, payload, h->count, hi,
-                                                                 lo);
+        sr_quant_avg_mul(h->exp, bits, e->params.n_workers, &hi, &lo);
+        if (op->wire16)
+            e->qk16.decode_avg(dst, payload, h->count, hi, lo);
+        else
+            (ar->stream ? e->qk.decode_avg_stream : e->qk.decode_avg)(dst, payload, h->count, hi,
+                                                                     lo);
     } else {
-        (ar->stream ? e->qk.decode_stream : e->qk.decode)(dst, payload, h->count,
-                                                         sr_quant_decode_mul(h->exp, ar->bits));
+        float mul = sr_quant_decode_mul(h->exp, bits);
+        if (op->wire16)
+            e->qk16.decode(dst, payload, h->count, mul);
+        else
+            (ar->stream ? e->qk.decode_stream : e->qk.decode)(dst, payload, h->count, mul);
     }
     /* A sum past FLT_MAX is +-Inf, reported like NaN/Inf input; only
-     * packets of the top binades can get there. */
+     * packets of the top binades can get there (the same E for either
+     * width: 30 - bits = 15 - bits16 = ceil(log2 N)). */
     float big;
     if (sr_quant_sum_may_overflow(h->exp, ar->bits) && e->qk.maxabs(dst, h->count, &big))
+        ar->nonfinite = 1;
+    /* A 16-bit float result: one more rounding, where a sum can leave the
+     * format's range (65504 for float16). */
+    if (!op->dst && (fmt == SR_HALF_BF16 ? e->qk16.f32_to_bf16 : e->qk16.f32_to_f16)(
+                        op->dst_h + h->offset, dst, h->count))
         ar->nonfinite = 1;
 }
 
@@ -221,7 +268,7 @@ static sr_ar_slot *round_of(sr_ar *ar, const sr_engine *e, const serene_op *op, 
 {
     sr_ar_slot *sl = h->slot < e->window ? &ar->slots[h->slot] : NULL;
     if (h->seq != ar->call_seq || !sl || !sl->busy || h->shadow != sl->ver ||
-        h->offset != sl->offset || h->aux != (uint32_t)op->count || h->worker != e->cfg.rank)
+        h->offset != sl->offset || h->aux != ar->aux || h->worker != e->cfg.rank)
         return NULL;
     return sl;
 }
@@ -365,9 +412,19 @@ const sr_op_class sr_allreduce_class = {
 
 /* ---- public calls ------------------------------------------------------------ */
 
-static int ranges_overlap(const float *a, const float *b, size_t n)
+/* An allreduce request: the public calls' arguments. */
+typedef struct ar_req {
+    const void *sendbuf;
+    void *recvbuf;
+    size_t count;
+    serene_dtype dtype;
+    serene_reduce_op op;
+    unsigned flags;
+} ar_req;
+
+static int ranges_overlap(const void *a, const void *b, size_t len)
 {
-    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b, len = n * sizeof(float);
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
     return x < y + len && y < x + len;
 }
 
@@ -375,16 +432,29 @@ static int ranges_overlap(const float *a, const float *b, size_t n)
  * With opp (a blocking call), the op gets room for its chunks' exponents,
  * which the caller then reads (exps_fill on *opp), when there is memory for
  * them; else the engine reads them all. */
-static int ar_start(sr_engine *e, const float *sendbuf, float *recvbuf, size_t count,
-                    serene_reduce_op op, serene_op **h, serene_op **opp)
+static int ar_start(sr_engine *e, const ar_req *r, serene_op **h, serene_op **opp)
 {
-    if ((count && (!sendbuf || !recvbuf)) || (op != SERENE_SUM && op != SERENE_AVG))
+    size_t esize = r->dtype == SERENE_FLOAT32 ? 4 : 2;
+    if ((r->count && (!r->sendbuf || !r->recvbuf)) || (r->op != SERENE_SUM && r->op != SERENE_AVG))
         return SERENE_ERR_INVAL;
-    if (count > UINT32_MAX) {
-        SR_ERR(&e->log, "allreduce of %zu values: at most %u per call", count, UINT32_MAX);
+    if (r->dtype != SERENE_FLOAT32 && r->dtype != SERENE_FLOAT16 && r->dtype != SERENE_BFLOAT16) {
+        SR_ERR(&e->log, "allreduce: unknown dtype %d (SERENE_FLOAT32, SERENE_FLOAT16 or "
+                        "SERENE_BFLOAT16)", (int)r->dtype);
         return SERENE_ERR_INVAL;
     }
-    if (sendbuf != recvbuf && count && ranges_overlap(sendbuf, recvbuf, count)) {
+    if ((r->flags & ~(SERENE_WIRE16 | SERENE_WIRE32)) ||
+        (r->flags & (SERENE_WIRE16 | SERENE_WIRE32)) == (SERENE_WIRE16 | SERENE_WIRE32)) {
+        SR_ERR(&e->log, "allreduce: flags 0x%x: at most one of SERENE_WIRE16 and SERENE_WIRE32",
+               r->flags);
+        return SERENE_ERR_INVAL;
+    }
+    if (r->count > SR_WIRE_AUX_TOTAL) {
+        SR_ERR(&e->log, "allreduce of %zu values: at most %u per call", r->count,
+               SR_WIRE_AUX_TOTAL);
+        return SERENE_ERR_INVAL;
+    }
+    if (r->sendbuf != r->recvbuf && r->count &&
+        ranges_overlap(r->sendbuf, r->recvbuf, r->count * esize)) {
         SR_ERR(&e->log, "allreduce: sendbuf and recvbuf overlap without being equal");
         return SERENE_ERR_INVAL;
     }
@@ -394,18 +464,34 @@ static int ar_start(sr_engine *e, const float *sendbuf, float *recvbuf, size_t c
                e->cfg.job_id);
         return SERENE_ERR_UNSUPPORTED;
     }
+    int wire16 = r->flags & SERENE_WIRE16   ? 1
+                 : r->flags & SERENE_WIRE32 ? 0
+                 : r->dtype != SERENE_FLOAT32 || e->cfg.wire_bits == 16;
+    if (wire16 && e->tp->words_only) {
+        SR_ERR(&e->log, "allreduce: 16-bit values do not go over the %s transport yet (its "
+                        "messages carry whole 32-bit words): pass SERENE_WIRE32",
+               e->tp->name);
+        return SERENE_ERR_UNSUPPORTED;
+    }
     sr_ar *ar = sr_engine_self(e, &sr_allreduce_class);
     if (atomic_load(&ar->broken))
         return SERENE_ERR_BROKEN;
     serene_op *o = sr_op_alloc(e, &sr_allreduce_class, ar);
     if (!o)
         return SERENE_ERR_BUSY;
-    o->src = sendbuf;
-    o->dst = recvbuf;
-    o->count = count;
-    o->redop = op;
+    o->wire16 = wire16;
+    o->dtype = r->dtype;
+    if (r->dtype == SERENE_FLOAT32) {
+        o->src = r->sendbuf;
+        o->dst = r->recvbuf;
+    } else {
+        o->src_h = r->sendbuf;
+        o->dst_h = r->recvbuf;
+    }
+    o->count = r->count;
+    o->redop = r->op;
     if (opp) {
-        size_t n_chunks = chunks_of(e, count);
+        size_t n_chunks = chunks_of(e, r->count);
         if (n_chunks > ar->call_exps_cap) {
             int8_t *x = realloc(ar->call_exps, n_chunks);
             if (x) {
@@ -438,8 +524,7 @@ static void exps_fill(const sr_engine *e, serene_op *o)
     }
 }
 
-SERENE_API int serene_allreduce_start(serene_ctx *ctx, const float *sendbuf, float *recvbuf,
-                                      size_t count, serene_reduce_op op, serene_op **op_out)
+static int start_call(serene_ctx *ctx, const ar_req *r, serene_op **op_out)
 {
     if (!op_out)
         return SERENE_ERR_INVAL;
@@ -449,12 +534,11 @@ SERENE_API int serene_allreduce_start(serene_ctx *ctx, const float *sendbuf, flo
     int rc = e ? sr_call_enter(e) : SERENE_ERR_INVAL;
     if (rc)
         return rc;
-    rc = ar_start(e, sendbuf, recvbuf, count, op, &h, NULL);
+    rc = ar_start(e, r, &h, NULL);
     return sr_call_end(e, rc, h, op_out);
 }
 
-SERENE_API int serene_allreduce(serene_ctx *ctx, const float *sendbuf, float *recvbuf,
-                                size_t count, serene_reduce_op op)
+static int blocking_call(serene_ctx *ctx, const ar_req *r)
 {
     sr_engine *e = sr_engine_live(ctx);
     serene_op *h = NULL;
@@ -462,8 +546,39 @@ SERENE_API int serene_allreduce(serene_ctx *ctx, const float *sendbuf, float *re
     if (rc)
         return rc;
     serene_op *o = NULL;
-    rc = ar_start(e, sendbuf, recvbuf, count, op, &h, &o);
+    rc = ar_start(e, r, &h, &o);
     if (!rc && o->exps)
         exps_fill(e, o);
     return sr_call_end(e, rc, h, NULL);
+}
+
+SERENE_API int serene_allreduce_start(serene_ctx *ctx, const float *sendbuf, float *recvbuf,
+                                      size_t count, serene_reduce_op op, serene_op **op_out)
+{
+    ar_req r = {sendbuf, recvbuf, count, SERENE_FLOAT32, op, 0};
+    return start_call(ctx, &r, op_out);
+}
+
+SERENE_API int serene_allreduce(serene_ctx *ctx, const float *sendbuf, float *recvbuf,
+                                size_t count, serene_reduce_op op)
+{
+    ar_req r = {sendbuf, recvbuf, count, SERENE_FLOAT32, op, 0};
+    return blocking_call(ctx, &r);
+}
+
+SERENE_API int serene_allreduce_typed_start(serene_ctx *ctx, const void *sendbuf, void *recvbuf,
+                                            size_t count, serene_dtype dtype,
+                                            serene_reduce_op op, unsigned flags,
+                                            serene_op **op_out)
+{
+    ar_req r = {sendbuf, recvbuf, count, dtype, op, flags};
+    return start_call(ctx, &r, op_out);
+}
+
+SERENE_API int serene_allreduce_typed(serene_ctx *ctx, const void *sendbuf, void *recvbuf,
+                                      size_t count, serene_dtype dtype, serene_reduce_op op,
+                                      unsigned flags)
+{
+    ar_req r = {sendbuf, recvbuf, count, dtype, op, flags};
+    return blocking_call(ctx, &r);
 }

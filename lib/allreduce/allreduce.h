@@ -41,7 +41,10 @@ typedef struct sr_ar {
      * step with this worker: later ones are refused. Any thread reads it. */
     _Atomic int broken;
     /* --- engine only ------------------------------------------------------ */
-    int bits;           /* B of the fixed-point scheme for this job */
+    int bits;           /* B of the 32-bit fixed-point scheme for this job (quant.h) */
+    int bits16;         /* B of the 16-bit one (quant16.h) */
+    float *scratch;     /* elems_per_pkt floats: a 16-bit float chunk as float32 */
+    uint32_t aux;       /* the current call's aux: its count, and SR_WIRE_AUX_V16 */
     sr_ar_slot *slots;  /* the engine's window of slots */
     uint32_t call_seq;  /* calls started; the switch pairs calls by it */
     uint32_t n_chunks, chunks_done, w_eff;

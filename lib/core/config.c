@@ -222,6 +222,12 @@ static int env_ints(serene_config *cfg)
             memcpy((char *)cfg + ints[i].off, &n, sizeof n);
         }
     }
+    if ((v = getenv("SERENE_WIRE_BITS"))) {
+        if ((why = parse_dec(v, 16, 32, &x)) || (x != 16 && x != 32))
+            rc = bad_env(cfg, "SERENE_WIRE_BITS", v, why ? why : PARSE_RANGE, "16 or 32");
+        else
+            cfg->wire_bits = (uint8_t)x;
+    }
     if ((v = getenv("SERENE_UDP_GSO"))) {
         if ((why = parse_dec(v, 0, 1, &x)))
             rc = bad_env(cfg, "SERENE_UDP_GSO", v, why, "0 (no UDP GSO trains) or 1");
@@ -344,7 +350,7 @@ SERENE_API int serene_config_dump(const serene_config *cfg, char *buf, size_t le
                     "max_ops = %d\ncpu_mask = 0x%x\nstore_frac_bits = %d\nlog_level = %s\n"
                     "pcap_path = %s\ndpdk_eal_args = %s\ndpdk_port = %s\n"
                     "dpdk_mac = %02x:%02x:%02x:%02x:%02x:%02x\n"
-                    "dpdk_peer_mac = %02x:%02x:%02x:%02x:%02x:%02x\nudp_gso_off = %d\n",
+                    "dpdk_peer_mac = %02x:%02x:%02x:%02x:%02x:%02x\nudp_gso_off = %d\nwire_bits = %d\n",
                     cfg->rank, cfg->world_size, cfg->job_id, cfg->job_nonce, cfg->switch_addr,
                     cfg->bind_addr, cfg->transport, cfg->timeout_ms, cfg->rto_us, cfg->rto_max_us,
                     cfg->retry_limit, cfg->window, cfg->max_ops, cfg->cpu_mask, cfg->store_frac_bits,
@@ -352,7 +358,8 @@ SERENE_API int serene_config_dump(const serene_config *cfg, char *buf, size_t le
                     memchr(cfg->pcap_path, 0, sizeof cfg->pcap_path) ? cfg->pcap_path : "?",
                     cfg->dpdk_eal_args ? cfg->dpdk_eal_args : "",
                     cfg->dpdk_port ? cfg->dpdk_port : "0", m[0], m[1], m[2], m[3], m[4], m[5],
-                    pm[0], pm[1], pm[2], pm[3], pm[4], pm[5], cfg->udp_gso_off);
+                    pm[0], pm[1], pm[2], pm[3], pm[4], pm[5], cfg->udp_gso_off,
+                    cfg->wire_bits ? cfg->wire_bits : 32);
 }
 
 int sr_config_validate(const serene_config *cfg, const sr_log *log)
@@ -387,6 +394,8 @@ int sr_config_validate(const serene_config *cfg, const sr_log *log)
     CHECK(memchr(cfg->bind_addr, 0, sizeof cfg->bind_addr), "bind_addr is not NUL-terminated");
     CHECK(memchr(cfg->transport, 0, sizeof cfg->transport), "transport is not NUL-terminated");
     CHECK(cfg->udp_gso_off <= 1, "udp_gso_off %d is neither 0 nor 1", cfg->udp_gso_off);
+    CHECK(cfg->wire_bits == 0 || cfg->wire_bits == 16 || cfg->wire_bits == 32,
+          "wire_bits %d is none of 0 (32), 16 and 32", cfg->wire_bits);
     CHECK(memchr(cfg->pcap_path, 0, sizeof cfg->pcap_path), "pcap_path is not NUL-terminated");
     char path[SR_TRACE_PATH_MAX];
     CHECK(!cfg->pcap_path[0] || sr_trace_path(path, sizeof path, cfg->pcap_path, cfg->rank) == 0,

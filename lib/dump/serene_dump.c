@@ -8,10 +8,12 @@
  *
  *   TIME SRC -> DST OP job=J worker=W seq=S slot=N shadow=B count=C
  *       exp=E next_exp=X offset=O aux=A flags=0xFF [status=NAME refused=OP]
+ *       [v16 total=T]
  *
  * TIME is the capture time in seconds.nanoseconds since the epoch, SRC and
  * DST are IPv4:port. ERROR packets add the status and the refused op (from
- * aux). A frame that is not Serene, or is malformed, gets a line with the
+ * aux); allreduce packets of 16-bit values (SR_WIRE_AUX_V16 in aux) say so
+ * and give the call's total count. A frame that is not Serene, or is malformed, gets a line with the
  * reason instead: the frame parser's (not_ipv4, not_udp, bad_csum,
  * frame_truncated, frame_bad_length) or the message parser's
  * (sr_parse_result_name: foreign, truncated, bad_version, bad_op,
@@ -109,6 +111,8 @@ static void dump_frame(const struct pcap_pkthdr *ph, const uint8_t *frame, count
            h.next_exp, h.offset, h.aux, h.flags);
     if (h.op == SR_OP_ERROR)
         printf(" status=%s refused=%s", sr_status_name(h.status), sr_op_name(h.aux));
+    else if (h.op >= SR_OP_AR_DATA && h.op <= SR_OP_AR_NAK && (h.aux & SR_WIRE_AUX_V16))
+        printf(" v16 total=%" PRIu32, h.aux & SR_WIRE_AUX_TOTAL);
     printf("\n");
 }
 

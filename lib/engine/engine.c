@@ -60,10 +60,10 @@ void sr_tx_queue(sr_engine *e, uint8_t *msg, uint32_t len)
     e->ntx++;
 }
 
-void sr_slot_send(sr_engine *e, uint32_t s, uint16_t words, uint64_t now)
+void sr_slot_send(sr_engine *e, uint32_t s, uint32_t payload_len, uint64_t now)
 {
     sr_slot *sl = &e->slots[s];
-    sl->len = SR_WIRE_HDR_LEN + 4u * words;
+    sl->len = SR_WIRE_HDR_LEN + payload_len;
     sr_tx_queue(e, sl->msg, sl->len);
     sr_rel_arm(&e->rel, s, now);
 }

@@ -27,6 +27,7 @@
 #include "engine/handle.h"
 #include "proto/wire.h"
 #include "quant/quant.h"
+#include "quant/quant16.h"
 #include "reliab/reliab.h"
 #include "serene/serene.h"
 #include "trace/trace.h"
@@ -113,6 +114,13 @@ struct serene_op {
     const int32_t *src_i32;
     int32_t *dst_i32;
     unsigned flags;
+    /* Allreduce of 16-bit floats (dtype SERENE_FLOAT16 / SERENE_BFLOAT16):
+     * its buffers (src and dst are NULL then); wire16: 16-bit values on the
+     * wire. */
+    int dtype;
+    int wire16;
+    const uint16_t *src_h;
+    uint16_t *dst_h;
     /* Allreduce: chunk exponents the calling thread reads while the engine
      * sends (allreduce.c); the first exps_ready of them are set. */
     int8_t *exps;
@@ -156,6 +164,7 @@ struct sr_engine {
     serene_config cfg; /* the context's copy */
     sr_log log;
     sr_quant_kernels qk;
+    sr_quant16_kernels qk16;
     const sr_transport *tp;
     void *tps;
     sr_trace *trace; /* SERENE_PCAP; NULL when off. Engine thread after creation */
@@ -287,9 +296,9 @@ static inline uint8_t *sr_slot_msg(sr_engine *e, uint32_t s)
 {
     return e->slots[s].msg;
 }
-/* Queue slot s's packed message of `words` payload words and start its
+/* Queue slot s's packed message of payload_len payload bytes and start its
  * timer: it is resent until sr_rel_ack / sr_rel_disarm on e->rel. */
-void sr_slot_send(sr_engine *e, uint32_t s, uint16_t words, uint64_t now);
+void sr_slot_send(sr_engine *e, uint32_t s, uint32_t payload_len, uint64_t now);
 /* Queue slot s's packet again at now, whole, marked RETRANSMIT, and count
  * it in stats.retransmissions; its timer is left as it is. */
 void sr_slot_resend(sr_engine *e, uint32_t s, uint64_t now);

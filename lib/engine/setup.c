@@ -27,6 +27,7 @@ int sr_engine_init(sr_engine *e, serene_op *ops, unsigned max_ops)
         ops[i].eng = e;
     }
     sr_quant_init(&e->qk, e->cfg.cpu_mask);
+    sr_quant16_init(&e->qk16, e->cfg.cpu_mask);
     e->ring = calloc(max_ops, sizeof *e->ring);
     uint8_t *rx = malloc((size_t)SR_TP_BURST * SR_WIRE_MAX_MSG);
     sr_rel_params rp = {

@@ -26,9 +26,11 @@
  * +---------------------------------------------------------------+
  * |                     aux (op-specific)                         |
  * +---------------------------------------------------------------+
- * |              payload: count x int32, big-endian ...           |
+ * |        payload: count values, big-endian int32 (or int16) ... |
  *
- * S is the shadow-copy (version) bit of the slot. Every user of these bytes
+ * S is the shadow-copy (version) bit of the slot. The payload's values are
+ * int32, except in AR_DATA and AR_RESULT whose aux has SR_WIRE_AUX_V16 set:
+ * those carry count int16 values (2 * count bytes). Every user of these bytes
  * (library, software switch, P4 program, tests) derives from this file: the
  * P4 constants in p4/include/wire_constants.p4 are generated from it by
  * lib/proto/gen_p4_constants.c and a test checks they are current.
@@ -45,7 +47,7 @@
 /* ---- Serene header ------------------------------------------------------ */
 
 #define SR_WIRE_MAGIC 0x5345u   /* "SE": tells Serene datagrams from foreign ones */
-#define SR_WIRE_VERSION 1u      /* bumped on any incompatible change */
+#define SR_WIRE_VERSION 2u      /* bumped on any incompatible change (2: 16-bit values) */
 #define SR_WIRE_HDR_LEN 28u     /* bytes of the Serene header */
 #define SR_WIRE_UDP_PORT 48200u /* the switch's UDP port (default) */
 
@@ -87,6 +89,20 @@
                                      max-reduction spreads it to every worker */
 #define SR_WIRE_EXP_NONE (-128) /* next_exp when the slot has no next round */
 
+/* 16-bit values. In AR_DATA, AR_RESULT, AR_PROBE, AR_HELD and AR_NAK, aux
+ * is the call's total count of values (bits 0-30) and this bit: the call's
+ * values travel as big-endian int16, two bytes each, instead of int32. A
+ * round's aux is part of what its workers must agree on, so a worker that
+ * sends 16-bit values to a round of 32-bit ones meets a MISMATCH like any
+ * other disagreement, in every switch, without a check of its own. The
+ * switch adds the values into its 32-bit accumulators as they come
+ * (sign-extended; the P4 programs zero-extend, which leaves the low 16 bits
+ * the same) and answers the low 16 bits of each sum: workers quantize so
+ * that the sum of N values fits an int16 (lib/quant/quant.h), so those bits
+ * are the exact sum, whatever the order of the adds and the extension. */
+#define SR_WIRE_AUX_V16 0x80000000u
+#define SR_WIRE_AUX_TOTAL 0x7fffffffu /* the call's total count: at most 2^31 - 1 values */
+
 /* Not a count any packet can carry (it exceeds SR_WIRE_MAX_ELEMS): the
  * switch stores it as an allreduce round's count to mark the round
  * poisoned by a mismatch (see SR_ST_MISMATCH). */
@@ -117,8 +133,8 @@ _Static_assert(SR_WIRE_COUNT_POISON > SR_WIRE_MAX_ELEMS, "the poison mark is no 
      * count = 0 and there is no payload. */                                                      \
     X(ERROR, 3, "status = SR_ST_*, aux = the refused op")                                         \
     /* aux = the call's total count of values, so workers that disagree on it                     \
-     * meet a MISMATCH. */                                                                        \
-    X(AR_DATA, 16, "allreduce contribution for (slot, shadow bit); aux = call's total")           \
+     * meet a MISMATCH, and SR_WIRE_AUX_V16 for 16-bit values. */                                 \
+    X(AR_DATA, 16, "allreduce contribution for (slot, shadow bit); aux = call's total, V16")      \
     /* aux echoes the round's total count. */                                                     \
     X(AR_RESULT, 17, "the slot's sum, sent to every worker of the job")                           \
     /* Sent instead of a contribution whose timer expired: its header with                        \
@@ -259,7 +275,7 @@ enum sr_parse_result {
     SR_PARSE_BAD_VERSION = -3, /* another wire version */
     SR_PARSE_BAD_OP = -4,      /* op not in enum sr_wire_op */
     SR_PARSE_BAD_COUNT = -5,   /* count > SR_WIRE_MAX_ELEMS */
-    SR_PARSE_BAD_LENGTH = -6,  /* length != header + 4 * count */
+    SR_PARSE_BAD_LENGTH = -6,  /* length != header + count * sr_wire_val_bytes() */
 };
 #define SR_PARSE_NREASONS 7 /* index = -result */
 
@@ -287,6 +303,13 @@ _Static_assert(SR_JOIN_REQ_WORDS >= SR_JOIN_PARAMS_WORDS, "a JOIN is never short
 /* Write h as a 28-byte header at out. version is written as given (callers
  * set SR_WIRE_VERSION); shadow and slot are combined. */
 void sr_hdr_pack(uint8_t *out, const sr_hdr *h);
+
+/* Bytes per payload value of a message: 2 for an allreduce message whose
+ * aux has SR_WIRE_AUX_V16 (AR_DATA, AR_RESULT), else 4. */
+static inline unsigned sr_wire_val_bytes(unsigned op, uint32_t aux)
+{
+    return (op == SR_OP_AR_DATA || op == SR_OP_AR_RESULT) && (aux & SR_WIRE_AUX_V16) ? 2u : 4u;
+}
 
 /* Parse a whole message (header + payload) of len bytes. On SR_PARSE_OK, *h
  * holds the header and *payload (if not NULL) points at the payload words

@@ -101,7 +101,7 @@ static void send_piece(sr_step *sp, sr_engine *e, const serene_op *op, uint32_t 
     pc->probe_out_ns = 0;
     pc->start = h.offset;
     pc->count = h.count;
-    sr_slot_send(e, s, h.count, now);
+    sr_slot_send(e, s, 4u * h.count, now);
 }
 
 /* Send the ready pieces the congestion window admits, lowest first. */

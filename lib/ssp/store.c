@@ -128,7 +128,7 @@ static void send_request(sr_store *st, sr_engine *e, const serene_op *op, uint32
     sl->req_seq = h.seq;
     sl->offset = h.offset;
     sl->count = (uint16_t)n;
-    sr_slot_send(e, w, h.count, now);
+    sr_slot_send(e, w, 4u * h.count, now);
 }
 
 /* Send the ready requests the congestion window admits, lowest first. */

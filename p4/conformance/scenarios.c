@@ -16,15 +16,17 @@
 #define TOKEN(w) (0x70000000u + (w)) /* worker w's context token */
 #define STRANGER_IP 0x0a000063u      /* 10.0.0.99: in no worker_table entry */
 
-int cf_send(cf_ctx *c, unsigned rank, uint32_t src_ip, uint16_t dst_port, const sr_hdr *h,
-            const uint32_t *vals, unsigned nvals)
+/* The frame of h and its payload bytes (pl, len) from worker rank (or
+ * src_ip) to dst_port, through the switch. */
+static int send_bytes(cf_ctx *c, unsigned rank, uint32_t src_ip, uint16_t dst_port, const sr_hdr *h,
+                      const uint8_t *pl, size_t plen)
 {
     static uint8_t frame[SR_FRAME_HLEN + SR_WIRE_MAX_MSG];
     sr_frame_addr a;
     size_t len;
     int rc;
 
-    if (nvals > SR_WIRE_MAX_ELEMS || rank >= c->job.n_workers)
+    if (plen > SR_WIRE_MAX_PAYLOAD || rank >= c->job.n_workers)
         return -EINVAL;
     memset(&a, 0, sizeof a);
     a.src_mac[0] = 0x02, a.src_mac[1] = 0x53, a.src_mac[2] = 0x45;
@@ -35,14 +37,33 @@ int cf_send(cf_ctx *c, unsigned rank, uint32_t src_ip, uint16_t dst_port, const 
     a.dst_ip = CF_SWITCH_IP;
     a.dst_port = dst_port;
     sr_hdr_pack(frame + SR_FRAME_HLEN, h);
-    for (unsigned i = 0; i < nvals; i++)
-        sr_put_be32(frame + SR_FRAME_HLEN + SR_WIRE_HDR_LEN + 4u * i, vals[i]);
-    len = sr_frame_pack(frame, sizeof frame, &a, SR_WIRE_HDR_LEN + 4u * (size_t)nvals);
+    if (plen)
+        memcpy(frame + SR_FRAME_HLEN + SR_WIRE_HDR_LEN, pl, plen);
+    len = sr_frame_pack(frame, sizeof frame, &a, SR_WIRE_HDR_LEN + plen);
     if (!len)
         return -EINVAL;
     rc = cf_step(c, frame, len, c->ts, 1);
     c->ts += CF_STEP_US;
     return rc;
+}
+
+int cf_send(cf_ctx *c, unsigned rank, uint32_t src_ip, uint16_t dst_port, const sr_hdr *h,
+            const uint32_t *vals, unsigned nvals)
+{
+    static uint8_t pl[SR_WIRE_MAX_PAYLOAD];
+    /* Values in the header's width: the low 16 bits of each for a 16-bit
+     * allreduce message (SR_WIRE_AUX_V16). */
+    unsigned vb = sr_wire_val_bytes(h->op, h->aux);
+
+    if (nvals > SR_WIRE_MAX_ELEMS)
+        return -EINVAL;
+    for (unsigned i = 0; i < nvals; i++) {
+        if (vb == 2)
+            sr_put_be16(pl + 2u * i, (uint16_t)vals[i]);
+        else
+            sr_put_be32(pl + 4u * i, vals[i]);
+    }
+    return send_bytes(c, rank, src_ip, dst_port, h, pl, vb * (size_t)nvals);
 }
 
 sr_hdr cf_req(const cf_ctx *c, unsigned op, unsigned w, uint32_t seq)
@@ -218,6 +239,52 @@ static int ar_probes(cf_ctx *c)
     return send_to(c, 0, &h, NULL, 0);
 }
 
+/* 16-bit values (SR_WIRE_AUX_V16), slots 6 and 7: a round of every worker
+ * whose sums are the low 16 bits of the 32-bit accumulators (one lane
+ * carries past 16 bits, one goes negative), a duplicate (AR_HELD), a lost
+ * result (the shadow copy, in 16 bits), a probe, an odd count (a payload
+ * of 2 mod 4 bytes), a worker that sends the round's values in 32 bits
+ * (its aux differs: MISMATCH), and a 16-bit header whose payload is 32-bit
+ * words (a bad length: dropped unanswered). */
+static int ar16(cf_ctx *c)
+{
+    unsigned n = c->job.n_workers, E = c->elems;
+    const uint32_t total = SR_WIRE_AUX_V16 | CALL_TOTAL(8);
+    sr_hdr h;
+
+    for (unsigned w = 0; w < n; w++) {
+        /* Lane 0: 0x7fff + 1 + 1000 * w... carries past 16 bits; the step
+         * -5 on worker 1 takes later lanes below zero. */
+        uint32_t base = w == 0 ? 0x7fffu : w == 1 ? 1u : 1000u * w;
+        TRY(ar_total(c, w, 6, 0, 8, total, 12 * E, -7, (int)w, E, base, w == 1 ? (uint32_t)-5 : 3u));
+        if (w == 0) /* duplicate while the round is open: AR_HELD */
+            TRY(ar_total(c, w, 6, 0, 8, total, 12 * E, -7, 0, E, base, 3u));
+    }
+    TRY(ar_total(c, 1, 6, 0, 8, total, 12 * E, -7, 1, E, 1u, (uint32_t)-5)); /* shadow copy */
+    h = cf_req(c, SR_OP_AR_PROBE, 2, 8);                                     /* complete: NAK */
+    h.slot = 6;
+    h.offset = 12 * E;
+    h.exp = -7;
+    h.next_exp = 2;
+    h.flags = SR_FLAG_RETRANSMIT;
+    h.aux = total;
+    TRY(send_to(c, 2, &h, NULL, 0));
+    /* Slot 7: an odd count; worker 2 sends 32-bit values to the round. */
+    for (unsigned w = 0; w < n - 1; w++)
+        TRY(ar_total(c, w, 7, 0, 8, total, 13 * E, -2, -2, E / 4 + 3, 20u * w, 1u));
+    TRY(ar_total(c, n - 1, 7, 0, 8, CALL_TOTAL(8), 13 * E, -2, -2, E / 4 + 3, 7u, 1u));
+    TRY(ar_total(c, 0, 7, 0, 8, total, 13 * E, -2, -2, E / 4 + 3, 0u, 1u)); /* MISMATCH */
+    /* A 16-bit header over 4 bytes a value: the parser drops it. */
+    static const uint8_t words[8] = {0, 0, 0, 1, 0, 0, 0, 2};
+    h = cf_req(c, SR_OP_AR_DATA, 0, 8);
+    h.slot = 6;
+    h.shadow = 1;
+    h.count = 2;
+    h.aux = total;
+    TRY(send_bytes(c, 0, 0, SR_WIRE_UDP_PORT, &h, words, sizeof words));
+    return 0;
+}
+
 /* Streaming allreduce: completion and multicast, duplicates, the shadow
  * copy, the stale-copy rule, mismatches, probes, exponent max,
  * wrap-around, partial packets, and every refusal the P4 program shares. */
@@ -265,6 +332,7 @@ static int run_allreduce(cf_ctx *c)
     TRY(ar(c, 0, 0, 0, 3, 3 * E, 2, 2, E, 40u, 1u));
     TRY(ar_mismatches(c));
     TRY(ar_probes(c));
+    TRY(ar16(c));
 
     /* Refusals answered with ERROR: slot beyond the pool, count above the
      * job's elements per packet, a job the switch does not hold. */

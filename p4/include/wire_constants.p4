@@ -17,7 +17,7 @@
 // "SE": tells Serene datagrams from foreign ones
 const bit<16> SR_WIRE_MAGIC = 0x5345;
 // wire version; bumped on any incompatible change
-const bit<8> SR_WIRE_VERSION = 1;
+const bit<8> SR_WIRE_VERSION = 2;
 // the switch's default UDP port
 const bit<16> SR_WIRE_UDP_PORT = 48200;
 // bytes of the Serene header (serene_h below)
@@ -33,7 +33,7 @@ const bit<8> SR_OP_JOIN_ACK = 2;
 const bit<8> SR_OP_LEAVE = 4;
 // status = SR_ST_*, aux = the refused op
 const bit<8> SR_OP_ERROR = 3;
-// allreduce contribution for (slot, shadow bit); aux = call's total
+// allreduce contribution for (slot, shadow bit); aux = call's total, V16
 const bit<8> SR_OP_AR_DATA = 16;
 // the slot's sum, sent to every worker of the job
 const bit<8> SR_OP_AR_RESULT = 17;
@@ -156,6 +156,13 @@ const bit<8> SR_WIRE_EXP_NONFINITE = 0x7f; // 127
 // next_exp when the slot has no next round
 const bit<8> SR_WIRE_EXP_NONE = 0x80; // -128
 
+/* ---- Allreduce: aux of AR_DATA and AR_RESULT (and their probes and answers) */
+
+// the values are int16 (2 bytes each), not int32
+const bit<32> SR_WIRE_AUX_V16 = 0x80000000;
+// bits of aux that hold the call's total count
+const bit<32> SR_WIRE_AUX_TOTAL = 0x7fffffff;
+
 /* ---- Allreduce cells */
 
 // a round's count that marks it poisoned by a mismatch (no packet carries it)
@@ -245,7 +252,7 @@ header serene_h {
     bit<32> seq;        // allreduce: call number; SSP: clock
     bit<1> shadow;      // shadow-copy (version) bit of the slot
     bit<15> slot;       // slot index
-    bit<16> count;      // int32 payload words
+    bit<16> count;      // payload values (int32; int16 with SR_WIRE_AUX_V16)
     bit<8> exp;         // block exponent, two's complement
     bit<8> next_exp;    // exponent of the next round, two's complement
     bit<8> flags;       // SR_FLAG_*

@@ -26,6 +26,9 @@
  * with SERENE_PACE_STRICT=1 a call above 3x fails.
  * With --until FILE the ranks stop after the first rep (of at most --reps)
  * at whose end any of them sees FILE (agreed by a one-value allreduce).
+ * With --wire16 the calls carry 16-bit values (serene_allreduce_typed,
+ * SERENE_WIRE16), checked against that bound: B = 15 - ceil(log2 N) and
+ * one step 2^(E+1-B) per worker instead of half a step (quant16.h).
  *
  * Exit status: 0 all checks passed, 1 a check failed, 2 bad usage.
  */
@@ -46,7 +49,7 @@ typedef struct opts {
     size_t sizes[MAX_SIZES];
     int nsizes, reps, elems, avg, inplace, nonblocking;
     int expect_retrans, expect_timeout, absent;
-    int late_rank, late_ms, expect_no_resend, pace, pace_rtt_us;
+    int late_rank, late_ms, expect_no_resend, pace, pace_rtt_us, wire16;
     uint64_t seed;
     const char *until; /* stop after the rep in which it appeared (all ranks) */
 } opts;
@@ -94,7 +97,7 @@ static void usage(void)
                     "                 [--avg] [--inplace] [--nonblocking] [--expect-retrans]\n"
                     "                 [--expect-timeout] [--absent-rank R]\n"
                     "                 [--late-rank R --late-ms MS] [--expect-no-resend]\n"
-                    "                 [--pace PPS [--pace-rtt-us R]] [--until FILE]\n");
+                    "                 [--pace PPS [--pace-rtt-us R]] [--until FILE] [--wire16]\n");
 }
 
 static int parse(int argc, char **argv, opts *o)
@@ -116,6 +119,7 @@ static int parse(int argc, char **argv, opts *o)
         {"--pace", TC_OPT_INT, &o->pace, NULL, 0, NULL},
         {"--pace-rtt-us", TC_OPT_INT, &o->pace_rtt_us, NULL, 0, NULL},
         {"--until", TC_OPT_STR, &o->until, NULL, 0, NULL},
+        {"--wire16", TC_OPT_FLAG, &o->wire16, NULL, 0, NULL},
         {NULL, TC_OPT_FLAG, NULL, NULL, 0, NULL},
     };
 
@@ -178,11 +182,14 @@ static void make_inputs(const opts *o, int rank, int n, int call, size_t cnt, bu
 static int allreduce(serene_ctx *ctx, const opts *o, float *src, float *dst, size_t cnt)
 {
     serene_reduce_op op = o->avg ? SERENE_AVG : SERENE_SUM;
+    unsigned wire = o->wire16 ? SERENE_WIRE16 : SERENE_WIRE32;
     if (!o->nonblocking)
-        return serene_allreduce(ctx, src, dst, cnt, op);
+        return o->wire16 ? serene_allreduce_typed(ctx, src, dst, cnt, SERENE_FLOAT32, op, wire)
+                         : serene_allreduce(ctx, src, dst, cnt, op);
     serene_op *h = NULL;
     double c0 = tc_now_ms();
-    int rc = serene_allreduce_start(ctx, src, dst, cnt, op, &h);
+    int rc = o->wire16 ? serene_allreduce_typed_start(ctx, src, dst, cnt, SERENE_FLOAT32, op, wire, &h)
+                       : serene_allreduce_start(ctx, src, dst, cnt, op, &h);
     if (rc)
         return rc;
     /* Poll a little, as an application overlapping compute would. */
@@ -206,11 +213,12 @@ static int until_seen(serene_ctx *ctx, const char *file, int *seen)
 static size_t check_result(const opts *o, int rank, int n, int call, size_t cnt, const float *dst,
                            const bufs *b, double *worst_rel)
 {
-    const int bits = 30 - ceil_log2(n);
+    const int bits = o->wire16 ? 15 - ceil_log2(n) : 30 - ceil_log2(n);
     size_t bad = 0;
     for (size_t i = 0; i < cnt; i++) {
         double want = o->avg ? b->exact[i] / n : b->exact[i];
-        double bound = n * ldexp(1.0, exponent_of(b->pmax[i]) - bits) / (o->avg ? n : 1) +
+        int e = exponent_of(b->pmax[i]); /* (no packet here reaches E = 126) */
+        double bound = n * ldexp(1.0, e + o->wire16 - bits) / (o->avg ? n : 1) +
                        0.5 * ldexp(1.0, ilogb(fabs(want) + 1e-300) - 23) + 1e-300;
         double err = fabs((double)dst[i] - want);
         if (!(err <= bound)) {

@@ -159,6 +159,17 @@ static void check_msg_fields(const struct vector *v, const sr_hdr *h, const uint
         assert_int_equal(i, h->count);
         free(list);
     }
+    if (vget(v, "payload16")) { /* 16-bit values: SR_WIRE_AUX_V16 */
+        char *list = strdup(vget(v, "payload16")), *save = NULL;
+        unsigned i = 0;
+        assert_int_equal(sr_wire_val_bytes(h->op, h->aux), 2);
+        for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save), i++) {
+            assert_true(i < h->count);
+            assert_int_equal((int16_t)sr_get_be16(payload + 2 * i), strtoll(t, NULL, 0));
+        }
+        assert_int_equal(i, h->count);
+        free(list);
+    }
     if (vget(v, "n_workers")) {
         sr_join_params p;
         sr_join_params_unpack(payload, &p);
@@ -184,12 +195,18 @@ static size_t build_msg(const struct vector *v, uint8_t *out)
         for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
             wr32(out + SR_WIRE_HDR_LEN + 4 * i++, (uint32_t)strtoll(t, NULL, 0));
         free(list);
+    } else if (vget(v, "payload16")) {
+        char *list = strdup(vget(v, "payload16")), *save = NULL;
+        unsigned i = 0;
+        for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
+            sr_put_be16(out + SR_WIRE_HDR_LEN + 2 * i++, (uint16_t)strtoll(t, NULL, 0));
+        free(list);
     } else if (vget(v, "n_workers")) {
         sr_join_params p = {(uint32_t)vnum(v, "n_workers"), (uint32_t)vnum(v, "elems_per_pkt"),
                             (uint32_t)vnum(v, "pool_slots"), (uint32_t)vnum(v, "store_capacity")};
         sr_join_params_pack(out + SR_WIRE_HDR_LEN, &p);
     }
-    return SR_WIRE_HDR_LEN + 4u * h.count;
+    return SR_WIRE_HDR_LEN + (size_t)h.count * sr_wire_val_bytes(h.op, h.aux);
 }
 
 static void assert_bytes(const char *what, const uint8_t *got, const uint8_t *want, size_t n)
@@ -410,7 +427,10 @@ static void test_hdr_roundtrip_random(void **state)
         uint64_t s = seed;
         sr_hdr h, back;
         random_hdr(&s, &h);
-        size_t len = SR_WIRE_HDR_LEN + 4u * h.count;
+        /* 2 bytes a value for AR_DATA (16) and AR_RESULT (17) with aux bit
+         * 31 (SR_WIRE_AUX_V16), else 4: wire.h's rule, spelled out here. */
+        size_t vb = (h.op == 16 || h.op == 17) && (h.aux >> 31) ? 2 : 4;
+        size_t len = SR_WIRE_HDR_LEN + vb * h.count;
         uint8_t *m = malloc(len);
         assert_non_null(m);
         sr_hdr_pack(m, &h);
@@ -559,7 +579,8 @@ static void test_parse_fuzz(void **state)
         int rc = sr_msg_parse(p, len, &h, NULL);
         assert_true(rc <= 0 && rc > -SR_PARSE_NREASONS);
         if (rc == SR_PARSE_OK)
-            assert_int_equal(len, SR_WIRE_HDR_LEN + 4u * h.count);
+            assert_int_equal(len, SR_WIRE_HDR_LEN + ((h.op == 16 || h.op == 17) && (h.aux >> 31)
+                                                        ? 2u : 4u) * h.count);
         const uint8_t *pl;
         size_t plen;
         rc = sr_frame_parse(p, len, NULL, &pl, &plen);
