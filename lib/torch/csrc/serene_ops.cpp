@@ -11,9 +11,12 @@
  *   serene::finalize() -> ()
  *   serene::is_initialized() -> bool
  *   serene::rank() -> int,  serene::world_size() -> int
- *   serene::allreduce_(Tensor(a!) tensor, str op="sum") -> Tensor(a!)
- *                                   (op "sum", or "avg" / "mean")
- *   serene::allreduce_start(Tensor(a!) tensor, str op="sum") -> int
+ *   serene::allreduce_(Tensor(a!) tensor, str op="sum", int wire_bits=0)
+ *                   -> Tensor(a!)   (op "sum", or "avg" / "mean"; tensor
+ *                                   float32, float16 or bfloat16; wire_bits
+ *                                   16 or 32, 0: 16 for the 16-bit dtypes,
+ *                                   SERENE_WIRE_BITS for float32)
+ *   serene::allreduce_start(Tensor(a!) tensor, str op="sum", int wire_bits=0) -> int
  *   serene::op_wait(int handle) -> ()
  *                                   (the non-blocking form: the handle of
  *                                   serene_allreduce_start, waited once)
@@ -44,9 +47,10 @@
  *   may run on any thread and does not hold the mutex while it blocks, so
  *   other ops start meanwhile. At most max_ops (16) ops in flight
  *   (SERENE_ERR_BUSY beyond: the caller bounds them).
- * - Tensors are used in place: float32, CPU (strided), contiguous, or the
- *   call is refused with a message naming what is wrong. Nothing is copied
- *   on this side; libserene reads and writes the tensor's memory.
+ * - Tensors are used in place: float32 (allreduce also float16 and
+ *   bfloat16), CPU (strided), contiguous, or the call is refused with a
+ *   message naming what is wrong. Nothing is copied on this side;
+ *   libserene reads and writes the tensor's memory.
  * - Every call ends by the context's deadline (serene_config.timeout_ms);
  *   a libserene error becomes a c10::Error (RuntimeError in Python) with the
  *   code's name and message.
@@ -108,6 +112,37 @@ static void check_tensor(const at::Tensor &t, const char *op, const char *arg)
                 " must be float32, got ", t.scalar_type());
     TORCH_CHECK(t.is_contiguous(), "serene.", op, ": ", arg,
                 " must be contiguous (call .contiguous() and copy the result back)");
+}
+
+// An allreduce's tensor: float32, float16 or bfloat16, dense CPU,
+// contiguous; its serene_dtype.
+static serene_dtype check_ar_tensor(const at::Tensor &t, const char *op)
+{
+    TORCH_CHECK(t.defined(), "serene.", op, ": tensor is an undefined tensor");
+    TORCH_CHECK(t.device().is_cpu() && t.layout() == c10::kStrided, "serene.", op,
+                ": tensor must be a dense CPU tensor, got device ", t.device(), " layout ",
+                t.layout());
+    TORCH_CHECK(t.is_contiguous(), "serene.", op,
+                ": tensor must be contiguous (call .contiguous() and copy the result back)");
+    switch (t.scalar_type()) {
+    case c10::kFloat:
+        return SERENE_FLOAT32;
+    case c10::kHalf:
+        return SERENE_FLOAT16;
+    case c10::kBFloat16:
+        return SERENE_BFLOAT16;
+    default:
+        TORCH_CHECK(false, "serene.", op, ": tensor must be float32, float16 or bfloat16, got ",
+                    t.scalar_type());
+    }
+    return SERENE_FLOAT32; // not reached
+}
+
+static unsigned wire_flags(int64_t wire_bits, const char *op)
+{
+    TORCH_CHECK(wire_bits == 0 || wire_bits == 16 || wire_bits == 32, "serene.", op,
+                ": wire_bits must be 0 (the default), 16 or 32, got ", wire_bits);
+    return wire_bits == 16 ? SERENE_WIRE16 : wire_bits == 32 ? SERENE_WIRE32 : 0u;
 }
 
 static size_t check_offset(int64_t offset, const char *op)
@@ -188,30 +223,33 @@ static serene_reduce_op reduce_op(c10::string_view op, const char *name)
     return SERENE_SUM; // not reached
 }
 
-static at::Tensor op_allreduce_(at::Tensor tensor, c10::string_view op)
+static at::Tensor op_allreduce_(at::Tensor tensor, c10::string_view op, int64_t wire_bits)
 {
-    check_tensor(tensor, "allreduce_", "tensor");
+    serene_dtype dt = check_ar_tensor(tensor, "allreduce_");
     serene_reduce_op rop = reduce_op(op, "allreduce_");
+    unsigned flags = wire_flags(wire_bits, "allreduce_");
     Global &g = global();
     std::lock_guard<std::mutex> lock(g.mu);
     serene_ctx *ctx = need_ctx(g);
-    float *p = tensor.data_ptr<float>();
-    int rc = serene_allreduce(ctx, p, p, static_cast<size_t>(tensor.numel()), rop);
+    void *p = tensor.data_ptr();
+    int rc = serene_allreduce_typed(ctx, p, p, static_cast<size_t>(tensor.numel()), dt, rop, flags);
     if (rc)
         fail("allreduce_", rc);
     return tensor;
 }
 
-static int64_t op_allreduce_start(at::Tensor tensor, c10::string_view op)
+static int64_t op_allreduce_start(at::Tensor tensor, c10::string_view op, int64_t wire_bits)
 {
-    check_tensor(tensor, "allreduce_start", "tensor");
+    serene_dtype dt = check_ar_tensor(tensor, "allreduce_start");
     serene_reduce_op rop = reduce_op(op, "allreduce_start");
+    unsigned flags = wire_flags(wire_bits, "allreduce_start");
     Global &g = global();
     std::lock_guard<std::mutex> lock(g.mu);
     serene_ctx *ctx = need_ctx(g);
-    float *p = tensor.data_ptr<float>();
+    void *p = tensor.data_ptr();
     serene_op *sop = nullptr;
-    int rc = serene_allreduce_start(ctx, p, p, static_cast<size_t>(tensor.numel()), rop, &sop);
+    int rc = serene_allreduce_typed_start(ctx, p, p, static_cast<size_t>(tensor.numel()), dt, rop,
+                                          flags, &sop);
     if (rc)
         fail("allreduce_start", rc);
     int64_t h = g.next_handle++;
@@ -360,8 +398,10 @@ TORCH_LIBRARY(serene, m)
     m.def(side_effect("is_initialized() -> bool"), op_is_initialized);
     m.def(side_effect("rank() -> int"), op_rank);
     m.def(side_effect("world_size() -> int"), op_world_size);
-    m.def("allreduce_(Tensor(a!) tensor, str op=\"sum\") -> Tensor(a!)", op_allreduce_);
-    m.def("allreduce_start(Tensor(a!) tensor, str op=\"sum\") -> int", op_allreduce_start);
+    m.def("allreduce_(Tensor(a!) tensor, str op=\"sum\", int wire_bits=0) -> Tensor(a!)",
+          op_allreduce_);
+    m.def("allreduce_start(Tensor(a!) tensor, str op=\"sum\", int wire_bits=0) -> int",
+          op_allreduce_start);
     m.def(side_effect("op_wait(int handle) -> ()"), op_wait);
     m.def(side_effect("push(Tensor tensor, int offset) -> ()"), op_push);
     m.def("pull(Tensor(a!) out, int offset, bool delta=False) -> Tensor(a!)", op_pull);

@@ -8,7 +8,7 @@ from Python and from TorchScript.
 
     import serene_torch
     serene_torch.init()                      # SERENE_* env, as set by serene-run
-    serene_torch.allreduce_(t, op="avg")     # float32, CPU, contiguous, in place
+    serene_torch.allreduce_(t, op="avg")     # float32/16, bfloat16; CPU, contiguous
     ddp.register_comm_hook(None, serene_torch.allreduce_hook)
 
 or, as a torch.distributed backend (pg.py; torchrun needs nothing else):
@@ -30,7 +30,7 @@ import torch
 __all__ = [
     "init", "finalize", "is_initialized", "rank", "world_size", "allreduce_",
     "push", "pull", "clock", "clock_info", "store_capacity", "stats",
-    "allreduce_hook", "SSP", "SYNC_MODES", "ProcessGroupSerene",
+    "allreduce_hook", "fp16_hook", "bf16_hook", "SSP", "SYNC_MODES", "ProcessGroupSerene",
 ]
 
 _OPS_NAME = "serene_torch_ops.so"
@@ -84,15 +84,17 @@ def world_size():
     return int(_ops.world_size())
 
 
-def allreduce_(tensor, op="sum"):
+def allreduce_(tensor, op="sum", wire_bits=0):
     """Sum ("sum") or average ("avg") tensor over all workers, in place.
 
-    tensor must be float32, on the CPU and contiguous. Every worker must make
-    the same calls with the same sizes, in the same order. The result is
-    within the quantization bound of the README (N * 2^(E-B) + 1/2 ulp).
-    Returns tensor.
+    tensor must be float32, float16 or bfloat16, on the CPU and contiguous.
+    wire_bits: 16 or 32 bits per value on the wire; 0 (the default) is 16
+    for the 16-bit types and SERENE_WIRE_BITS (else 32) for float32. Every
+    worker must make the same calls with the same sizes and widths, in the
+    same order. The result is within the quantization bound of
+    include/serene/serene.h (serene_allreduce_typed). Returns tensor.
     """
-    return _ops.allreduce_(tensor, op)
+    return _ops.allreduce_(tensor, op, int(wire_bits))
 
 
 def push(tensor, offset):
@@ -129,7 +131,7 @@ def stats():
     return dict(_ops.stats())
 
 
-from .ddp import allreduce_hook  # noqa: E402  (needs _ops)
+from .ddp import allreduce_hook, bf16_hook, fp16_hook  # noqa: E402  (needs _ops)
 from .ssp import SSP  # noqa: E402
 from .pg import ProcessGroupSerene, register as _register_backend  # noqa: E402
 

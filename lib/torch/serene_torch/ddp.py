@@ -6,8 +6,9 @@
 
 DDP still uses its process group for what is not a gradient (the initial
 broadcast of parameters and buffers); every gradient bucket goes through the
-switch instead: the hook starts averaging bucket.buffer() in place (float32,
-CPU; DDP's buckets are flat and contiguous, so nothing is copied) and
+switch instead: the hook starts averaging bucket.buffer() in place (float32
+or a 16-bit type, CPU; DDP's buckets are flat and contiguous, so nothing is
+copied) and
 returns a torch.futures.Future at once. libserene's data-path thread carries
 the op on while backward computes the next buckets; the waiter thread of
 pg.py's _Pipeline (one for the hook, in this process) waits for the ops in
@@ -56,3 +57,34 @@ def allreduce_hook(state, bucket):
         fut = torch.futures.Future()
         fut.set_exception(e)
         return fut
+
+
+def _compress_hook(dtype, name):
+    def hook(state, bucket):
+        buf = bucket.buffer()
+        try:
+            comp = buf.to(dtype)
+
+            def back():
+                buf.copy_(comp)
+            return _pipeline().start(comp, "avg", buf, back)
+        except Exception as e:
+            fut = torch.futures.Future()
+            fut.set_exception(e)
+            return fut
+    hook.__name__ = name
+    hook.__qualname__ = name
+    hook.__doc__ = (f"DDP comm hook: each bucket cast to {dtype}, averaged through the switch "
+                    "as 16-bit values, and cast back (torch's compression hooks, through "
+                    "Serene's pipeline). state is unused (pass None).")
+    return hook
+
+
+#: torch's fp16_compress_hook and bf16_compress_hook through the switch
+#: directly: the bucket cast to the 16-bit type, averaged as 16-bit values
+#: (SERENE_WIRE16), cast back. torch 1.13's DDP refuses its own
+#: bf16_compress_hook without CUDA and NCCL; these are plain hooks, so
+#: they register on CPU (with the "serene" group, torch's fp16 hook sends
+#: its float16 buckets through the switch too).
+fp16_hook = _compress_hook(torch.float16, "fp16_hook")
+bf16_hook = _compress_hook(torch.bfloat16, "bf16_hook")

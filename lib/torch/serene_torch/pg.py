@@ -5,18 +5,28 @@
     dist.init_process_group("serene")            # torchrun's env:// rendezvous
     model = DDP(model)                           # gradients summed in the switch
 
-- allreduce and allreduce_coalesced of float32, dense, contiguous CPU
-  tensors with ReduceOp.SUM or ReduceOp.AVG go through libserene;
+- allreduce and allreduce_coalesced of float32, float16 and bfloat16,
+  dense, contiguous CPU tensors with ReduceOp.SUM or ReduceOp.AVG go
+  through libserene: the 16-bit types as 16-bit values on the wire (what
+  DDP's fp16_compress_hook and bf16_compress_hook send), float32 as
+  SERENE_WIRE_BITS says (32 by default, 16 halves the bytes per link);
   everything else (other collectives, dtypes, ops, devices) is delegated
   to a Gloo process group built on the same store, so any torch.distributed
   program runs unchanged. Which way a call goes depends only on what every
   rank passes (dtype, op, layout), so all ranks choose alike.
+- Collectives are paired across ranks by the order they are started in,
+  as Gloo's are: a hook that starts collectives from completion callbacks
+  (PowerSGD's) starts them in an order that may differ between ranks, and
+  the switch then answers SERENE_ERR_MISMATCH (a RuntimeError out of
+  backward(); the group is unusable after it), never a wrong sum.
 - Asynchronous: allreduce starts the operation (serene_allreduce_start)
   and returns a Work at once; libserene's data-path thread carries it on
   while the caller goes on (DDP: backward computes the next bucket). One
   waiter thread per group collects the ops in order (serene_op_wait, GIL
-  released) and completes each Work's future. At most MAX_IN_FLIGHT ops
-  are open; a start beyond that waits for the oldest first.
+  released) and completer threads complete each Work's future (and run
+  its callbacks, which may start and wait for more allreduces). At most
+  MAX_IN_FLIGHT ops are open; a start beyond that waits for the oldest
+  first (but not one from a callback).
 - Rendezvous through the c10d store handed to the backend: rank 0
   publishes the switch (SERENE_SWITCH, or the embedded serene-switch it
   starts when none is set: embedded_switch.py), the job id (SERENE_JOB,
@@ -31,6 +41,7 @@
   embedded switch.
 """
 import collections
+import concurrent.futures
 import datetime
 import os
 import queue
@@ -98,32 +109,59 @@ class _Work(dist._Work):
         pass
 
 
+#: Threads that complete futures (and so run their callbacks). A callback
+#: may start an allreduce and wait for it (PowerSGD's hook does): it blocks
+#: its thread until another one completes that op. Every blocked callback
+#: waits for an op in flight, of which libserene allows max_ops (16), so
+#: one thread more than that always leaves one free: no deadlock.
+COMPLETERS = 17
+_in_callback = threading.local()
+
+
 class _Waiter:
-    """The thread that waits for the group's ops, in start order, and
-    completes their futures (the data path does the work meanwhile)."""
+    """The thread that waits for the group's ops, in start order, and hands
+    each to a completer thread that completes its future (the data path
+    does the work meanwhile)."""
 
     def __init__(self):
         self._q = queue.Queue()
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=COMPLETERS, thread_name_prefix="serene-pg-complete")
         self._thread = threading.Thread(target=self._run, name="serene-pg-waiter", daemon=True)
         self._thread.start()
 
     def put(self, handle, fut, result, after):
         self._q.put((handle, fut, result, after))
 
+    @staticmethod
+    def _complete(fut, result, after, err):
+        _in_callback.active = True
+        try:
+            if err is None and after is not None:
+                try:
+                    after()
+                except Exception as e:
+                    err = e
+            if err is not None:
+                fut.set_exception(err)
+            else:
+                fut.set_result(result)
+        finally:
+            _in_callback.active = False
+
     def _run(self):
         while True:
             item = self._q.get()
             if item is None:
+                self._pool.shutdown(wait=True)
                 return
             handle, fut, result, after = item
+            err = None
             try:
                 _ops.op_wait(handle)
-                if after is not None:
-                    after()
             except Exception as e:  # the Work's waiter gets it
-                fut.set_exception(e)
-                continue
-            fut.set_result(result)
+                err = e
+            self._pool.submit(self._complete, fut, result, after, err)
 
     def stop(self, timeout):
         self._q.put(None)
@@ -145,21 +183,30 @@ class _Pipeline:
         """Start the allreduce of flat (in place) and return a
         torch.futures.Future that the waiter completes with result (after
         calling after()), or with the op's error. flat must stay alive and
-        untouched until then. Raises what allreduce_start raises."""
-        with self._lock:
-            while len(self._open) >= MAX_IN_FLIGHT:
-                oldest = self._open.popleft()
-                try:
-                    oldest.wait()
-                except Exception:
-                    pass  # its own future reports it
-            handle = _ops.allreduce_start(flat, op)
-            fut = torch.futures.Future()
-            self._open.append(fut)
-            self._waiter.put(handle, fut, result, after)
-            while self._open and self._open[0].done():
-                self._open.popleft()
-        return fut
+        untouched until then. Raises what allreduce_start raises.
+
+        A start beyond MAX_IN_FLIGHT first waits for the oldest op, outside
+        the lock, so that a completer thread's callback that starts an
+        allreduce (a hook's .then(), PowerSGD's) is never stuck behind it.
+        A start from a callback never waits (the op it would wait for may
+        need this very thread); libserene's max_ops bounds those
+        (SERENE_ERR_BUSY)."""
+        in_callback = getattr(_in_callback, "active", False)
+        while True:
+            with self._lock:
+                while self._open and self._open[0].done():
+                    self._open.popleft()
+                if len(self._open) < MAX_IN_FLIGHT or in_callback:
+                    handle = _ops.allreduce_start(flat, op)
+                    fut = torch.futures.Future()
+                    self._open.append(fut)
+                    self._waiter.put(handle, fut, result, after)
+                    return fut
+                oldest = self._open[0]
+            try:
+                oldest.wait()
+            except Exception:
+                pass  # its own future reports it
 
     def stop(self, timeout):
         """Let the waiter finish the open ops, then end its thread."""
@@ -176,8 +223,11 @@ def _serene_op(opts):
     return None
 
 
+_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
 def _serene_tensor(t):
-    return (t.dtype == torch.float32 and t.device.type == "cpu" and t.layout == torch.strided
+    return (t.dtype in _DTYPES and t.device.type == "cpu" and t.layout == torch.strided
             and t.is_contiguous())
 
 
@@ -276,7 +326,8 @@ class ProcessGroupSerene(dist.ProcessGroup):
 
     def allreduce_coalesced(self, tensors, opts=None):
         op = _serene_op(opts)
-        if op is None or not tensors or not all(_serene_tensor(t) for t in tensors):
+        if (op is None or not tensors or not all(_serene_tensor(t) for t in tensors)
+                or len({t.dtype for t in tensors}) != 1):
             return self._gloo.allreduce_coalesced(tensors, opts if opts is not None else
                                                   dist.AllreduceCoalescedOptions())
         flat = torch.cat([t.reshape(-1) for t in tensors])
