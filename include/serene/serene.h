@@ -601,6 +601,78 @@ typedef struct serene_clock_info {
  * Safe to call between operations. */
 SERENE_API int serene_get_clock_info(const serene_ctx *ctx, serene_clock_info *out);
 
+/* ------------------------------------------------------------------------ */
+/* SSP for a model of any size: the stream mode                              */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The store above keeps the model in the switch, which holds megabytes; a
+ * Tofino holds 16,384 words per job. The stream mode keeps the model on
+ * the workers and sends each clock's gradients through the streaming
+ * allreduce, so the switch holds the allreduce's window (slots x values
+ * per packet), never the model, and the model's optimizer (momentum,
+ * Adam, schedules) stays the user's. The staleness bound is the switch's
+ * clock-indexed policy, as for the store (BSP: s = 0; SSP(s); ASP: the
+ * ring's bound R - 2), so a change made while the job runs (serene-ctl
+ * policy ... from CLOCK, or the dynamic controller) takes effect at the
+ * same clock on every worker.
+ *
+ * A worker's loop, clock c = 0, 1, 2, ...:
+ *   compute its gradient g_c on its replica;
+ *   serene_stale_start(ctx, g_c, sum_c, n, ...)    clock c's allreduce;
+ *   serene_stale_bound(ctx, c, &mode, &s)          the policy at c;
+ *   wait (serene_op_wait) for the ops of every clock <= c - s not yet
+ *   waited for, in clock order, and apply their sums in that order
+ *   (e.g. the optimizer's step on sum_k); it may apply later clocks'
+ *   sums too, in order, if their ops have completed (serene_op_test);
+ *   then compute clock c + 1.
+ * Guarantees, for workers that follow it:
+ * - When a worker computes clock c + 1 it has applied the sums of every
+ *   clock <= c - s(c), each the same on every worker (the allreduce's
+ *   bound): SSP(s) in the sense of Bosen; s = 0 is synchronous
+ *   data-parallel training (DDP).
+ * - Every worker applies the same sums in the same order, so replicas
+ *   that started equal and have applied the same number of clocks are
+ *   equal; after the last clock's op is waited for and applied on every
+ *   worker, every replica is identical (bit for bit, with a deterministic
+ *   optimizer).
+ * - The switch holds slots x values per packet of the job's memory for
+ *   it, whatever the model's size; a worker keeps s + 1 gradients'
+ *   buffers in flight.
+ * The allreduces of consecutive clocks go in clock order, each as
+ * serene_allreduce_typed_start (dtype, op and wire width per flags;
+ * max_ops bounds how many are started and not yet waited for). A context
+ * in the stream mode refuses serene_clock and serene_step, and the other
+ * way round (SERENE_ERR_INVAL).
+ */
+
+/* End this worker's clock c (the number of earlier calls: its first call
+ * ends clock 0): start the allreduce of sendbuf for it, as
+ * serene_allreduce_typed_start (sendbuf and recvbuf valid and sendbuf
+ * unchanged until serene_op_wait returns for *op_out), and announce c to
+ * the switch's barrier, without waiting behind the allreduces of earlier
+ * clocks. Does not block. Returns serene_allreduce_typed_start's codes,
+ * SERENE_ERR_INVAL also when the context used serene_clock or
+ * serene_step, and the code of an earlier refusal of an announcement
+ * (serene_stale_bound). */
+SERENE_API int serene_stale_start(serene_ctx *ctx, const void *sendbuf, void *recvbuf,
+                                  size_t count, serene_dtype dtype, serene_reduce_op op,
+                                  unsigned flags, serene_op **op_out);
+
+/* The policy at clock c (started by this worker's serene_stale_start):
+ * its staleness bound s, and its mode when mode is not NULL. Blocks until
+ * the switch has answered c's announcement (an announcement goes once c
+ * is started and c - 1 was answered; the answer comes within a round trip
+ * unless packets are lost), at most timeout_ms. May be called from any
+ * thread. Returns 0; SERENE_ERR_INVAL (c not started, NULL staleness, or
+ * a context not in the stream mode); SERENE_ERR_TIMEOUT; SERENE_ERR_RANGE
+ * (c is older than the last 64 answered clocks, whose policies are kept);
+ * SERENE_ERR_SHUTDOWN; or the switch's refusal of an announcement
+ * (SERENE_ERR_NOJOB, SERENE_ERR_NOTMEMBER, ...), kept for every later
+ * call. */
+SERENE_API int serene_stale_bound(serene_ctx *ctx, uint32_t clock, serene_sync_mode *mode,
+                                  uint32_t *staleness);
+
 #ifdef __cplusplus
 }
 #endif

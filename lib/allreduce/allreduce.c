@@ -524,6 +524,13 @@ static void exps_fill(const sr_engine *e, serene_op *o)
     }
 }
 
+int sr_allreduce_submit(sr_engine *e, const void *sendbuf, void *recvbuf, size_t count,
+                        serene_dtype dtype, serene_reduce_op op, unsigned flags, serene_op **h)
+{
+    ar_req r = {sendbuf, recvbuf, count, dtype, op, flags};
+    return ar_start(e, &r, h, NULL);
+}
+
 static int start_call(serene_ctx *ctx, const ar_req *r, serene_op **op_out)
 {
     if (!op_out)

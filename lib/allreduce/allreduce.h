@@ -65,4 +65,11 @@ typedef struct sr_ar {
 
 extern const sr_op_class sr_allreduce_class;
 
+/* Validate and queue an allreduce, as serene_allreduce_typed_start does,
+ * inside the caller's sr_call_enter: *h = its handle. Returns 0 or that
+ * call's errors. (The stream mode, lib/ssp/stale.c, starts its clocks'
+ * allreduces with it.) */
+int sr_allreduce_submit(sr_engine *e, const void *sendbuf, void *recvbuf, size_t count,
+                        serene_dtype dtype, serene_reduce_op op, unsigned flags, serene_op **h);
+
 #endif /* SERENE_ALLREDUCE_ALLREDUCE_H */

@@ -104,6 +104,44 @@ void sr_ctl_send(sr_engine *e, const sr_hdr *h, uint64_t now)
     sr_rel_arm(&e->rel, 0, now);
 }
 
+void sr_side_own(sr_engine *e, void *self, void (*poll)(void *, sr_engine *, uint64_t),
+                 int (*on_error)(void *, sr_engine *, const sr_hdr *))
+{
+    e->side.self = self;
+    e->side.poll = poll;
+    e->side.on_error = on_error;
+}
+
+void sr_side_send(sr_engine *e, const sr_hdr *h, uint64_t now)
+{
+    sr_hdr_pack(e->side.msg, h);
+    e->side.armed = 1;
+    sr_tx_queue(e, e->side.msg, SR_WIRE_HDR_LEN);
+    sr_rel_arm(&e->side.rel, 0, now);
+}
+
+void sr_side_stop(sr_engine *e, uint64_t now)
+{
+    if (!e->side.armed)
+        return;
+    e->side.armed = 0;
+    sr_rel_ack(&e->side.rel, 0, now);
+}
+
+/* The lane's timer: resend its request on every expiry (backed off). */
+static void side_timers(sr_engine *e, uint64_t now)
+{
+    uint32_t idx, n;
+    if (!e->side.armed)
+        return;
+    sr_rel_poll(&e->side.rel, now, &idx, 1, &n);
+    if (n) {
+        e->side.msg[SR_WIRE_OFF_FLAGS] |= SR_FLAG_RETRANSMIT;
+        sr_tx_queue(e, e->side.msg, SR_WIRE_HDR_LEN);
+        SR_STAT_ADD(e, retransmissions, 1);
+    }
+}
+
 void sr_hdr_base(const sr_engine *e, sr_hdr *h, uint8_t op)
 {
     memset(h, 0, sizeof *h);
@@ -167,6 +205,8 @@ int sr_op_refused(sr_engine *e, const sr_hdr *h)
 static void on_error(sr_engine *e, const sr_hdr *h)
 {
     serene_op *op = e->cur;
+    if (e->side.on_error && e->side.on_error(e->side.self, e, h))
+        return;
     if (!op || !op->cls->on_error || !op->cls->on_error(op->self, e, op, h))
         SR_STAT_ADD(e, duplicates, 1);
 }
@@ -292,9 +332,12 @@ static serene_op *ring_pop(sr_engine *e)
 static void idle_wait(sr_engine *e)
 {
     int64_t timeout = -1;
-    if (e->cur) {
-        uint64_t due = sr_rel_next_due(&e->rel), t = sr_now_ns();
-        timeout = due == SR_REL_NEVER ? -1 : due > t ? (int64_t)(due - t) : 0;
+    uint64_t due = e->cur ? sr_rel_next_due(&e->rel) : SR_REL_NEVER;
+    if (e->side.armed && sr_rel_next_due(&e->side.rel) < due)
+        due = sr_rel_next_due(&e->side.rel);
+    if (due != SR_REL_NEVER) {
+        uint64_t t = sr_now_ns();
+        timeout = due > t ? (int64_t)(due - t) : 0;
     }
     if (timeout == 0)
         return;
@@ -321,10 +364,12 @@ static void *engine_main(void *arg)
             got += k;
             sr_tx_flush(e);
         } while (k == SR_TP_BURST && got < 64 * SR_TP_BURST);
-        if (e->cur) {
+        if (e->side.poll)
+            e->side.poll(e->side.self, e, sr_now_ns());
+        side_timers(e, sr_now_ns());
+        if (e->cur)
             on_timers(e, sr_now_ns());
-            sr_tx_flush(e);
-        }
+        sr_tx_flush(e);
         /* Once per iteration, so a killed process leaves its trace up to
          * here; a no-op when nothing was traced. */
         if (e->trace)

@@ -128,6 +128,25 @@ struct serene_op {
 };
 _Static_assert(sizeof(struct serene_op) == SR_OP_STRIDE, "one descriptor per stride (handle.h)");
 
+/* The side lane: one header-only control request in flight beside the op
+ * queue, with a timer of its own (rel: one entry, retry limit and deadline
+ * none, as its owner's waits are bounded), resent on every expiry until
+ * its owner stops it. It is for requests that must not wait behind the
+ * ops started before them: the stream mode's CLOCK announcements
+ * (lib/ssp/clock.c). Engine thread only, but for the owner, set once
+ * before the engine thread starts (sr_side_own). */
+typedef struct sr_side {
+    sr_rel rel;
+    uint8_t msg[SR_WIRE_HDR_LEN];
+    int armed;
+    /* poll runs on every pass of the engine loop (and when woken) and
+     * sends what the owner has to send (sr_side_send); on_error is
+     * offered every ERROR before the current op is: 1 if it took it. */
+    void (*poll)(void *self, sr_engine *e, uint64_t now);
+    int (*on_error)(void *self, sr_engine *e, const sr_hdr *h);
+    void *self;
+} sr_side;
+
 /* The transmit side of one packet in flight: its timer is entry s of e->rel. */
 typedef struct sr_slot {
     uint32_t len; /* bytes of msg */
@@ -206,6 +225,7 @@ struct sr_engine {
     unsigned trains_tests;   /* path tests sent */
     uint64_t trains_test_ns; /* when the last one went */
     uint8_t trains_msg[2][SR_WIRE_HDR_LEN]; /* its probes: the train's, the single's */
+    sr_side side;
 };
 
 /* The transport's trains (UDP GSO) and the path test (trains.c). */
@@ -314,6 +334,14 @@ void sr_probe_answered(sr_engine *e, uint64_t *last_ns, uint64_t now);
  * which resends it. Its payload (4 * h->count bytes, at most 16) is what
  * the caller wrote at e->ctl_msg + SR_WIRE_HDR_LEN. */
 void sr_ctl_send(sr_engine *e, const sr_hdr *h, uint64_t now);
+/* The side lane (sr_side). sr_side_own: the owner's hooks, before the
+ * engine thread starts. sr_side_send: pack h (header only) as the lane's
+ * request, queue it and start its timer; sr_side_stop: its answer came,
+ * stop the timer (idempotent). */
+void sr_side_own(sr_engine *e, void *self, void (*poll)(void *, sr_engine *, uint64_t),
+                 int (*on_error)(void *, sr_engine *, const sr_hdr *));
+void sr_side_send(sr_engine *e, const sr_hdr *h, uint64_t now);
+void sr_side_stop(sr_engine *e, uint64_t now);
 /* A header with version, op, job and worker filled in. */
 void sr_hdr_base(const sr_engine *e, sr_hdr *h, uint8_t op);
 /* The switch's status code as a serene error code. */

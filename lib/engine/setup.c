@@ -35,7 +35,9 @@ int sr_engine_init(sr_engine *e, serene_op *ops, unsigned max_ops)
         .rto_max_ns = (uint64_t)e->cfg.rto_max_us * 1000u,
         .retry_limit = (uint32_t)e->cfg.retry_limit,
     };
-    if (!e->ring || !rx || sr_rel_init(&e->rel, 1, &rp)) {
+    sr_rel_params side = rp;
+    side.retry_limit = 0; /* its owner bounds the wait for its answer */
+    if (!e->ring || !rx || sr_rel_init(&e->rel, 1, &rp) || sr_rel_init(&e->side.rel, 1, &side)) {
         free(rx);
         return SERENE_ERR_NOMEM;
     }
@@ -92,6 +94,7 @@ void sr_engine_fini(sr_engine *e)
     pthread_cond_destroy(&e->cv);
     pthread_mutex_destroy(&e->start_mu);
     sr_rel_fini(&e->rel);
+    sr_rel_fini(&e->side.rel);
     free(e->slots);
     free(e->slot_mem);
     free(e->ring);

@@ -32,6 +32,7 @@ static int clock_init(void *self, sr_engine *e)
     /* Nothing finished yet: low = high = first clock - 1. */
     atomic_store(&ck->sync.low, UINT32_MAX);
     atomic_store(&ck->sync.high, UINT32_MAX);
+    sr_stale_own(ck, e);
     return 0;
 }
 
@@ -82,6 +83,8 @@ static void on_answer(sr_clock *ck, sr_engine *e, serene_op *op, const sr_hdr *h
         return;
     }
     sync_seen(ck, h->aux, h->offset);
+    if (!op && sr_stale_answer(ck, e, h, payload, now))
+        return;
     if (!op || h->seq != atomic_load(&ck->sync.clock)) {
         SR_STAT_ADD(e, duplicates, 1);
         return;
@@ -171,6 +174,8 @@ static int clock_call(serene_ctx *ctx, serene_op **op_out)
     int rc = e ? sr_call_enter(e) : SERENE_ERR_INVAL;
     if (rc)
         return rc;
+    if ((rc = sr_stale_claim(sr_engine_self(e, &sr_clock_class), e, SR_STALE_CLASSIC)))
+        return sr_call_end(e, rc, NULL, op_out);
     serene_op *o = sr_op_alloc(e, &sr_clock_class, sr_engine_self(e, &sr_clock_class));
     if (o) {
         sr_op_submit(e, o);

@@ -21,8 +21,27 @@ typedef struct sr_sync_view {
     _Atomic uint32_t clock, low, high, mode, staleness;
 } sr_sync_view;
 
+/* The stream mode (stale.c): SSP over the streaming allreduce. Each
+ * serene_stale_start ends a clock; the clocks are announced to the
+ * barrier in order on the engine's side lane, one in flight, each answered
+ * PROCEED or HOLD with the policy in force at it, which serene_stale_bound
+ * hands out. */
+#define SR_STALE_POLICIES 64u /* answered clocks whose policy is kept */
+enum { SR_STALE_UNUSED, SR_STALE_STREAM, SR_STALE_CLASSIC };
+typedef struct sr_stale {
+    _Atomic uint32_t started;  /* clocks started: the next one's number (API thread) */
+    _Atomic uint32_t answered; /* clocks answered, in order: the lane's next clock */
+    /* answered clock c: (c << 32) | mode << 24 | s, at index c % SR_STALE_POLICIES */
+    _Atomic uint64_t policy[SR_STALE_POLICIES];
+    _Atomic int err;  /* the switch refused the lane's CLOCK: a serene error code */
+    _Atomic int used; /* SR_STALE_*: the stream mode and serene_clock/step exclude each other */
+    /* --- engine only ------------------------------------------------------ */
+    int busy; /* CLOCK(answered) is in flight on the side lane */
+} sr_stale;
+
 typedef struct sr_clock {
     sr_sync_view sync;
+    sr_stale stale;
     /* --- engine only ------------------------------------------------------ */
     int held; /* the current CLOCK was answered HOLD */
     uint32_t held_s;
@@ -79,6 +98,14 @@ typedef struct sr_step {
 } sr_step;
 
 extern const sr_op_class sr_clock_class;
+/* stale.c, for clock.c: the side lane's owner (engine thread), and an
+ * answer to no clock call (PROCEED or HOLD): 1 if it was the lane's. */
+void sr_stale_own(sr_clock *ck, sr_engine *e);
+int sr_stale_answer(sr_clock *ck, sr_engine *e, const sr_hdr *h, const uint8_t *payload,
+                    uint64_t now);
+/* Claim the context for serene_clock/step (SR_STALE_CLASSIC) or the
+ * stream mode: 0, or SERENE_ERR_INVAL (logged) when the other one has it. */
+int sr_stale_claim(sr_clock *ck, const sr_engine *e, int use);
 /* Plug it after the clock: its init finds the clock's state. */
 extern const sr_op_class sr_store_class;
 /* Plug it after the clock and the store. */

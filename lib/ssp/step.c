@@ -300,6 +300,9 @@ static int step_start(sr_engine *e, const void *req, serene_op **h)
         return SERENE_ERR_INVAL;
     }
     sr_step *sp = sr_engine_self(e, &sr_step_class);
+    int rc = sr_stale_claim(sp->clock, e, SR_STALE_CLASSIC);
+    if (rc)
+        return rc;
     size_t cap = atomic_load(&sp->store->words);
     if (r->offset > cap || r->count > cap - r->offset) {
         SR_ERR(&e->log, "step of %zu words at offset %zu is beyond the store's %zu words",

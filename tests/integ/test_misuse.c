@@ -279,6 +279,81 @@ static void test_destroyed_context(void **state)
     destroy_job(fresh, 1);
 }
 
+/* The typed allreduce and the stream mode misused: bad dtype, flags and
+ * counts refused at once; 16-bit and 32-bit workers in one call get
+ * MISMATCH; the stream mode's bound asked for a clock not started, or
+ * mixed with serene_clock, refused; a destroyed context's stream calls
+ * INVAL. */
+static void test_typed_and_stream(void **state)
+{
+    (void)state;
+    serene_ctx *ctx[2];
+    float x[64], y[64];
+    uint16_t hx[64], hy[64];
+    serene_op *op = NULL;
+    serene_sync_mode mode;
+    uint32_t s;
+    for (int i = 0; i < 64; i++) {
+        x[i] = 1.0f;
+        hx[i] = 0x3c00; /* 1.0 in float16 */
+    }
+    create_job(ctx, 3, 1);
+    serene_ctx *c = ctx[0];
+    assert_int_equal(serene_allreduce_typed(c, x, y, 64, (serene_dtype)3, SERENE_SUM, 0),
+                     SERENE_ERR_INVAL);
+    assert_int_equal(serene_allreduce_typed(c, x, y, 64, SERENE_FLOAT32, SERENE_SUM,
+                                            SERENE_WIRE16 | SERENE_WIRE32), SERENE_ERR_INVAL);
+    assert_int_equal(serene_allreduce_typed(c, x, y, 64, SERENE_FLOAT32, SERENE_SUM, 0x4u),
+                     SERENE_ERR_INVAL);
+    assert_int_equal(serene_allreduce_typed(c, x, y, (size_t)1 << 31, SERENE_FLOAT32, SERENE_SUM, 0),
+                     SERENE_ERR_INVAL);
+    assert_int_equal(serene_allreduce_typed(c, NULL, y, 64, SERENE_FLOAT16, SERENE_SUM, 0),
+                     SERENE_ERR_INVAL);
+    /* float16 in, partly overlapping out (by a byte): refused. */
+    assert_int_equal(serene_allreduce_typed(c, hx, (uint8_t *)hx + 1, 64, SERENE_FLOAT16,
+                                            SERENE_SUM, 0), SERENE_ERR_INVAL);
+    assert_int_equal(serene_allreduce_typed(c, hx, hy, 64, SERENE_FLOAT16, SERENE_AVG, 0), 0);
+    assert_int_equal(hy[63], 0x3c00);
+    assert_int_equal(serene_allreduce_typed_start(c, x, y, 64, SERENE_FLOAT32, SERENE_SUM,
+                                                  SERENE_WIRE16, NULL), SERENE_ERR_INVAL);
+    /* The stream mode: no clock started yet. */
+    assert_int_equal(serene_stale_bound(c, 0, &mode, &s), SERENE_ERR_INVAL);
+    assert_int_equal(serene_stale_start(c, x, y, 64, SERENE_FLOAT32, SERENE_SUM, 0, &op), 0);
+    assert_int_equal(serene_stale_bound(c, 0, &mode, NULL), SERENE_ERR_INVAL);
+    assert_int_equal(serene_stale_bound(c, 0, &mode, &s), 0);
+    assert_int_equal(mode, SERENE_SYNC_BSP);
+    assert_int_equal(s, 0);
+    assert_int_equal(serene_stale_bound(c, 1, &mode, &s), SERENE_ERR_INVAL); /* not started */
+    assert_int_equal(serene_op_wait(&op), 0);
+    assert_true(y[0] == 1.0f);
+    assert_int_equal(serene_clock(c), SERENE_ERR_INVAL); /* the stream mode has it */
+    destroy_job(ctx, 1);
+    /* serene_clock first: the stream mode is refused. */
+    create_job(ctx, 3, 1);
+    assert_int_equal(serene_clock(ctx[0]), 0);
+    assert_int_equal(serene_stale_start(ctx[0], x, y, 64, SERENE_FLOAT32, SERENE_SUM, 0, &op),
+                     SERENE_ERR_INVAL);
+    assert_null(op);
+    serene_ctx *copy = ctx[0];
+    destroy_job(ctx, 1);
+    assert_int_equal(serene_stale_start(copy, x, y, 64, SERENE_FLOAT32, SERENE_SUM, 0, &op),
+                     SERENE_ERR_INVAL);
+    assert_int_equal(serene_stale_bound(copy, 0, &mode, &s), SERENE_ERR_INVAL);
+    /* Two workers, one on 16 bits and one on 32: MISMATCH for both. */
+    create_job(ctx, 1, 2);
+    serene_op *a = NULL, *b = NULL;
+    assert_int_equal(serene_allreduce_typed_start(ctx[0], x, y, 64, SERENE_FLOAT32, SERENE_SUM,
+                                                  SERENE_WIRE16, &a), 0);
+    float y2[64];
+    assert_int_equal(serene_allreduce_typed_start(ctx[1], x, y2, 64, SERENE_FLOAT32, SERENE_SUM,
+                                                  SERENE_WIRE32, &b), 0);
+    double t0 = tc_now_ms();
+    assert_int_equal(serene_op_wait(&a), SERENE_ERR_MISMATCH);
+    assert_int_equal(serene_op_wait(&b), SERENE_ERR_MISMATCH);
+    assert_true(tc_now_ms() - t0 < 5000);
+    destroy_job(ctx, 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -286,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_stale_op_handle),
         cmocka_unit_test(test_two_threads_one_context),
         cmocka_unit_test(test_destroyed_context),
+        cmocka_unit_test(test_typed_and_stream),
     };
     return cmocka_run_group_tests_name("misuse", tests, start_switch, stop_switch);
 }

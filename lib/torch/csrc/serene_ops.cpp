@@ -20,6 +20,13 @@
  *   serene::op_wait(int handle) -> ()
  *                                   (the non-blocking form: the handle of
  *                                   serene_allreduce_start, waited once)
+ *   serene::op_test(int handle) -> bool
+ *                                   (whether that op has finished: its
+ *                                   op_wait then returns at once)
+ *   serene::stale_start(Tensor(a!) tensor, str op="sum", int wire_bits=0) -> int
+ *                                   (the stream mode: serene_stale_start,
+ *                                   in place; a handle for op_wait)
+ *   serene::stale_bound(int clock) -> int[]   [mode, s] at that clock
  *   serene::push(Tensor tensor, int offset) -> ()
  *   serene::pull(Tensor(a!) out, int offset, bool delta=False) -> Tensor(a!)
  *   serene::clock() -> int
@@ -257,6 +264,54 @@ static int64_t op_allreduce_start(at::Tensor tensor, c10::string_view op, int64_
     return h;
 }
 
+static int64_t op_stale_start(at::Tensor tensor, c10::string_view op, int64_t wire_bits)
+{
+    serene_dtype dt = check_ar_tensor(tensor, "stale_start");
+    serene_reduce_op rop = reduce_op(op, "stale_start");
+    unsigned flags = wire_flags(wire_bits, "stale_start");
+    Global &g = global();
+    std::lock_guard<std::mutex> lock(g.mu);
+    serene_ctx *ctx = need_ctx(g);
+    void *p = tensor.data_ptr();
+    serene_op *sop = nullptr;
+    int rc = serene_stale_start(ctx, p, p, static_cast<size_t>(tensor.numel()), dt, rop, flags,
+                                &sop);
+    if (rc)
+        fail("stale_start", rc);
+    int64_t h = g.next_handle++;
+    g.ops.emplace(h, sop);
+    return h;
+}
+
+static std::vector<int64_t> op_stale_bound(int64_t clock)
+{
+    TORCH_CHECK(clock >= 0 && clock <= UINT32_MAX, "serene.stale_bound: clock must be in 0..2^32-1, got ",
+                clock);
+    serene_ctx *ctx;
+    {
+        Global &g = global();
+        std::lock_guard<std::mutex> lock(g.mu);
+        ctx = need_ctx(g);
+    }
+    // Unlocked, as op_wait: it blocks until the switch answers.
+    serene_sync_mode mode = SERENE_SYNC_BSP;
+    uint32_t s = 0;
+    int rc = serene_stale_bound(ctx, static_cast<uint32_t>(clock), &mode, &s);
+    if (rc)
+        fail("stale_bound", rc);
+    return {static_cast<int64_t>(mode), static_cast<int64_t>(s)};
+}
+
+static bool op_test(int64_t handle)
+{
+    Global &g = global();
+    std::lock_guard<std::mutex> lock(g.mu);
+    auto it = g.ops.find(handle);
+    TORCH_CHECK(it != g.ops.end(), "serene.op_test: no op with handle ", handle,
+                " (never started, or already waited for)");
+    return serene_op_test(it->second) == 0;
+}
+
 static void op_wait(int64_t handle)
 {
     Global &g = global();
@@ -403,6 +458,10 @@ TORCH_LIBRARY(serene, m)
     m.def("allreduce_start(Tensor(a!) tensor, str op=\"sum\", int wire_bits=0) -> int",
           op_allreduce_start);
     m.def(side_effect("op_wait(int handle) -> ()"), op_wait);
+    m.def(side_effect("op_test(int handle) -> bool"), op_test);
+    m.def("stale_start(Tensor(a!) tensor, str op=\"sum\", int wire_bits=0) -> int",
+          op_stale_start);
+    m.def(side_effect("stale_bound(int clock) -> int[]"), op_stale_bound);
     m.def(side_effect("push(Tensor tensor, int offset) -> ()"), op_push);
     m.def("pull(Tensor(a!) out, int offset, bool delta=False) -> Tensor(a!)", op_pull);
     m.def(side_effect("clock() -> int"), op_clock);

@@ -30,7 +30,8 @@ import torch
 __all__ = [
     "init", "finalize", "is_initialized", "rank", "world_size", "allreduce_",
     "push", "pull", "clock", "clock_info", "store_capacity", "stats",
-    "allreduce_hook", "fp16_hook", "bf16_hook", "SSP", "SYNC_MODES", "ProcessGroupSerene",
+    "allreduce_hook", "fp16_hook", "bf16_hook", "SSP", "StaleSync", "SYNC_MODES",
+    "ProcessGroupSerene",
 ]
 
 _OPS_NAME = "serene_torch_ops.so"
@@ -133,6 +134,7 @@ def stats():
 
 from .ddp import allreduce_hook, bf16_hook, fp16_hook  # noqa: E402  (needs _ops)
 from .ssp import SSP  # noqa: E402
+from .stale import StaleSync  # noqa: E402
 from .pg import ProcessGroupSerene, register as _register_backend  # noqa: E402
 
 # torch.distributed backend "serene": init_process_group("serene") after import.
