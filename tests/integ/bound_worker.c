@@ -272,11 +272,11 @@ static int call(job *J, size_t count, int avg)
 }
 
 /* One call of a case; returns the number of failed checks. */
-static int run_case(job *J, int kind, int c, int avg, size_t count)
+/* Every rank's inputs of the case's call c, their exact sums and each
+ * element's packet exponent E. */
+static void make_inputs(job *J, int kind, int c, size_t count)
 {
     const int n = J->n;
-    char name[32];
-    snprintf(name, sizeof name, "%s-%s", kind_name[kind], avg ? "avg" : "sum");
     for (int w = 0; w < n; w++)
         for (size_t i = 0; i < count; i++)
             J->x[w][i] = input(J->seed, kind, c, n, w, i, J->dtype);
@@ -299,7 +299,14 @@ static int run_case(job *J, int kind, int c, int avg, size_t count)
         for (size_t i = p; i < end; i++)
             J->E[i] = E;
     }
+}
 
+static int run_case(job *J, int kind, int c, int avg, size_t count)
+{
+    const int n = J->n;
+    char name[32];
+    snprintf(name, sizeof name, "%s-%s", kind_name[kind], avg ? "avg" : "sum");
+    make_inputs(J, kind, c, count);
     for (size_t i = 0; i < count; i++)
         J->recv[i] = NAN;
     int rc = call(J, count, avg);
