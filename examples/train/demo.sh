@@ -12,9 +12,14 @@
 #       [--t-ref clean|bsp-stragglers] [--timeout SEC] [--no-plots]
 #       [--calibrate-only]
 #
-# Policies (comma list, default bsp,ssp10,asp,dynamic,allreduce):
+# Policies (comma list, default bsp,ssp10,stream10,asp,dynamic,allreduce):
 #   bsp        the switch's barrier with staleness 0
 #   sspS       SSP with staleness S (ssp10: the paper's s = 10)
+#   streamS    the stream mode under the same policy (SSP(S); stream0 is
+#              BSP): the model stays on the workers, each iteration's
+#              gradient goes through the streaming allreduce, and a worker
+#              applies every sum the switch's bound requires before its
+#              next gradient (serene-train --mode stream)
 #   asp        no barrier (bounded only by the switch's clock ring, 64)
 #   dynamic    starts SSP(60) (nearly ASP); serene-ctl run lowers s to 10
 #              once the clock spread stayed under 3 for 20 clocks (the
@@ -43,10 +48,10 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 
-build=$repo/build out="" data="" policies=bsp,ssp10,asp,dynamic,allreduce seeds=1
+build=$repo/build out="" data="" policies=bsp,ssp10,stream10,asp,dynamic,allreduce seeds=1
 workers=4 iters=1000 batch=32 lr=0.05 straggler=slow:0.15:0.5:2 mean_ms="" t_ref=clean timeout=120 plots=1
 strag_ranks="" split=iid target=0.91 calib_only=0 eval_every=
-usage() { sed -n '4,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '4,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
     --build) build=$2; shift 2 ;;
@@ -84,8 +89,8 @@ die() { echo "demo.sh: $*" >&2; exit 1; }
 [ -z "$mean_ms" ] || [[ $mean_ms =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--mean-iter-ms: milliseconds"
 IFS=, read -r -a pol_list <<<"$policies"
 for p in "${pol_list[@]}"; do
-    [[ $p =~ ^(bsp|asp|dynamic|dynbsp|allreduce|ssp[0-9]+)$ ]] ||
-        die "--policies: '$p' is not bsp, sspS, asp, dynamic, dynbsp or allreduce"
+    [[ $p =~ ^(bsp|asp|dynamic|dynbsp|allreduce|ssp[0-9]+|stream[0-9]+)$ ]] ||
+        die "--policies: '$p' is not bsp, sspS, streamS, asp, dynamic, dynbsp or allreduce"
     if [[ $p =~ ^ssp([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -gt 62 ]; then
         die "--policies: $p: the switch's ring of 64 allows s <= 62"
     fi
@@ -150,6 +155,7 @@ run_one() {
     dynamic) spec=ssp:60 ;;
     asp) spec=asp ;;
     ssp*) spec=ssp:${pol#ssp} ;;
+    stream*) mode=stream spec=$([ "${pol#stream}" = 0 ] && echo bsp || echo "ssp:${pol#stream}") ;;
     allreduce) mode=allreduce ;;
     esac
     start_switch "$dir" "$spec"

@@ -17,6 +17,14 @@
  *   allreduce  synchronous data parallelism for comparison: serene_allreduce
  *              (SUM) of the gradients every iteration, then w -= lr * sum,
  *              the same update as the store under BSP.
+ *   stream     SSP over the streaming allreduce (the stream mode): the model
+ *              stays here; each iteration's gradient goes out with
+ *              serene_stale_start, and before the next one every earlier
+ *              iteration's sum that the switch's staleness bound s (from
+ *              serene_stale_bound) requires is applied, in order, as
+ *              w -= lr * sum (and any sum that has already arrived). The
+ *              same update as the store under the same policy, and the
+ *              switch holds the allreduce's window, not the model.
  *
  * Timing and waiting (documented in examples/train/README.md):
  *   time of an iteration = wall time from the start of its gradient to the
@@ -49,10 +57,15 @@
 #define INIT_SEED 42u  /* model initialisation: identical for every run */
 #define SPLIT_SEED 7u  /* test split and shards: identical for every run */
 #define MAX_ITERS 1000000L
+#define STREAM_RING 16 /* stream mode: gradients in flight at most (max_ops) */
+
+enum { MODE_STORE, MODE_ALLREDUCE, MODE_STREAM };
 
 typedef struct opts {
     const char *data, *out, *straggler, *ranks, *split, *metrics;
-    int store_mode;
+    int store_mode; /* mode == MODE_STORE */
+    int mode;
+    int wire_bits; /* allreduce, stream: 16 or 32 (default) */
     double noniid; /* --split noniid:F: F; -1 for iid */
     long iters, batch, hidden, eval_every, warmup, train_eval, test_eval, frac_bits;
     double lr, mean_iter_ms, test_frac, target;
@@ -65,7 +78,9 @@ typedef struct row {
 
 static const char usage_text[] =
     "usage: serene-train --data FILE --out DIR [options]   (one rank; run it with serene-run)\n"
-    "  --mode store|allreduce   model in the SSP store (default) or allreduce of gradients\n"
+    "  --mode store|allreduce|stream  model in the SSP store (default), allreduce of\n"
+    "                           gradients, or SSP over the streaming allreduce\n"
+    "  --wire-bits 16|32        allreduce and stream: bits per value on the wire (32)\n"
     "  --iters N                iterations per rank (default 300)\n"
     "  --batch B                images per rank and iteration (default 32)\n"
     "  --lr LR                  learning rate of each rank's update (default 0.05)\n"
@@ -139,9 +154,10 @@ static void parse_opts(int argc, char **argv, opts *o)
         {"test-frac", required_argument, NULL, 'f'},   {"split", required_argument, NULL, 'P'},
         {"metrics", required_argument, NULL, 'M'},
         {"target-acc", required_argument, NULL, 'a'},  {"frac-bits", required_argument, NULL, 'F'},
+        {"wire-bits", required_argument, NULL, 'W'},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0},
     };
-    *o = (opts){.store_mode = 1, .iters = 300, .batch = 32, .hidden = 100, .eval_every = 10,
+    *o = (opts){.store_mode = 1, .mode = MODE_STORE, .wire_bits = 32, .iters = 300, .batch = 32, .hidden = 100, .eval_every = 10,
                 .warmup = 10, .train_eval = 1000, .test_eval = 1000, .frac_bits = 24,
                 .lr = 0.05, .test_frac = 0.2, .target = 0.91, .seed = 1, .straggler = "none",
                 .split = "iid", .noniid = -1};
@@ -151,9 +167,16 @@ static void parse_opts(int argc, char **argv, opts *o)
         case 'd': o->data = optarg; break;
         case 'o': o->out = optarg; break;
         case 'm':
-            if (strcmp(optarg, "store") && strcmp(optarg, "allreduce"))
-                usage_error("--mode: '%s' is not store or allreduce", optarg);
-            o->store_mode = strcmp(optarg, "store") == 0;
+            if (strcmp(optarg, "store") && strcmp(optarg, "allreduce") && strcmp(optarg, "stream"))
+                usage_error("--mode: '%s' is not store, allreduce or stream", optarg);
+            o->mode = !strcmp(optarg, "store") ? MODE_STORE
+                      : !strcmp(optarg, "allreduce") ? MODE_ALLREDUCE : MODE_STREAM;
+            o->store_mode = o->mode == MODE_STORE;
+            break;
+        case 'W':
+            o->wire_bits = (int)opt_long("--wire-bits", optarg, 16, 32);
+            if (o->wire_bits != 16 && o->wire_bits != 32)
+                usage_error("--wire-bits: %d is not 16 or 32", o->wire_bits);
             break;
         case 'i': o->iters = opt_long("--iters", optarg, 1, MAX_ITERS); break;
         case 'b': o->batch = opt_long("--batch", optarg, 1, 65536); break;
@@ -274,6 +297,12 @@ typedef struct run {
     int straggles;
     double mean_s, t_start;
     long long start_ns, end_ns;
+    /* stream mode: the gradients in flight (iteration it in slot it %
+     * STREAM_RING) and how many iterations' sums w holds */
+    float *sg[STREAM_RING], *own[STREAM_RING]; /* in flight: for the sums, own copies */
+    float *base, *pend;                        /* the replica; own updates in flight */
+    serene_op *sop[STREAM_RING];
+    long applied;
 } run;
 
 /* Rank 0 writes the initial model into the store; a one-float allreduce
@@ -289,6 +318,65 @@ static int start_barrier(run *r)
         return fail_call(r->rank, "serene_allreduce (start barrier)", 0, rc);
     if (r->o.store_mode && (rc = serene_pull(r->ctx, 0, r->w, r->m.n_params, 0)))
         return fail_call(r->rank, "serene_pull of the initial model", 0, rc);
+    return 0;
+}
+
+/* Stream mode: wait for iteration `applied`'s sum and apply it to the
+ * replica (base: every rank's is the same), then make the working weights
+ * w the replica plus this rank's own updates of the iterations still in
+ * flight (pend, their sum: read-my-writes, as the store gives it: a rank
+ * sees its own updates at once and the others' within the bound). With
+ * none in flight w is the replica, bit for bit. */
+static int stream_apply(run *r, long it)
+{
+    long k = r->applied;
+    size_t n = r->m.n_params;
+    int rc = serene_op_wait(&r->sop[k % STREAM_RING]);
+    if (rc)
+        return fail_call(r->rank, "the stream mode's allreduce", k, rc);
+    const float *sum = r->sg[k % STREAM_RING], *own = r->own[k % STREAM_RING];
+    float lr = (float)r->o.lr;
+    r->applied = k + 1;
+    if (r->applied > it) { /* nothing of its own in flight: w is the replica */
+        for (size_t j = 0; j < n; j++)
+            r->w[j] = r->base[j] -= lr * sum[j];
+        memset(r->pend, 0, n * sizeof *r->pend);
+        return 0;
+    }
+    for (size_t j = 0; j < n; j++) {
+        r->base[j] -= lr * sum[j];
+        r->pend[j] -= own[j];
+        r->w[j] = r->base[j] - lr * r->pend[j];
+    }
+    return 0;
+}
+
+/* Stream mode: end iteration it (the clock it): its gradient out, then
+ * every sum the bound requires before the next gradient (clocks <= it -
+ * s, s of the clock before: serene.h), and the ones already arrived, in
+ * order. */
+static int stream_step(run *r, long it)
+{
+    float *g = r->sg[it % STREAM_RING];
+    uint32_t s;
+    memcpy(g, r->g, r->m.n_params * sizeof *g);
+    memcpy(r->own[it % STREAM_RING], r->g, r->m.n_params * sizeof *g);
+    for (size_t j = 0; j < r->m.n_params; j++) { /* its own update, at once */
+        r->pend[j] += r->g[j];
+        r->w[j] -= (float)r->o.lr * r->g[j];
+    }
+    int rc = serene_stale_start(r->ctx, g, g, r->m.n_params, SERENE_FLOAT32, SERENE_SUM,
+                                r->o.wire_bits == 16 ? SERENE_WIRE16 : SERENE_WIRE32,
+                                &r->sop[it % STREAM_RING]);
+    if (!rc)
+        rc = serene_stale_bound(r->ctx, (uint32_t)(it ? it - 1 : 0), NULL, &s);
+    if (rc)
+        return fail_call(r->rank, "serene_stale_start", it, rc);
+    while (r->applied <= it &&
+           (r->applied <= it - (long)s || it + 1 - r->applied >= STREAM_RING ||
+            serene_op_test(r->sop[r->applied % STREAM_RING]) == 0))
+        if (stream_apply(r, it))
+            return 1;
     return 0;
 }
 
@@ -317,8 +405,13 @@ static int iterate(run *r, long it, uint64_t *batch_rng, size_t *pos, double *ar
             r->g[k] *= (float)-o->lr;
         if ((rc = serene_step(r->ctx, 0, r->g, r->w, r->m.n_params, 0)))
             return fail_call(r->rank, "serene_step", it, rc);
+    } else if (o->mode == MODE_STREAM) {
+        if (stream_step(r, it))
+            return 1;
     } else {
-        if ((rc = serene_allreduce(r->ctx, r->g, r->g, r->m.n_params, SERENE_SUM)))
+        if ((rc = serene_allreduce_typed(r->ctx, r->g, r->g, r->m.n_params, SERENE_FLOAT32,
+                                         SERENE_SUM,
+                                         o->wire_bits == 16 ? SERENE_WIRE16 : SERENE_WIRE32)))
             return fail_call(r->rank, "serene_allreduce", it, rc);
         for (size_t k = 0; k < r->m.n_params; k++)
             r->w[k] -= (float)o->lr * r->g[k];
@@ -387,7 +480,9 @@ static int write_outputs(run *r, double final_acc, double cum_wait)
             "end_ns=%lld\n"
             "wall_s=%.6f\ncum_wait_s=%.6f\nfinal_test_acc=%.4f\ntime_to_target_s=%.6f\n"
             "split=%s\nshard_images=%zu\ntarget_acc=%.4f\nsaturations=%llu\nretransmissions=%llu\nholds=%llu\n",
-            r->rank, r->world, o->store_mode ? "store" : "allreduce", o->iters, o->batch, o->lr,
+            r->rank, r->world,
+            o->mode == MODE_STORE ? "store" : o->mode == MODE_STREAM ? "stream" : "allreduce",
+            o->iters, o->batch, o->lr,
             r->m.n_params, r->mean_s * 1e3, r->straggles ? o->straggler : "none", delayed, delay,
             r->start_ns, r->end_ns, r->rows[o->iters - 1].t, cum_wait, final_acc, tta, o->split,
             r->n_shard, o->target,
@@ -443,6 +538,13 @@ static int setup(run *r)
     r->rows = calloc((size_t)o->iters, sizeof *r->rows);
     r->snap_iter = malloc(r->n_snaps * sizeof *r->snap_iter);
     r->snaps = malloc(r->n_snaps * np * sizeof *r->snaps);
+    for (int k = 0; o->mode == MODE_STREAM && k < STREAM_RING; k++)
+        if (!(r->sg[k] = malloc(np * sizeof *r->sg[k])) ||
+            !(r->own[k] = malloc(np * sizeof *r->own[k])))
+            return fprintf(stderr, "serene-train: out of memory\n"), 1;
+    if (o->mode == MODE_STREAM && (!(r->base = malloc(np * sizeof *r->base)) ||
+                                   !(r->pend = calloc(np, sizeof *r->pend))))
+        return fprintf(stderr, "serene-train: out of memory\n"), 1;
     if (!r->w || !r->g || !r->idx || !r->rows || !r->snap_iter || !r->snaps) {
         fprintf(stderr, "serene-train: out of memory (%zu snapshots of %zu parameters)\n",
                 r->n_snaps, np);
@@ -456,6 +558,8 @@ static int setup(run *r)
     r->straggles = r->strag.kind != STRAG_NONE && rank_listed(o->ranks, r->rank);
     r->mean_s = o->mean_iter_ms / 1e3;
     mlp_init_params(&r->m, r->w, INIT_SEED);
+    if (r->base)
+        memcpy(r->base, r->w, np * sizeof *r->w);
     return 0;
 }
 
@@ -533,6 +637,11 @@ static int train(run *r)
         r->rows[it].wait -= ar_min;
         cum_wait += r->rows[it].wait;
     }
+    /* Stream mode: the sums still in flight, so that every rank ends
+     * with the same model. */
+    while (o->mode == MODE_STREAM && r->applied < o->iters)
+        if (stream_apply(r, o->iters - 1))
+            return 1;
     /* The final model: every rank's last push is in the store once all
      * ranks reached this barrier. */
     float one = 1.0f, sum = 0.0f;
@@ -561,6 +670,12 @@ static int train(run *r)
 static void run_free(run *r)
 {
     serene_ctx_destroy(&r->ctx);
+    for (int k = 0; k < STREAM_RING; k++) {
+        free(r->sg[k]);
+        free(r->own[k]);
+    }
+    free(r->base);
+    free(r->pend);
     digit_set_free(&r->ds);
     mlp_free(&r->m);
     free(r->w);

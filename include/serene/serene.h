@@ -620,17 +620,24 @@ SERENE_API int serene_get_clock_info(const serene_ctx *ctx, serene_clock_info *o
  * A worker's loop, clock c = 0, 1, 2, ...:
  *   compute its gradient g_c on its replica;
  *   serene_stale_start(ctx, g_c, sum_c, n, ...)    clock c's allreduce;
- *   serene_stale_bound(ctx, c, &mode, &s)          the policy at c;
+ *   serene_stale_bound(ctx, c ? c - 1 : 0, &mode, &s)
+ *                          the policy of the clock before (below);
  *   wait (serene_op_wait) for the ops of every clock <= c - s not yet
  *   waited for, in clock order, and apply their sums in that order
  *   (e.g. the optimizer's step on sum_k); it may apply later clocks'
  *   sums too, in order, if their ops have completed (serene_op_test);
  *   then compute clock c + 1.
+ * The bound that gates clock c + 1 is the policy of clock c - 1, not c:
+ * the switch answers c's announcement a round trip after
+ * serene_stale_start(c), while c - 1's answer came during clock c's
+ * compute, so the loop never waits for it. A change of policy from clock
+ * E thus gates the computation of clock E + 2 on; the same on every
+ * worker, as the rule depends on the clock alone.
  * Guarantees, for workers that follow it:
  * - When a worker computes clock c + 1 it has applied the sums of every
- *   clock <= c - s(c), each the same on every worker (the allreduce's
- *   bound): SSP(s) in the sense of Bosen; s = 0 is synchronous
- *   data-parallel training (DDP).
+ *   clock <= c - s(c - 1), each the same on every worker (the allreduce's
+ *   bound): SSP(s) in the sense of Bosen while the policy holds; s = 0 is
+ *   synchronous data-parallel training (DDP).
  * - Every worker applies the same sums in the same order, so replicas
  *   that started equal and have applied the same number of clocks are
  *   equal; after the last clock's op is waited for and applied on every

@@ -432,7 +432,8 @@ static int ranges_overlap(const void *a, const void *b, size_t len)
  * With opp (a blocking call), the op gets room for its chunks' exponents,
  * which the caller then reads (exps_fill on *opp), when there is memory for
  * them; else the engine reads them all. */
-static int ar_start(sr_engine *e, const ar_req *r, serene_op **h, serene_op **opp)
+static int ar_start(sr_engine *e, const ar_req *r, serene_op **h, serene_op **opp,
+                    _Atomic uint32_t *announce)
 {
     size_t esize = r->dtype == SERENE_FLOAT32 ? 4 : 2;
     if ((r->count && (!r->sendbuf || !r->recvbuf)) || (r->op != SERENE_SUM && r->op != SERENE_AVG))
@@ -502,6 +503,11 @@ static int ar_start(sr_engine *e, const ar_req *r, serene_op **h, serene_op **op
         o->exps = n_chunks && n_chunks <= ar->call_exps_cap ? ar->call_exps : NULL;
         *opp = o;
     }
+    /* The stream mode's clock, once nothing can fail: announced before
+     * the op is queued, so that the engine, woken by the submission, sends
+     * the announcement ahead of the op's packets. */
+    if (announce)
+        atomic_fetch_add_explicit(announce, 1, memory_order_release);
     /* Even a call of 0 values goes to the switch: it pairs with the other
      * workers' call there (ar_begin). */
     sr_op_submit(e, o);
@@ -525,10 +531,11 @@ static void exps_fill(const sr_engine *e, serene_op *o)
 }
 
 int sr_allreduce_submit(sr_engine *e, const void *sendbuf, void *recvbuf, size_t count,
-                        serene_dtype dtype, serene_reduce_op op, unsigned flags, serene_op **h)
+                        serene_dtype dtype, serene_reduce_op op, unsigned flags, serene_op **h,
+                        _Atomic uint32_t *announce)
 {
     ar_req r = {sendbuf, recvbuf, count, dtype, op, flags};
-    return ar_start(e, &r, h, NULL);
+    return ar_start(e, &r, h, NULL, announce);
 }
 
 static int start_call(serene_ctx *ctx, const ar_req *r, serene_op **op_out)
@@ -541,7 +548,7 @@ static int start_call(serene_ctx *ctx, const ar_req *r, serene_op **op_out)
     int rc = e ? sr_call_enter(e) : SERENE_ERR_INVAL;
     if (rc)
         return rc;
-    rc = ar_start(e, r, &h, NULL);
+    rc = ar_start(e, r, &h, NULL, NULL);
     return sr_call_end(e, rc, h, op_out);
 }
 
@@ -553,7 +560,7 @@ static int blocking_call(serene_ctx *ctx, const ar_req *r)
     if (rc)
         return rc;
     serene_op *o = NULL;
-    rc = ar_start(e, r, &h, &o);
+    rc = ar_start(e, r, &h, &o, NULL);
     if (!rc && o->exps)
         exps_fill(e, o);
     return sr_call_end(e, rc, h, NULL);

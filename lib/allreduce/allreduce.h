@@ -67,9 +67,11 @@ extern const sr_op_class sr_allreduce_class;
 
 /* Validate and queue an allreduce, as serene_allreduce_typed_start does,
  * inside the caller's sr_call_enter: *h = its handle. Returns 0 or that
- * call's errors. (The stream mode, lib/ssp/stale.c, starts its clocks'
- * allreduces with it.) */
+ * call's errors. announce (may be NULL) is incremented once the op can no
+ * longer fail, just before it is queued. (The stream mode, lib/ssp/stale.c,
+ * starts its clocks' allreduces with it, announce its clock counter.) */
 int sr_allreduce_submit(sr_engine *e, const void *sendbuf, void *recvbuf, size_t count,
-                        serene_dtype dtype, serene_reduce_op op, unsigned flags, serene_op **h);
+                        serene_dtype dtype, serene_reduce_op op, unsigned flags, serene_op **h,
+                        _Atomic uint32_t *announce);
 
 #endif /* SERENE_ALLREDUCE_ALLREDUCE_H */

@@ -354,6 +354,10 @@ static void *engine_main(void *arg)
     while (!atomic_load_explicit(&e->stop, memory_order_acquire)) {
         uint64_t now = sr_now_ns();
         serene_op *op;
+        /* The side lane first: its request is one header that a new op's
+         * window of packets would otherwise queue ahead of. */
+        if (e->side.poll)
+            e->side.poll(e->side.self, e, now);
         while (!e->cur && (op = ring_pop(e)))
             op_begin(e, op, now);
         /* Drain what has arrived before looking at timers: an answer that
@@ -364,8 +368,6 @@ static void *engine_main(void *arg)
             got += k;
             sr_tx_flush(e);
         } while (k == SR_TP_BURST && got < 64 * SR_TP_BURST);
-        if (e->side.poll)
-            e->side.poll(e->side.self, e, sr_now_ns());
         side_timers(e, sr_now_ns());
         if (e->cur)
             on_timers(e, sr_now_ns());

@@ -130,16 +130,12 @@ SERENE_API int serene_stale_start(serene_ctx *ctx, const void *sendbuf, void *re
         return rc;
     sr_clock *ck = sr_engine_self(e, &sr_clock_class);
     sr_stale *st = &ck->stale;
+    /* The clock is announced (started + 1) as its allreduce is queued:
+     * the engine, woken by the submission, sends the announcement first. */
     if (!(rc = sr_stale_claim(ck, e, SR_STALE_STREAM)) && (rc = atomic_load(&st->err)) == 0)
-        rc = sr_allreduce_submit(e, sendbuf, recvbuf, count, dtype, op, flags, &h);
-    if (!rc) {
-        /* The clock is announced once its allreduce is queued: the lane
-         * sees it when the submission woke the engine, or at its next pass. */
-        uint32_t c = atomic_load_explicit(&st->started, memory_order_relaxed) + 1;
-        atomic_store_explicit(&st->started, c, memory_order_release);
-        atomic_store(&ck->sync.clock, c);
-        sr_engine_wake(e);
-    }
+        rc = sr_allreduce_submit(e, sendbuf, recvbuf, count, dtype, op, flags, &h, &st->started);
+    if (!rc)
+        atomic_store(&ck->sync.clock, atomic_load(&st->started));
     return sr_call_end(e, rc, h, op_out);
 }
 

@@ -10,7 +10,8 @@
  * - 8) / 16: multiples of 2^-4 below 1/2 in magnitude, which both wire
  * widths carry exactly for any N <= 16 (the packet's E is -1, a step
  * 2^(E+1-B) divides 2^-4), so every sum is checked for equality. Each
- * clock: serene_stale_start, serene_stale_bound, then wait for and check
+ * clock: serene_stale_start, serene_stale_bound (of the clock before, as
+ * serene.h's loop), then wait for and check
  * every clock <= c - s not yet done, in order (and any later one already
  * done); the bound is checked as the loop goes (before "computing" clock
  * c + 1 every clock <= c - s is done). The slow rank sleeps before each
@@ -91,7 +92,7 @@ int main(int argc, char **argv)
         int rc = serene_stale_start(ctx, g, g, count, SERENE_FLOAT32, SERENE_SUM, flags,
                                     &op[c % RING]);
         if (!rc)
-            rc = serene_stale_bound(ctx, c, &mode, &s);
+            rc = serene_stale_bound(ctx, c ? c - 1 : 0, &mode, &s);
         if (rc) {
             fprintf(stderr, "rank %d: clock %u: %s\n", rank, c, serene_err_name(rc));
             return 1;

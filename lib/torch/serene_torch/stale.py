@@ -11,12 +11,14 @@
 Every worker keeps the whole model and its optimizer. sync.step() ends the
 worker's clock c: it copies the gradients into a buffer of its own and
 starts their allreduce through the switch (serene_stale_start: the mean
-over the workers, 16-bit values by default), asks the switch's policy for
-the staleness bound s at c (serene_stale_bound), and applies, in clock
-order, the mean gradients of every clock <= c - s through the optimizer
-(optimizer.step() on them), plus those of later clocks whose allreduce has
-already ended. So when the worker computes clock c + 1 its model has every
-update of clocks <= c - s (SSP(s); s = 0 is DDP), and since every worker
+over the workers, 16-bit values by default), takes the staleness bound s
+of the switch's policy at clock c - 1 (serene_stale_bound: answered during
+clock c's compute, so never waited for; serene.h says why c - 1), and
+applies, in clock order, the mean gradients of every clock <= c - s
+through the optimizer (optimizer.step() on them), plus those of later
+clocks whose allreduce has already ended. So when the worker computes
+clock c + 1 its model has every update of clocks <= c - s (SSP(s); s = 0
+is DDP), and since every worker
 applies the same sums in the same order with the same optimizer, replicas
 that applied the same number of clocks are equal: after sync() (which
 applies every outstanding clock) they are identical. The switch's memory
@@ -127,7 +129,7 @@ class StaleSync:
         c = self.clock
         self._flight.append((c, _ops.stale_start(buf, "avg", self._wire), buf))
         self.clock = c + 1
-        mode, s = _ops.stale_bound(c)
+        mode, s = _ops.stale_bound(c - 1 if c else 0)
         self.mode, self.staleness = _MODES[mode] if 0 <= mode < 3 else str(mode), s
         # Clocks <= c - s must be in the model before clock c + 1 is
         # computed; at most MAX_IN_FLIGHT stay in flight; and what has
