@@ -8,20 +8,34 @@ the way its user sees it: wall time to a test accuracy.
 
 --system picks how the ranks combine their gradients, the one thing that
 differs between runs:
-  gloo-ddp     DDP over init_process_group("gloo") (Gloo's ring allreduce)
-  serene-ddp   DDP over init_process_group("serene") (the switch sums)
-  serene-ssp   no DDP: serene_torch.SSP over the switch's store; the job's
-               policy (ssp:S) is the switch's (SERENE_SWITCH_JOB_OPTS for
-               the embedded one, the job spec for a switch given in
-               SERENE_SWITCH); --staleness S states it and is checked
+  gloo-ddp         DDP over init_process_group("gloo") (Gloo's ring
+                   allreduce, float32 values)
+  gloo-ddp-fp16    the same with torch's fp16_compress_hook (float16 values
+                   on the ring: what a practitioner on slow links turns on)
+  serene-ddp       DDP over init_process_group("serene") (the switch sums;
+                   float32 gradients as 32-bit values: SERENE_WIRE_BITS=32)
+  serene-ddp16     the same with SERENE_WIRE_BITS=16: float32 gradients,
+                   16-bit values on the wire
+  serene-ddp-fp16  DDP over "serene" with torch's fp16_compress_hook
+                   (float16 buckets through the switch as 16-bit values)
+  serene-ssp       no DDP: serene_torch.SSP over the switch's store; the job's
+                   policy (ssp:S) is the switch's (SERENE_SWITCH_JOB_OPTS for
+                   the embedded one, the job spec for a switch given in
+                   SERENE_SWITCH); --staleness S states it and is checked
+  serene-stream    no DDP: serene_torch.StaleSync(model, optimizer,
+                   wire_bits=--wire-bits): SSP over the streaming allreduce
+                   (each step starts its clock's allreduce of the gradients
+                   and applies, through the optimizer, every sum the switch's
+                   bound requires); the policy as for serene-ssp, checked
 Everything else is the same for every system: the model and its seeded
-initial weights, plain SGD (lr, no momentum; each SSP worker adds
--lr/N * grad to the store, so a clock of N updates is DDP's step),
-the shards (each epoch a seeded permutation, rank r takes every N-th
-sample from r), the batch per rank, and the stragglers: before a step,
-with probability --straggle-p (seeded by rank and step), a rank sleeps
-U(lo, hi) times --straggle-base-ms (default: the median compute time of a
-step measured before the timed loop, which does not depend on the system).
+initial weights, SGD (lr, --momentum, default 0; serene-ssp is plain SGD
+only: each SSP worker adds -lr/N * grad to the store, so a clock of N
+updates is DDP's step), the shards (each epoch a seeded permutation, rank r
+takes every N-th sample from r), the batch per rank, and the stragglers:
+before a step, with probability --straggle-p (seeded by rank and step), a
+rank sleeps U(lo, hi) times --straggle-base-ms (default: the median compute
+time of a step measured before the timed loop, which does not depend on the
+system).
 
 Models: resnet18 (torchvision's, 11.2 M parameters, its first convolution
 taking 1 channel, the standard stem: 28x28 digits shrink to 7x7 before
@@ -32,15 +46,22 @@ directory of MNIST idx files, split 8:2 (train_torch.py's reader), or
 
 Timing: the compute of a step (forward, backward, optimizer) is measured
 alone, on the rank's own model copy, for --calib steps before the timed
-loop; a step's communication is its wall time less that median. Every
+loop; a step's communication is its wall time less that median. Rank 0
+measures the initial test accuracy off the clock (wall time 0). Every
 --eval-every steps (and at the end) the ranks meet at a barrier (on the
 clock: under SSP a rank ahead waits there for the slowest), then the clock
 stops and rank 0 measures the test accuracy of its model (for SSP: its
-local copy, all pulled updates in) outside the timed loop. Rank 0 writes DIR/steps.csv (step, wall_s, loss)
-and DIR/evals.csv (step, wall_s, test_acc), and DIR/summary.txt
-(key=value: system, model, world, steps, steps_per_s, step_ms,
-compute_ms, comm_ms, final_acc, time_to_target_s, ...). A progress line
-goes to stdout every --eval-every steps.
+local copy, all pulled or applied updates in) outside the timed loop. The
+time to --target-acc is interpolated linearly in wall time between the last
+evaluation below the target and the first at or above it
+(time_to_target_s; 0 when the initial accuracy is already there; "never"
+when no evaluation reaches it); time_to_target_eval_s is the wall time of
+that first evaluation. Rank 0 writes DIR/steps.csv (step, wall_s, loss),
+DIR/evals.csv (step, wall_s, test_acc; step 0 the initial accuracy) and
+DIR/summary.txt (key=value: system, model, world, steps, momentum,
+wire_bits, steps_per_s, step_ms, compute_ms, comm_ms, final_acc,
+time_to_target_s, ...). A progress line goes to stdout every --eval-every
+steps.
 """
 import argparse
 import os
@@ -57,6 +78,9 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 import serene_torch
 from train_torch import load
+
+SYSTEMS = ["gloo-ddp", "gloo-ddp-fp16", "serene-ddp", "serene-ddp16", "serene-ddp-fp16",
+           "serene-ssp", "serene-stream"]
 
 
 def make_model(name, classes):
@@ -89,8 +113,13 @@ def parse(argv):
     src.add_argument("--data", help="SRDIGIT1 file or directory of MNIST idx files")
     src.add_argument("--synthetic", action="store_true", help="MNIST-shaped synthetic data")
     ap.add_argument("--synthetic-n", type=int, default=10000)
-    ap.add_argument("--system", choices=["gloo-ddp", "serene-ddp", "serene-ssp"], required=True)
-    ap.add_argument("--staleness", type=int, default=0, help="serene-ssp: the job's s (checked)")
+    ap.add_argument("--system", choices=SYSTEMS, required=True)
+    ap.add_argument("--staleness", type=int, default=0,
+                    help="serene-ssp, serene-stream: the job's s (checked)")
+    ap.add_argument("--wire-bits", type=int, choices=[16, 32], default=16,
+                    help="serene-stream: bits per value on the wire")
+    ap.add_argument("--momentum", type=float, default=0.0,
+                    help="SGD momentum (not serene-ssp: plain SGD through the store)")
     ap.add_argument("--model", choices=["resnet18", "mlp"], default="resnet18")
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--batch", type=int, default=32, help="per rank")
@@ -112,7 +141,21 @@ def parse(argv):
         ap.error("--steps, --batch, --eval-every and --calib must be positive")
     if not 0 <= a.straggle_p <= 1 or not 0 <= a.straggle[0] <= a.straggle[1]:
         ap.error("--straggle-p must be in 0..1 and --straggle-range LO,HI with 0 <= LO <= HI")
+    if not 0 <= a.momentum < 1:
+        ap.error("--momentum must be in [0, 1)")
+    if a.system == "serene-ssp" and a.momentum != 0:
+        ap.error("serene-ssp adds -lr/N * grad to the store (plain SGD): --momentum must be 0; "
+                 "serene-stream runs SSP through the optimizer, momentum included")
+    if a.staleness < 0:
+        ap.error("--staleness must be >= 0")
     return a
+
+
+def wire_bits(a):
+    """Bits per gradient value on the wire (the store's words for serene-ssp)."""
+    if a.system in ("gloo-ddp-fp16", "serene-ddp16", "serene-ddp-fp16"):
+        return 16
+    return a.wire_bits if a.system == "serene-stream" else 32
 
 
 def check_policy(staleness):
@@ -130,7 +173,7 @@ def calibrate(a, model, opt, xtr, ytr, n):
     the real model is left untouched."""
     import copy
     m = copy.deepcopy(model)
-    o = torch.optim.SGD(m.parameters(), lr=0.0)
+    o = torch.optim.SGD(m.parameters(), lr=0.0, momentum=a.momentum)
     times = []
     for k in range(n + 2):
         idx = torch.arange(k * a.batch, (k + 1) * a.batch) % len(xtr)
@@ -144,6 +187,9 @@ def calibrate(a, model, opt, xtr, ytr, n):
 
 def main(argv=None):
     a = parse(argv)
+    if a.system == "serene-stream" and not hasattr(serene_torch, "StaleSync"):
+        raise SystemExit("train_e2e: --system serene-stream needs serene_torch.StaleSync (SSP over "
+                         f"the streaming allreduce), which {serene_torch.__file__} does not have")
     torch.manual_seed(a.seed)
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
@@ -151,16 +197,25 @@ def main(argv=None):
     xtr, ytr = torch.from_numpy(np.ascontiguousarray(xtr)), torch.from_numpy(ytr)
     xte, yte = torch.from_numpy(np.ascontiguousarray(xte)), torch.from_numpy(yte)
     model = make_model(a.model, classes)  # the same weights on every rank (seed)
-    dist.init_process_group("gloo" if a.system == "gloo-ddp" else "serene")
-    ssp = None
+    if a.system.startswith("serene-ddp"):
+        # Read by libserene when init_process_group creates its context.
+        os.environ["SERENE_WIRE_BITS"] = "16" if a.system == "serene-ddp16" else "32"
+    dist.init_process_group("gloo" if a.system.startswith("gloo-") else "serene")
+    opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum)
+    ssp = sync = None
     if a.system == "serene-ssp":
         # Each worker adds -lr/N * grad: one clock of N updates is DDP's
         # step on the averaged gradient.
         ssp = serene_torch.SSP(model.parameters(), lr=a.lr / world)
         net = model
+    elif a.system == "serene-stream":
+        sync = serene_torch.StaleSync(model, opt, wire_bits=a.wire_bits)
+        net = model
     else:
         net = DDP(model)
-    opt = torch.optim.SGD(model.parameters(), lr=a.lr)
+        if a.system.endswith("-fp16"):
+            from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+            net.register_comm_hook(None, default_hooks.fp16_compress_hook)
     compute_s = calibrate(a, model, opt, xtr[rank::world], ytr[rank::world], a.calib)
     base = a.straggle_base_ms / 1000 if a.straggle_base_ms > 0 else compute_s
     rng = random.Random(a.seed * 1000003 + rank)
@@ -169,6 +224,9 @@ def main(argv=None):
     if steps_per_epoch < 1:
         raise SystemExit(f"train_e2e: {len(xtr)} samples do not make a batch of {a.batch} per rank")
     mine, wall, evals, rows, step_times = None, 0.0, [], [], []
+    # The initial accuracy, off the clock (the others wait at the barrier):
+    # the time to target is interpolated from it.
+    evals.append((0, 0.0, accuracy(model, xte, yte, a.model) if rank == 0 else 0.0))
     dist.barrier()
     for step in range(a.steps):
         k = step % steps_per_epoch
@@ -183,6 +241,9 @@ def main(argv=None):
             model.zero_grad()
             loss.backward()
             ssp.step()
+        elif sync:
+            loss.backward()  # the gradients are zero: sync.step() zeroed them
+            sync.step()
         else:
             opt.zero_grad()
             loss.backward()
@@ -190,6 +251,9 @@ def main(argv=None):
         dt = time.perf_counter() - t0
         if ssp and step == 0:
             check_policy(a.staleness)
+        if sync and step == 0 and sync.staleness != a.staleness:
+            raise SystemExit(f"train_e2e: StaleSync runs with staleness {sync.staleness} (the "
+                             f"switch's policy), --staleness says {a.staleness}")
         wall += dt
         step_times.append(dt)
         evaluate = (step + 1) % a.eval_every == 0 or step + 1 == a.steps
@@ -209,6 +273,8 @@ def main(argv=None):
             dist.barrier()  # every rank resumes together: rank 0's test is not on the clock
     if ssp:
         ssp.sync()
+    if sync:
+        sync.sync()  # every outstanding sum applied: the replicas are identical
     final = accuracy(model, xte, yte, a.model)
     if rank == 0:
         write(a, world, rows, evals, step_times, compute_s, base, final)
@@ -220,18 +286,33 @@ def main(argv=None):
     return 0
 
 
+def time_to_target(evals, target):
+    """(interpolated, at the evaluation) wall times to the first evaluation
+    at or above target; evals[0] is the initial accuracy at 0 s. (None,
+    None) when none reaches it."""
+    for i, (_, w, acc) in enumerate(evals):
+        if acc >= target:
+            if i == 0:
+                return 0.0, 0.0
+            _, w0, acc0 = evals[i - 1]  # the last evaluation below the target
+            return w0 + (target - acc0) / (acc - acc0) * (w - w0), w
+    return None, None
+
+
 def write(a, world, rows, evals, step_times, compute_s, base, final):
     step = statistics.median(step_times)
-    hit = next((w for s, w, acc in evals if acc >= a.target_acc), None)
+    hit, hit_eval = time_to_target(evals, a.target_acc)
     summary = {
         "system": a.system, "model": a.model, "world": world, "steps": a.steps,
-        "batch": a.batch, "lr": a.lr, "staleness": a.staleness, "straggle_p": a.straggle_p,
+        "batch": a.batch, "lr": a.lr, "momentum": a.momentum, "wire_bits": wire_bits(a),
+        "seed": a.seed, "staleness": a.staleness, "straggle_p": a.straggle_p,
         "straggle_range": a.straggle_range, "straggle_base_ms": round(base * 1000, 1),
         "wall_s": round(rows[-1][1], 2), "steps_per_s": round(len(rows) / rows[-1][1], 3),
         "step_ms": round(step * 1000, 1), "compute_ms": round(compute_s * 1000, 1),
         "comm_ms": round(max(step - compute_s, 0) * 1000, 1), "final_acc": round(final, 2),
-        "target_acc": a.target_acc,
+        "initial_acc": round(evals[0][2], 2), "target_acc": a.target_acc,
         "time_to_target_s": round(hit, 2) if hit is not None else "never",
+        "time_to_target_eval_s": round(hit_eval, 2) if hit_eval is not None else "never",
     }
     line = " ".join(f"{k}={v}" for k, v in summary.items())
     print(f"train_e2e: {line}", flush=True)
