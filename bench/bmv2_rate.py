@@ -27,13 +27,29 @@ counts each packet and its answer: two packets through the switch per
 answer). Exit status: 0; 1 no answer at all; 2 bad usage.
 """
 import argparse
+import os
+import re
 import socket
 import struct
 import sys
 import time
 
-MAGIC, VERSION, OP_JOIN, OP_JOIN_ACK, OP_LEAVE = 0x5345, 1, 1, 2, 4  # lib/proto/wire.h
-OP_AR_DATA, OP_AR_RESULT, OP_AR_PROBE = 16, 17, 19
+
+def wire_constants():
+    """The magic, the version and the ops, read from lib/proto/wire.h (the one
+    source of the wire format), not copied here."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib", "proto", "wire.h")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    c = {m[0]: int(m[1], 0) for m in re.findall(r"#define (SR_WIRE_MAGIC|SR_WIRE_VERSION) (0x[0-9a-fA-F]+|\d+)u", text)}
+    c.update({m[0]: int(m[1]) for m in re.findall(r"X\((\w+), (\d+), \"", text)})
+    return c
+
+
+_W = wire_constants()
+MAGIC, VERSION = _W["SR_WIRE_MAGIC"], _W["SR_WIRE_VERSION"]
+OP_JOIN, OP_JOIN_ACK, OP_LEAVE = _W["JOIN"], _W["JOIN_ACK"], _W["LEAVE"]
+OP_AR_DATA, OP_AR_RESULT, OP_AR_PROBE = _W["AR_DATA"], _W["AR_RESULT"], _W["AR_PROBE"]
 ELEMS, TOTAL = 32, 0x7FFFFFE0  # values per packet (the P4 job's); a call that never ends
 HDR = ">HBBHHIHHbbBBII"  # magic, version, op, job, worker, seq, slot, count, exp,
 # next_exp, flags, status, offset, aux: 28 bytes, big-endian (wire.h)

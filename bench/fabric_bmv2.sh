@@ -7,9 +7,11 @@
 # job 3, store 2048, ring 8) and a BSP policy into simple_switch_CLI
 # commands; bench/bmv2_rate.py measures what it serves (allreduce rounds
 # from every host at once) and its round trip; then N ar_worker ranks (allreduces of 1
-# to 4097 values, checked against the bound, --pace at that rate) and N
-# ssp_worker ranks (pushes and pulls, exact) run through it, one per host
-# namespace, on the links as fabric.sh shaped them (--rates 0: unshaped).
+# to 4097 values, checked against the bound, --pace at that rate; then the
+# same on 16-bit values), N stale_worker ranks (the stream mode, 8 clocks,
+# every sum exact) and N ssp_worker ranks (pushes and pulls, exact) run
+# through it, one per host namespace, on the links as fabric.sh shaped them
+# (--rates 0: unshaped).
 # The line per rank splits the packets it sent into first sends, resends
 # and probes; more than twice its first sends, or a call over 3x what the
 # measured rate and round trip allow it, fails the run: BMv2 serves a
@@ -212,6 +214,23 @@ bmv2_run() {
     [ "$worst" -eq 0 ] || { st=1; echo "  $tag: a rank failed (status $worst; logs/$tag.*)" | tee -a "$OUT/bmv2.txt"; }
     grep -h ' pace [0-9]*/s: ' "$OUT"/logs/"$tag".r*.log | sed 's/^/  /' | tee -a "$OUT/bmv2.txt"
     bmv2_report "$tag" "$n" $(($(date +%s%3N) - t1)) || st=1
+    # 16-bit values (SERENE_WIRE16): the same sizes, within their bound.
+    tag=bmv2-ar16-n$n-r$rate
+    t1=$(date +%s%3N)
+    bmv2_ranks "$tag" "$n" "$BUILD/tests/integ/ar_worker" --elems $BMV2_ELEMS \
+        --sizes 1,31,32,33,255,1024,4097 --reps 2 --wire16
+    [ "$worst" -eq 0 ] || { st=1; echo "  $tag: a rank failed (status $worst; logs/$tag.*)" | tee -a "$OUT/bmv2.txt"; }
+    bmv2_report "$tag" "$n" $(($(date +%s%3N) - t1)) || st=1
+    # The stream mode (SSP over the streaming allreduce, stale_worker): every
+    # clock's sum exact on every rank, so the replicas are identical.
+    if [ -x "$BUILD/tests/integ/stale_worker" ]; then
+        tag=bmv2-stream-n$n-r$rate
+        t1=$(date +%s%3N)
+        bmv2_ranks "$tag" "$n" "$BUILD/tests/integ/stale_worker" --count 4097 --clocks 8 --wire16 \
+            --slow-rank 1 --slow-ms 50
+        [ "$worst" -eq 0 ] || { st=1; echo "  $tag: a rank failed (status $worst; logs/$tag.*)" | tee -a "$OUT/bmv2.txt"; }
+        grep -h 'clocks of' "$OUT"/logs/"$tag".r*.log | sed 's/^/  /' | tee -a "$OUT/bmv2.txt"
+    fi
     tag=bmv2-store-n$n-r$rate
     t1=$(date +%s%3N)
     bmv2_ranks "$tag" "$n" "$BUILD/tests/integ/ssp_worker" store --iters 5 --offset 100 --count 1000 --capacity 2048
@@ -219,7 +238,7 @@ bmv2_run() {
     bmv2_report "$tag" "$n" $(($(date +%s%3N) - t1)) || st=1
     bmv2_live "$n" "$rate" || st=1
     fab_kill_list "$bmv2_pid"
-    echo "  $((SECONDS - t0)) s; $([ $st = 0 ] && echo "allreduce within the bound and store exact" || echo FAILED)" |
+    echo "  $((SECONDS - t0)) s; $([ $st = 0 ] && echo "allreduce (32- and 16-bit) within the bound, stream mode and store exact" || echo FAILED)" |
         tee -a "$OUT/bmv2.txt"
     return $st
 }
