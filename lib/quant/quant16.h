@@ -28,10 +28,10 @@
  *   to nearest even in that format: add ulp16(r_i)/2, the spacing of the
  *   16-bit format at |r_i| (float16: 2^(e-10) for |r| in [2^e, 2^(e+1)),
  *   2^-24 below 2^-14; bfloat16: 2^(e-7), 2^-133 below 2^-126).
- * - Per packet of P values this is about 2^-B of the largest |x| in it:
- *   2^-13 for N = 4, 2^-12 for N = 8; values far below the packet's
- *   largest lose their low bits or come back as 0 (lib/README.md has the
- *   error measured on ResNet-18's gradients against float16's own).
+ * - One step 2^(E+1-B) is 2^-B to 2^(1-B) of the packet's largest |x|
+ *   (2^-13 to 2^-12 for N = 4); values far below the packet's largest
+ *   lose their low bits or come back as 0 (lib/README.md has the error
+ *   measured on ResNet-18's gradients against float16's own).
  *
  * Kernels: C references and AVX2 (with F16C) / AVX-512 versions picked at
  * run time, bit for bit equal to the references, in a table per context
