@@ -5,12 +5,15 @@
 # stops (by PID) with 10% loss and 10% duplication on every packet.
 # usage: run_stale.sh SERENE_SWITCH SERENE_RUN SERENE_CTL PYTHON TEST_PY CASE
 #   CASE ssp0, ssp2, ssp4: the job's policy is SSP(s) (BSP for 0), 60 clocks.
+#   CASE same4: SSP(4), every rank on the same batches: the model after
+#   sync() must be a local SGD's (the lookahead; STALE_LOOKAHEAD=none shows
+#   the check failing without it).
 #   CASE swap: the job starts under BSP; when rank 0 has ended clock 15,
 #   `serene-ctl run` installs SSP(4), and when it has ended clock 35, BSP
 #   again, each from the next clock above the switch's high; test_stale.py
 #   checks every rank switched at the same two clocks (80 clocks).
 set -uo pipefail
-[ $# -eq 6 ] || { echo "usage: $0 SERENE_SWITCH SERENE_RUN SERENE_CTL PYTHON TEST_PY ssp0|ssp2|ssp4|swap" >&2; exit 2; }
+[ $# -eq 6 ] || { echo "usage: $0 SERENE_SWITCH SERENE_RUN SERENE_CTL PYTHON TEST_PY ssp0|ssp2|ssp4|same4|swap" >&2; exit 2; }
 SWITCH=$1 run=$2 sctl=$3 py=$4 test_py=$5 case=$6
 # shellcheck source=../common/harness.sh
 . "$(dirname "$0")/../common/harness.sh"
@@ -18,6 +21,7 @@ harness_init "torch-stale-$case"
 faults=(--loss 0.1 --dup 0.1 --seed 7)
 case $case in
 ssp[0-9]) s=${case#ssp}; pol=$([ "$s" = 0 ] && echo bsp || echo "ssp:$s"); steps=60; extra=() ;;
+same4) s=4; pol=ssp:4; steps=60; extra=(--same-data ${STALE_LOOKAHEAD:+--lookahead "$STALE_LOOKAHEAD"}) ;;
 swap) s=0; pol=bsp; steps=80; extra=(--expect-switch) ;;
 *) fail "unknown case $case" ;;
 esac

@@ -18,10 +18,17 @@ sleeps 10-40 ms (seeded per rank). Checks:
 - a rank ran ahead of the slowest when s > 0 (applied < next clock);
 - after sync(), every rank's parameters, buffers and optimizer state are
   bit for bit rank 0's (each writes them to DIR; rank 0 compares);
-- the test loss falls.
+- the test loss falls;
+- with --same-data (every rank trains on the same batches, so each own
+  gradient is the clock's mean up to the 16-bit rounding), the lookahead
+  makes the stream mode SGD itself: after sync() the model is within 1%
+  of a local torch.optim.SGD trained on those batches (relative to the
+  distance the weights travelled); computed on the stale replica alone it
+  is not.
 The ranks' logs (clock, applied, mode, s per step) go to DIR too.
 """
 import argparse
+import copy
 import json
 import os
 import random
@@ -48,6 +55,9 @@ def main():
     ap.add_argument("--expect-switch", action="store_true",
                     help="the policy changes BSP -> SSP(4) -> BSP while the job runs")
     ap.add_argument("--wire-bits", type=int, default=16)
+    ap.add_argument("--same-data", action="store_true",
+                    help="every rank the same batches; compare with a local SGD")
+    ap.add_argument("--lookahead", default="auto", help="StaleSync's lookahead ('none': None)")
     a = ap.parse_args()
     serene_torch.init()
     (xtr, ytr), (xte, yte) = cluster_dataset()
@@ -55,14 +65,19 @@ def main():
     model = torch.nn.Sequential(torch.nn.Linear(DIM, 64), torch.nn.BatchNorm1d(64),
                                 torch.nn.ReLU(), torch.nn.Linear(64, CLASSES))
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    ref = copy.deepcopy(model) if a.same_data else None
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.05, momentum=0.9) if ref else None
+    w0 = [p.detach().clone() for p in model.parameters()]
     trace = []
     sync = serene_torch.StaleSync(model, opt, wire_bits=a.wire_bits,
-                                  log=lambda nxt, applied: trace.append([nxt, applied]))
+                                  log=lambda nxt, applied: trace.append([nxt, applied]),
+                                  lookahead=None if a.lookahead == "none" else a.lookahead)
     with torch.no_grad():
         loss0 = F.cross_entropy(model.eval()(xte), yte).item()
     model.train()
     rng = random.Random(1000 + RANK)
-    mine = torch.randperm(N_TRAIN, generator=torch.Generator().manual_seed(5))[RANK::WORLD]
+    mine = torch.randperm(N_TRAIN, generator=torch.Generator().manual_seed(5))
+    mine = mine if a.same_data else mine[RANK::WORLD]
     policy = []
     go_file = os.path.join(a.dir, "clock")
     for k in range(a.steps):
@@ -71,6 +86,10 @@ def main():
         idx = mine[(k * 32) % (len(mine) - 32):][:32]
         F.cross_entropy(model(xtr[idx]), ytr[idx]).backward()
         sync.step()
+        if ref is not None:
+            F.cross_entropy(ref(xtr[idx]), ytr[idx]).backward()
+            ref_opt.step()
+            ref_opt.zero_grad()
         policy.append([k, sync.mode, sync.staleness])
         trace[-1] += [sync.mode, sync.staleness]
         if RANK == 0:  # run_stale.sh watches this to change the policy mid-run
@@ -95,6 +114,13 @@ def main():
     log(f"{a.steps} clocks: at most {ahead} in flight before computing the next; "
         f"test loss {loss0:.3f} -> {loss:.3f}")
     check(loss < 0.8 * loss0, "the test loss did not fall")
+    if ref is not None:
+        off = sum(float((p - q).pow(2).sum()) for p, q in zip(model.parameters(), ref.parameters()))
+        went = sum(float((q - w).pow(2).sum()) for q, w in zip(ref.parameters(), w0))
+        rel = (off / went) ** 0.5
+        log(f"same data: the model is {rel:.2e} of the distance travelled from a local SGD's")
+        check(rel < 0.01, f"the stream mode's model is {rel:.2e} off a local SGD on the same "
+              "batches (the lookahead does not follow the optimizer)")
     state = {"params": [p.detach().clone() for p in model.parameters()],
              "buffers": [b.detach().clone() for b in model.buffers()],
              "momentum": [opt.state[p]["momentum_buffer"].clone() for p in model.parameters()]}

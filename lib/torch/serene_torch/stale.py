@@ -14,35 +14,37 @@ starts their allreduce through the switch (serene_stale_start: the mean
 over the workers, 16-bit values by default), takes the staleness bound s
 of the switch's policy at clock c - 1 (serene_stale_bound: answered during
 clock c's compute, so never waited for; serene.h says why c - 1), and
-applies, in clock order, the mean gradients of every clock <= c - s
-through the optimizer (optimizer.step() on them), plus those of later
-clocks whose allreduce has already ended. So when the worker computes
-clock c + 1 its model has every update of clocks <= c - s (SSP(s); s = 0
-is DDP), and since every worker
-applies the same sums in the same order with the same optimizer, replicas
-that applied the same number of clocks are equal: after sync() (which
-applies every outstanding clock) they are identical. The switch's memory
-for it is the allreduce's window, whatever the model's size.
+applies, in clock order, the mean gradients of every clock <= c - s to its
+replica through the optimizer (optimizer.step() on them), plus those of
+later clocks whose allreduce has already ended. So when the worker
+computes clock c + 1 its replica has every update of clocks <= c - s
+(SSP(s); s = 0 is DDP), and since every worker applies the same sums in
+the same order with the same optimizer, replicas that applied the same
+number of clocks are equal: after sync() (which applies every outstanding
+clock) they are identical. The switch's memory for it is the allreduce's
+window, whatever the model's size.
 
 - The bound and its changes are the switch's clock-indexed policy (BSP,
   SSP(s), ASP = the ring's bound): serene-ctl or the dynamic controller
   changes it while the job runs, and every worker switches at the same
   clock. At most MAX_IN_FLIGHT clocks are in flight per worker: with a
   larger s a worker waits as with s = MAX_IN_FLIGHT - 1.
-- Read-my-writes (read_my_writes=True, the default): the model a worker
-  computes on is its replica plus its own share of the clocks still in
-  flight, -lr / N times each of its gradients (the step SGD would take for
-  them), as the store's SSP gives a worker its own updates at once. The
-  replica alone takes the optimizer's steps on the sums; when none is in
-  flight (after sync()) the model is the replica, bit for bit. Measured on
-  the paper's MLP with stragglers at s = 10 (examples/train, the same rule
-  in C), without it the stream mode ends 0.6-0.7 points below the store's
-  SSP. The share uses each parameter group's lr: for optimizers whose step
-  is not lr times the gradient (Adam) pass read_my_writes=False.
+- Lookahead (the default for torch.optim.SGD): the model a worker computes
+  on is its replica advanced through the clocks still in flight as the
+  optimizer will advance it, with the worker's own gradient standing in
+  for each clock's unknown mean: SGD's momentum (a known, identical term)
+  carried exactly, the gradient estimated. As the store's SSP gives a
+  worker its own updates at once; and without it, a clock's gradient is
+  computed on a model that lacks the momentum steps of the clocks in
+  flight, which with momentum 0.9 diverges from s = 1 on (ResNet-18,
+  measured). For other optimizers the stand-in is -lr / N times the own
+  gradients (lookahead="share"); lookahead=None computes on the replica.
+  The replica alone takes the optimizer's steps on the sums; when no clock
+  is in flight (after sync()) the model is the replica, bit for bit.
 - The model's floating-point buffers (BatchNorm's running statistics)
-  travel with the gradients and are replaced by their mean when the clock
-  is applied, so they too are the same on every replica (as DDP's
-  broadcast of rank 0's makes them); integer buffers stay local.
+  stay each worker's own while it trains, as DDP's with
+  broadcast_buffers=False, and sync() averages them (32-bit values), so
+  after it they too are the same on every replica.
 - Parameters and buffers: float32, on the CPU. Gradients that are None
   count as zeros. Every worker of the job must run the same model.
 """
@@ -63,14 +65,18 @@ class StaleSync:
     """SSP over the streaming allreduce for model (an nn.Module, or an
     iterable of parameters) and its optimizer (any torch.optim optimizer
     over those parameters). wire_bits: 16 (the default: half the bytes per
-    link) or 32 bits per value on the wire. log, if given, is called as
-    log(clock, applied) before each clock's compute would start (that is,
-    at the end of step()): the clock about to be computed and how many
-    clocks' sums the model holds (tests check the bound with it)."""
+    link) or 32 bits per value on the wire. lookahead: "auto" (the default:
+    "momentum" for torch.optim.SGD, else "share"), "momentum", "share" or
+    None (above). log, if given, is called as log(clock, applied) at the
+    end of each step(): the clock about to be computed and how many clocks'
+    sums the replica holds (tests check the bound with it)."""
 
-    def __init__(self, model, optimizer, wire_bits=16, log=None, read_my_writes=True):
+    def __init__(self, model, optimizer, wire_bits=16, log=None, lookahead="auto"):
         if wire_bits not in (16, 32):
             raise ValueError(f"StaleSync: wire_bits must be 16 or 32, got {wire_bits}")
+        if lookahead not in ("auto", "momentum", "share", None):
+            raise ValueError(f"StaleSync: lookahead must be 'auto', 'momentum', 'share' or "
+                             f"None, got {lookahead!r}")
         if not _ops.is_initialized():
             raise RuntimeError("StaleSync: no Serene context: dist.init_process_group('serene') "
                                "or serene_torch.init() first")
@@ -85,38 +91,38 @@ class StaleSync:
                                  f"tensors, got {t.dtype} on {t.device}")
         if not params:
             raise ValueError("StaleSync: no parameter requires a gradient")
+        group_of = {id(p): g for g in optimizer.param_groups for p in g["params"]}
+        if any(id(p) not in group_of for p in params):
+            raise ValueError("StaleSync: the optimizer does not hold every parameter that "
+                             "requires a gradient")
+        if lookahead == "auto":
+            lookahead = "momentum" if isinstance(optimizer, torch.optim.SGD) else "share"
+        if lookahead == "momentum" and not isinstance(optimizer, torch.optim.SGD):
+            raise ValueError("StaleSync: lookahead='momentum' follows torch.optim.SGD's step; "
+                             f"the optimizer is {type(optimizer).__name__}")
         self._params, self._bufs, self._opt = params, bufs, optimizer
-        self._n_grad = sum(p.numel() for p in params)
-        self._n = self._n_grad + sum(b.numel() for b in bufs)
+        self._groups = [group_of[id(p)] for p in params]  # hyperparameters read at each use
+        self._n = sum(p.numel() for p in params)
         self._wire = wire_bits
         self._log = log
-        self._rmw = bool(read_my_writes)
-        if self._rmw:
-            group_of = {id(p): g for g in optimizer.param_groups for p in g["params"]}
-            if any(id(p) not in group_of for p in params):
-                raise ValueError("StaleSync: the optimizer does not hold every parameter that "
-                                 "requires a gradient")
-            self._groups = [group_of[id(p)] for p in params]  # lr read at each use (schedules)
-            self._world = int(_ops.world_size())
-            self._replica = [p.detach().clone() for p in params]
-            self._pend = torch.zeros(self._n_grad, dtype=torch.float32)
-            self._own = []  # the own gradients in flight, oldest first (flat)
+        self._look = lookahead
+        self._world = int(_ops.world_size())
+        self._replica = [p.detach().clone() for p in params] if lookahead else None
         self._free = []                          # flat buffers not in flight
-        self._free_own = []                      # own-gradient copies not in flight
-        self._flight = collections.deque()       # (clock, handle, buffer), oldest first
+        self._flight = collections.deque()       # (clock, handle, buffer, own gradient copy)
         self.clock = 0        # clocks started: the next clock's number
-        self.applied = 0      # clocks whose sums the model holds
-        self.mode = None      # the policy at the last clock started
+        self.applied = 0      # clocks whose sums the replica holds
+        self.mode = None      # the policy that gated the last clock
         self.staleness = None
 
     def _flat(self):
         return self._free.pop() if self._free else torch.empty(self._n, dtype=torch.float32)
 
     def _apply_oldest(self):
-        c, h, buf = self._flight.popleft()
+        c, h, buf, own = self._flight.popleft()
         _ops.op_wait(h)  # raises the op's error (a RuntimeError)
         with torch.no_grad():
-            if self._rmw:  # the optimizer steps the replica
+            if self._look:  # the optimizer steps the replica
                 for p, r in zip(self._params, self._replica):
                     p.copy_(r)
             o = 0
@@ -126,33 +132,57 @@ class StaleSync:
                     p.grad = torch.empty_like(p)
                 p.grad.copy_(buf[o:o + k].view_as(p))
                 o += k
-            for b in self._bufs:
-                k = b.numel()
-                b.copy_(buf[o:o + k].view_as(b))
-                o += k
         self._opt.step()
         self._free.append(buf)
+        if own is not None:
+            self._free.append(own)
         self.applied = c + 1
-        if self._rmw:
+        if self._look:
             with torch.no_grad():
                 for p, r in zip(self._params, self._replica):
                     r.copy_(p)
-                own = self._own.pop(0)
-                if not self._flight:  # nothing of its own in flight: the replica
-                    self._pend.zero_()
-                else:
-                    self._pend.sub_(own)
-                    self._add_share()
-                self._free_own.append(own)
 
-    def _add_share(self):
-        """The model: its replica (already in it) plus -lr / N times the
-        own gradients in flight."""
-        o = 0
-        for p, g in zip(self._params, self._groups):
+    def _advance(self, own, o):
+        """The working model (in the parameters) one clock further, with the
+        flat own gradient own as that clock's mean: SGD's step with the
+        momentum state carried in self._v (lookahead "momentum"), or -lr/N
+        times it ("share")."""
+        for i, (p, g) in enumerate(zip(self._params, self._groups)):
             k = p.numel()
-            p.add_(self._pend[o:o + k].view_as(p), alpha=-float(g["lr"]) / self._world)
+            d = own[o:o + k].view_as(p)
             o += k
+            lr = float(g["lr"])
+            if self._look == "share":
+                p.add_(d, alpha=-lr / self._world)
+                continue
+            wd, mu = g.get("weight_decay", 0), g.get("momentum", 0)
+            if wd:
+                d = d.add(p, alpha=wd)
+            if mu:
+                v = self._v[i]
+                if v is None:
+                    v = self._v[i] = d.clone()
+                else:
+                    v.mul_(mu).add_(d, alpha=1 - g.get("dampening", 0))
+                d = d.add(v, alpha=mu) if g.get("nesterov", False) else v
+            p.add_(d, alpha=-lr)
+
+    def _rebuild(self):
+        """The working model: the replica, advanced through every clock in
+        flight (oldest first) from the replica's optimizer state."""
+        if not self._look:
+            return
+        with torch.no_grad():
+            for p, r in zip(self._params, self._replica):
+                p.copy_(r)
+            if self._look == "momentum":
+                self._v = []
+                for p in self._params:
+                    st = self._opt.state.get(p, {})
+                    mb = st.get("momentum_buffer")
+                    self._v.append(None if mb is None else mb.clone())
+            for _, _, _, own in self._flight:
+                self._advance(own, 0)
 
     def step(self):
         """End this clock: start its gradients' allreduce, apply what the
@@ -167,42 +197,44 @@ class StaleSync:
                 else:
                     buf[o:o + k].copy_(p.grad.reshape(-1))
                 o += k
-            for b in self._bufs:
-                k = b.numel()
-                buf[o:o + k].copy_(b.reshape(-1))
-                o += k
-        if self._rmw:  # its own share of this clock, at once
-            own = self._free_own.pop() if self._free_own else torch.empty(self._n_grad)
-            own.copy_(buf[:self._n_grad])
-            self._own.append(own)
-            with torch.no_grad():
-                self._pend.add_(own)
-                o = 0
-                for p, g in zip(self._params, self._groups):
-                    k = p.numel()
-                    p.add_(own[o:o + k].view_as(p), alpha=-float(g["lr"]) / self._world)
-                    o += k
+        own = None
+        if self._look:  # the own gradient, for the lookahead while in flight
+            own = self._flat()
+            own.copy_(buf)
         c = self.clock
-        self._flight.append((c, _ops.stale_start(buf, "avg", self._wire), buf))
+        self._flight.append((c, _ops.stale_start(buf, "avg", self._wire), buf, own))
         self.clock = c + 1
         mode, s = _ops.stale_bound(c - 1 if c else 0)
         self.mode, self.staleness = _MODES[mode] if 0 <= mode < 3 else str(mode), s
-        # Clocks <= c - s must be in the model before clock c + 1 is
+        # Clocks <= c - s must be in the replica before clock c + 1 is
         # computed; at most MAX_IN_FLIGHT stay in flight; and what has
         # already arrived is applied too, in order.
+        applied = self.applied
         while self._flight and (self._flight[0][0] <= c - s or
                                 len(self._flight) >= MAX_IN_FLIGHT or
                                 _ops.op_test(self._flight[0][1])):
             self._apply_oldest()
+        if self._look:
+            if self.applied != applied or len(self._flight) == 1:
+                self._rebuild()  # a sum went in: from the replica again
+            else:
+                with torch.no_grad():
+                    self._advance(own, 0)  # one clock more on the model as it is
         for p in self._params:
             p.grad = None
         if self._log is not None:
             self._log(self.clock, self.applied)
 
     def sync(self):
-        """Apply every clock still in flight: afterwards every worker that
-        made the same number of steps holds the same model."""
+        """Apply every clock still in flight, and average the floating-point
+        buffers: afterwards every worker that made the same number of steps
+        holds the same model."""
         while self._flight:
             self._apply_oldest()
         for p in self._params:
             p.grad = None
+        with torch.no_grad():
+            for b in self._bufs:
+                flat = b.reshape(-1).clone()
+                _ops.allreduce_(flat, "avg", 32)
+                b.copy_(flat.view_as(b))
