@@ -14,7 +14,9 @@
 #                    (SERENE_WIRE_BITS=16)
 #   serene-ddp-fp16  DDP over "serene" with torch's fp16_compress_hook
 #   serene-ssp:S     serene_torch.SSP over the switch's store, policy ssp:S
-#                    (bsp for S = 0; a bare serene-ssp takes --staleness)
+#                    (bsp for S = 0; a bare serene-ssp takes --staleness):
+#                    plain SGD, so under --momentum M it runs momentum 0
+#                    at lr / (1 - M), the same long-run step
 #   serene-stream:S  serene_torch.StaleSync: SSP over the streaming
 #                    allreduce, 16-bit values, policy ssp:S (likewise)
 # with and without the paper's stragglers: each rank, each step, with
@@ -35,7 +37,7 @@
 #                         [--build DIR] [--out DIR] [--case-timeout SEC]
 #
 # Writes OUT (default BUILD/train-results): results.csv (one row per run:
-# system, seed, straggle p and base, momentum, bits per value on the wire,
+# system, seed, straggle p and base, lr, momentum, bits per value on the wire,
 # steps per second, step time split into compute and communication, time
 # to the target accuracy interpolated between evaluations and at the first
 # evaluation that reached it, final accuracy, MB per host link per step,
@@ -111,8 +113,6 @@ LABELS=() BASESYS=''
 for x in ${SYSTEMS//,/ }; do
     [[ $x =~ ^serene-(ssp|stream)$ ]] && x=$x:$STALE
     [[ " ${LABELS[*]} " == *" $x "* ]] && die "--systems names $x twice"
-    [[ $x == serene-ssp:* ]] && [[ ! $MOMENTUM =~ ^0*\.?0*$ ]] &&
-        die "serene-ssp is plain SGD through the store: it takes no --momentum (serene-stream does)"
     LABELS+=("$x")
 done
 for x in gloo-ddp gloo-ddp-fp16; do [[ " ${LABELS[*]} " == *" $x "* ]] && BASESYS=$x; done
@@ -171,7 +171,10 @@ FAILS=0
 run() {
     local label=$1 sys=${1%%:*} p=$2 seed=$3 base=$4 s=$STALE r pids=() sw_pid='' pol=bsp t0=$SECONDS
     [[ $label == *:* ]] && s=${label#*:} && [ "$s" != 0 ] && pol=ssp:$s
-    local tag=${label/:/-s}-p$p-seed$seed
+    local tag=${label/:/-s}-p$p-seed$seed lr=$LR mom=$MOMENTUM
+    # The store's SSP is plain SGD (each worker adds -lr/N x grad): under
+    # --momentum M it takes the same long-run step, lr / (1 - M).
+    [ "$sys" = serene-ssp ] && lr=$(awk -v l="$LR" -v m="$MOMENTUM" 'BEGIN { print l / (1 - m) }') mom=0
     local dir=$OUT/runs/$tag
     mkdir -p "$dir"
     if [[ $sys != gloo-* ]]; then
@@ -196,7 +199,7 @@ run() {
             --nproc_per_node 1 --node_rank "$r" --master_addr "$(fab_host_ip 0)" --master_port 29517 \
             --max_restarts 0 --redirects 1 --tee 1 --log_dir "$WORK/tr-$tag-$r" \
             "$ROOT/examples/torch/train_e2e.py" "${DATA[@]}" --system "$sys" --staleness "$s" \
-            --model "$MODEL" --steps "$STEPS" --batch "$BATCH" --lr "$LR" --momentum "$MOMENTUM" \
+            --model "$MODEL" --steps "$STEPS" --batch "$BATCH" --lr "$lr" --momentum "$mom" \
             --seed "$seed" --straggle-p "$p" --straggle-base-ms "$base" \
             --eval-every "$EVAL" --target-acc "$TARGET" --out "$dir"
         pids+=("$FAB_SPAWNED")
@@ -238,7 +241,7 @@ run() {
     echo "fabric_train: $tag done in $((SECONDS - t0)) s: $(tail -n 1 "$OUT/results.csv")"
 }
 
-COLS=system,seed,straggle_p,straggle_base_ms,momentum,wire_bits,steps_per_s,step_ms,compute_ms,comm_ms
+COLS=system,seed,straggle_p,straggle_base_ms,lr,momentum,wire_bits,steps_per_s,step_ms,compute_ms,comm_ms
 COLS+=,time_to_target_s,time_to_target_eval_s,final_acc,link_mb_per_step,wall_s
 echo "$COLS" >"$OUT/results.csv"
 total=$((${#PS[@]} * ${#SEED_LIST[@]} * ${#LABELS[@]})) k=0 t_runs=$SECONDS base_ms='' base_txt=-
