@@ -27,6 +27,7 @@ check=$root/tests/conformance/check_bfrt.py
 # pipe/BIN; prints the stages (the log has a block per placement round: the
 # last one is the program's) after WHAT.
 compile() {
+    mkdir -p "$2"
     if ! "$1" -g -I "$root/p4/tna" -I "$root/p4/include" -o "$2" "$root/p4/tna/serene_tna.p4" \
         >"$2.log" 2>&1; then
         grep -v ': warning' "$2.log" | tail -n 30 >&2
