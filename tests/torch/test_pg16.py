@@ -210,17 +210,19 @@ def check_callback_order():
     """PowerSGD's pattern made deterministic: the ranks start two
     collectives in opposite orders. The switch pairs collectives by order,
     so the first one is a MISMATCH on both ranks (the other then fails
-    with SERENE_ERR_BROKEN), by the deadline: never a wrong sum."""
+    with SERENE_ERR_BROKEN: from its future, or from its start when the
+    MISMATCH came first), by the deadline: never a wrong sum."""
     a, b = torch.ones(700), torch.ones(900)
-    if RANK == 0:
-        futs = [dist.all_reduce(a, async_op=True).get_future(),
-                dist.all_reduce(b, async_op=True).get_future()]
-    else:
-        futs = [dist.all_reduce(b, async_op=True).get_future(),
-                dist.all_reduce(a, async_op=True).get_future()]
-    errors = []
+    errors, futs = [], []
+    for t in ((a, b) if RANK == 0 else (b, a)):
+        try:
+            futs.append(dist.all_reduce(t, async_op=True).get_future())
+        except RuntimeError as e:
+            futs.append(e)
     for f in futs:
         try:
+            if isinstance(f, RuntimeError):
+                raise f
             f.wait()
         except RuntimeError as e:
             errors.append(str(e).splitlines()[0])
