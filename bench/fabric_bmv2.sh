@@ -214,11 +214,12 @@ bmv2_run() {
     [ "$worst" -eq 0 ] || { st=1; echo "  $tag: a rank failed (status $worst; logs/$tag.*)" | tee -a "$OUT/bmv2.txt"; }
     grep -h ' pace [0-9]*/s: ' "$OUT"/logs/"$tag".r*.log | sed 's/^/  /' | tee -a "$OUT/bmv2.txt"
     bmv2_report "$tag" "$n" $(($(date +%s%3N) - t1)) || st=1
-    # 16-bit values (SERENE_WIRE16): the same sizes, within their bound.
+    # 16-bit values (SERENE_WIRE16): the same sizes and those about a
+    # packet of 16-bit values (64, two a word), within their bound.
     tag=bmv2-ar16-n$n-r$rate
     t1=$(date +%s%3N)
     bmv2_ranks "$tag" "$n" "$BUILD/tests/integ/ar_worker" --elems $BMV2_ELEMS \
-        --sizes 1,31,32,33,255,1024,4097 --reps 2 --wire16
+        --sizes 1,31,32,33,63,64,65,255,1024,4097 --reps 2 --wire16
     [ "$worst" -eq 0 ] || { st=1; echo "  $tag: a rank failed (status $worst; logs/$tag.*)" | tee -a "$OUT/bmv2.txt"; }
     bmv2_report "$tag" "$n" $(($(date +%s%3N) - t1)) || st=1
     # The stream mode (SSP over the streaming allreduce, stale_worker): every

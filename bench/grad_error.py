@@ -24,7 +24,8 @@ relative L2 error ||r - ref|| / ||ref||, the largest error relative to
 the gradient's largest magnitude, and the share of elements nonzero in the
 reference that come back as 0. Rank 0 prints a markdown table (and writes
 it to --out). Started by bench/grad_error.sh (torchrun, a serene-switch with
-GRAD_ERROR_ELEMS values per packet); needs the torch extension (build with
+GRAD_ERROR_ELEMS words per packet: as many 32-bit values, twice as many
+16-bit ones); needs the torch extension (build with
 -Dtorch=enabled).
 """
 import argparse
@@ -116,7 +117,8 @@ def main():
     if rank == 0:
         lines = [f"ResNet-18 ({g.numel():,} gradients), N = {world}, batch {a.batch} per rank, "
                  f"MNIST digits; training points (SGD steps) {a.points}; "
-                 f"{os.environ.get('GRAD_ERROR_ELEMS', '?')} values per packet", "",
+                 f"{os.environ.get('GRAD_ERROR_ELEMS', '?')} words per packet (a 32-bit value "
+                 "each, two 16-bit ones)", "",
                  "| step | path | rel. L2 error | max error / max abs | nonzero -> 0 |",
                  "|---|---|---|---|---|"]
         lines += [f"| {pt} | {n} | {rel:.2e} | {w:.2e} | {100 * z:.3f}% |"

@@ -9,8 +9,9 @@
 #                       [--elems 2048] [--out FILE.md]
 #
 # A serene-switch this script starts on 127.0.0.1 (and stops by PID) with
-# --elems values per packet (the block of one exponent; 2048, as the rack
-# of bench/fabric_train.sh at MTU 9000), the MNIST digits of
+# --elems words per packet (2048, as the rack of bench/fabric_train.sh at
+# MTU 9000: the block of one exponent is that many 32-bit values, or twice
+# as many 16-bit ones, two to a word), the MNIST digits of
 # examples/train/fetch_data.sh. Prints the table (and writes --out, default
 # BUILD/grad-error.md). Needs Debian's python3-torch, libtorch-dev and
 # python3-torchvision, and a build with the torch extension.

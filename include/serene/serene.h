@@ -395,9 +395,11 @@ typedef enum serene_dtype {
  * by flags (SERENE_WIRE16, SERENE_WIRE32 or 0, above). sendbuf and recvbuf
  * hold count elements of dtype each (float, or uint16_t for the 16-bit
  * types); the rules, errors and in-place use are serene_allreduce's.
- * A 16-bit wire carries each value in 2 bytes: with N workers it keeps
- * B = 15 - ceil(log2 N) bits (13 at N = 4, 12 at N = 8) and the sum of the
- * N values fits the 16 bits, so the switch sends 16-bit sums back. With E
+ * A 16-bit wire carries each value in 2 bytes, two to a 32-bit word, so a
+ * packet holds twice the values: with N workers it keeps B = 15 -
+ * ceil(log2 N) bits (13 at N = 4, 12 at N = 8) and the sum of the N values
+ * fits the 16 bits, so the switch's sums of the words hold the exact
+ * 16-bit sums (every transport and switch; lib/proto/wire.h). With E
  * and ulp as for serene_allreduce, the float32 result r_i obeys
  *     SUM: |r_i - sum_w x_w[i]|       <= N * 2^(E+1-B) + ulp(r_i)/2
  *     AVG: |r_i - (sum_w x_w[i]) / N| <=     2^(E+1-B) + ulp(r_i)/2

@@ -3,7 +3,9 @@
  * allreduce.c - streaming allreduce, SwitchML-style over a pool of W switch
  * slots: the module the engine runs, and the public calls.
  *
- * - The tensor is cut into chunks of elems_per_pkt values; chunk j always
+ * - The tensor is cut into chunks of a packet's values (elems_per_pkt
+ *   words: as many values, or twice as many 16-bit ones, two to a word:
+ *   wire.h's SR_WIRE_AUX_V16); chunk j always
  *   travels through slot j mod W (W = min(window, chunks)), so every worker
  *   uses every slot in the same order and the slots' shadow bits agree.
  * - A slot's first round of a call is an exponent hint (no payload): it
@@ -59,7 +61,7 @@ static int ar_on_join(void *self, sr_engine *e)
         return SERENE_ERR_NOMEM;
     ar->bits = sr_quant_bits(e->params.n_workers);
     ar->bits16 = sr_quant16_bits(e->params.n_workers);
-    ar->scratch = malloc(sizeof(float) * (e->params.elems_per_pkt ? e->params.elems_per_pkt : 1));
+    ar->scratch = malloc(2 * sizeof(float) * (e->params.elems_per_pkt ? e->params.elems_per_pkt : 1));
     if (!ar->scratch)
         return SERENE_ERR_NOMEM;
     return sr_arw_init(&ar->win, e->window) ? SERENE_ERR_NOMEM : 0;
@@ -74,17 +76,25 @@ static void ar_fini(void *self, sr_engine *e)
     sr_arw_fini(&ar->win);
 }
 
-static uint32_t chunk_len(const sr_engine *e, const serene_op *op, uint32_t j)
+/* The values a chunk of op holds (the last one may hold fewer): a
+ * packet's words, each one value, or two of 16 bits. */
+static uint32_t chunk_vals(const sr_engine *e, const serene_op *op)
 {
-    size_t off = (size_t)j * e->params.elems_per_pkt;
-    size_t left = op->count - off;
-    return (uint32_t)(left < e->params.elems_per_pkt ? left : e->params.elems_per_pkt);
+    return e->params.elems_per_pkt * (op->wire16 ? 2u : 1u);
 }
 
-/* The chunks (packets' worth of values) of a call of count values. */
-static size_t chunks_of(const sr_engine *e, size_t count)
+static uint32_t chunk_len(const sr_engine *e, const serene_op *op, uint32_t j)
 {
-    return (count + e->params.elems_per_pkt - 1) / e->params.elems_per_pkt;
+    size_t vpp = chunk_vals(e, op), off = (size_t)j * vpp;
+    size_t left = op->count - off;
+    return (uint32_t)(left < vpp ? left : vpp);
+}
+
+/* The chunks (packets' worth of values) of op's call. */
+static size_t chunks_of(const sr_engine *e, const serene_op *op)
+{
+    size_t vpp = chunk_vals(e, op);
+    return (op->count + vpp - 1) / vpp;
 }
 
 /* The local exponent of chunk j, or SR_WIRE_EXP_NONFINITE. Read when its
@@ -94,7 +104,7 @@ static size_t chunks_of(const sr_engine *e, size_t count)
 static int8_t chunk_exp(const sr_engine *e, const serene_op *op, uint32_t j)
 {
     float m;
-    size_t off = (size_t)j * e->params.elems_per_pkt, bad;
+    size_t off = (size_t)j * chunk_vals(e, op), bad;
     if (op->src)
         bad = e->qk.maxabs(op->src + off, chunk_len(e, op, j), &m);
     else
@@ -113,7 +123,8 @@ static int8_t hint_exp(const sr_engine *e, const serene_op *op, uint32_t j)
 }
 
 /* Quantize the n values at off with exponent exp into pl, in the call's
- * width; a 16-bit float chunk goes through the scratch as float32 first.
+ * width (16-bit values two to a word, the odd one out padded with 0); a
+ * 16-bit float chunk goes through the scratch as float32 first.
  * Returns the values saturated (none, in the scheme). */
 static size_t encode_chunk(sr_ar *ar, sr_engine *e, const serene_op *op, uint8_t *pl, size_t off,
                            uint32_t n, int exp)
@@ -137,26 +148,26 @@ static void send_round(sr_ar *ar, sr_engine *e, const serene_op *op, uint32_t s,
 {
     sr_ar_slot *sl = &ar->slots[s];
     uint8_t *msg = sr_slot_msg(e, s);
-    uint32_t epp = e->params.elems_per_pkt;
+    uint32_t vpp = chunk_vals(e, op), n = data ? chunk_len(e, op, chunk) : 0;
     uint32_t hint_chunk = data ? chunk + ar->w_eff : chunk;
     sr_hdr h;
     sr_hdr_base(e, &h, SR_OP_AR_DATA);
     h.seq = ar->call_seq;
     h.slot = (uint16_t)s;
     h.shadow = sl->next_ver;
-    h.count = (uint16_t)(data ? chunk_len(e, op, chunk) : 0);
+    h.count = (uint16_t)(op->wire16 ? sr_wire_v16_words(n) : n);
     h.exp = (int8_t)(data ? exp : 0);
     h.next_exp = hint_chunk < ar->n_chunks ? hint_exp(e, op, hint_chunk) : SR_WIRE_EXP_NONE;
-    h.offset = chunk * epp;
+    h.offset = chunk * vpp;
     h.aux = ar->aux; /* the switch compares it: see SR_OP_AR_DATA */
     sr_hdr_pack(msg, &h);
-    uint32_t len = (uint32_t)h.count * (op->wire16 ? 2u : 4u);
+    uint32_t len = 4u * h.count;
     if (h.count) {
         uint8_t *pl = msg + SR_WIRE_HDR_LEN;
         if (exp == SR_WIRE_EXP_NONFINITE) {
             memset(pl, 0, len);
         } else {
-            size_t sat = encode_chunk(ar, e, op, pl, h.offset, h.count, exp);
+            size_t sat = encode_chunk(ar, e, op, pl, h.offset, n, exp);
             if (sat)
                 SR_STAT_ADD(e, saturations, sat);
         }
@@ -194,7 +205,7 @@ static void ar_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
         sr_op_finish(e, op, SERENE_ERR_BROKEN);
         return;
     }
-    ar->n_chunks = (uint32_t)chunks_of(e, op->count);
+    ar->n_chunks = (uint32_t)chunks_of(e, op);
     ar->chunks_done = 0;
     ar->nonfinite = 0;
     ar->stream = e->qk.decode_stream && e->qk.decode_avg_stream && op->dst && !op->wire16 &&
@@ -213,18 +224,18 @@ static void ar_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
     drain(ar, e, op, now);
 }
 
-/* Decode a result of h->count values into the call's result at
- * h->offset (a 16-bit float result through the scratch); flags the call
- * nonfinite when the switch spread a NaN/Inf or the sum overflows the
+/* Decode a result, the n values of the chunk at h->offset, into the
+ * call's result (a 16-bit float result through the scratch); flags the
+ * call nonfinite when the switch spread a NaN/Inf or the sum overflows the
  * result's format. */
 static void decode_result(sr_ar *ar, sr_engine *e, const serene_op *op, const sr_hdr *h,
-                          const uint8_t *payload)
+                          const uint8_t *payload, uint32_t n)
 {
     float *dst = op->dst ? op->dst + h->offset : ar->scratch;
     int fmt = op->dtype == SERENE_BFLOAT16 ? SR_HALF_BF16 : SR_HALF_F16;
     if (h->exp == SR_WIRE_EXP_NONFINITE) {
         ar->nonfinite = 1;
-        for (uint32_t i = 0; i < h->count; i++) {
+        for (uint32_t i = 0; i < n; i++) {
             if (op->dst)
                 dst[i] = NAN;
             else
@@ -237,27 +248,26 @@ static void decode_result(sr_ar *ar, sr_engine *e, const serene_op *op, const sr
         double hi, lo;
         sr_quant_avg_mul(h->exp, bits, e->params.n_workers, &hi, &lo);
         if (op->wire16)
-            e->qk16.decode_avg(dst, payload, h->count, hi, lo);
+            e->qk16.decode_avg(dst, payload, n, hi, lo);
         else
-            (ar->stream ? e->qk.decode_avg_stream : e->qk.decode_avg)(dst, payload, h->count, hi,
-                                                                     lo);
+            (ar->stream ? e->qk.decode_avg_stream : e->qk.decode_avg)(dst, payload, n, hi, lo);
     } else {
         float mul = sr_quant_decode_mul(h->exp, bits);
         if (op->wire16)
-            e->qk16.decode(dst, payload, h->count, mul);
+            e->qk16.decode(dst, payload, n, mul);
         else
-            (ar->stream ? e->qk.decode_stream : e->qk.decode)(dst, payload, h->count, mul);
+            (ar->stream ? e->qk.decode_stream : e->qk.decode)(dst, payload, n, mul);
     }
     /* A sum past FLT_MAX is +-Inf, reported like NaN/Inf input; only
      * packets of the top binades can get there (the same E for either
      * width: 30 - bits = 15 - bits16 = ceil(log2 N)). */
     float big;
-    if (sr_quant_sum_may_overflow(h->exp, ar->bits) && e->qk.maxabs(dst, h->count, &big))
+    if (sr_quant_sum_may_overflow(h->exp, ar->bits) && e->qk.maxabs(dst, n, &big))
         ar->nonfinite = 1;
     /* A 16-bit float result: one more rounding, where a sum can leave the
      * format's range (65504 for float16). */
     if (!op->dst && (fmt == SR_HALF_BF16 ? e->qk16.f32_to_bf16 : e->qk16.f32_to_f16)(
-                        op->dst_h + h->offset, dst, h->count))
+                        op->dst_h + h->offset, dst, n))
         ar->nonfinite = 1;
 }
 
@@ -349,7 +359,8 @@ static void on_ar_answer(void *self, sr_engine *e, serene_op *op, const sr_hdr *
     sl->done_offset = sl->offset;
     sr_rel_ack(&e->rel, h->slot, now);
     if (h->count) {
-        decode_result(ar, e, op, h, payload);
+        decode_result(ar, e, op, h, payload,
+                      chunk_len(e, op, h->offset / chunk_vals(e, op)));
         ar->chunks_done++;
     }
     if (!sl->probe_ns && !sl->resent)
@@ -468,12 +479,6 @@ static int ar_start(sr_engine *e, const ar_req *r, serene_op **h, serene_op **op
     int wire16 = r->flags & SERENE_WIRE16   ? 1
                  : r->flags & SERENE_WIRE32 ? 0
                  : r->dtype != SERENE_FLOAT32 || e->cfg.wire_bits == 16;
-    if (wire16 && e->tp->words_only) {
-        SR_ERR(&e->log, "allreduce: 16-bit values do not go over the %s transport yet (its "
-                        "messages carry whole 32-bit words): pass SERENE_WIRE32",
-               e->tp->name);
-        return SERENE_ERR_UNSUPPORTED;
-    }
     sr_ar *ar = sr_engine_self(e, &sr_allreduce_class);
     if (atomic_load(&ar->broken))
         return SERENE_ERR_BROKEN;
@@ -492,7 +497,7 @@ static int ar_start(sr_engine *e, const ar_req *r, serene_op **h, serene_op **op
     o->count = r->count;
     o->redop = r->op;
     if (opp) {
-        size_t n_chunks = chunks_of(e, r->count);
+        size_t n_chunks = chunks_of(e, o);
         if (n_chunks > ar->call_exps_cap) {
             int8_t *x = realloc(ar->call_exps, n_chunks);
             if (x) {
@@ -522,7 +527,7 @@ static int ar_start(sr_engine *e, const ar_req *r, serene_op **h, serene_op **op
  * once the call has ended. */
 static void exps_fill(const sr_engine *e, serene_op *o)
 {
-    for (size_t j = 0, n = chunks_of(e, o->count); j < n; j++) {
+    for (size_t j = 0, n = chunks_of(e, o); j < n; j++) {
         if (j % 64 == 0 && atomic_load_explicit(&o->state, memory_order_relaxed) == SR_OPS_DONE)
             return;
         o->exps[j] = chunk_exp(e, o, (uint32_t)j);

@@ -23,7 +23,7 @@ typedef struct sr_ar_slot {
     uint8_t held;        /* the switch answered AR_HELD for it: it waited for a peer */
     uint8_t resent;      /* the switch answered AR_NAK: it was resent whole */
     uint8_t done_ver;    /* the last round done, probed, never held nor resent: shadow bit, */
-    uint16_t count;      /* elements of the round in flight (0: exponent-hint round) */
+    uint16_t count;      /* words of the round in flight (0: exponent-hint round) */
     uint32_t offset;     /* element offset of the round in flight */
     uint32_t next_chunk; /* chunk this slot sends after the answer */
     int8_t wait_exp;     /* exponent of its next round, ready and waiting for the window */
@@ -43,7 +43,7 @@ typedef struct sr_ar {
     /* --- engine only ------------------------------------------------------ */
     int bits;           /* B of the 32-bit fixed-point scheme for this job (quant.h) */
     int bits16;         /* B of the 16-bit one (quant16.h) */
-    float *scratch;     /* elems_per_pkt floats: a 16-bit float chunk as float32 */
+    float *scratch;     /* 2 * elems_per_pkt floats: a 16-bit float chunk as float32 */
     uint32_t aux;       /* the current call's aux: its count, and SR_WIRE_AUX_V16 */
     sr_ar_slot *slots;  /* the engine's window of slots */
     uint32_t call_seq;  /* calls started; the switch pairs calls by it */

@@ -12,9 +12,9 @@
  *
  * TIME is the capture time in seconds.nanoseconds since the epoch, SRC and
  * DST are IPv4:port. ERROR packets add the status and the refused op (from
- * aux); allreduce packets of 16-bit values (SR_WIRE_AUX_V16 in aux) say so
- * and give the call's total count. A frame that is not Serene, or is malformed, gets a line with the
- * reason instead: the frame parser's (not_ipv4, not_udp, bad_csum,
+ * aux); allreduce packets of 16-bit values (SR_WIRE_AUX_V16 in aux, count
+ * in words of two values) say so and give the call's total count. A frame
+ * that is not Serene, or is malformed, gets a line with the reason instead: the frame parser's (not_ipv4, not_udp, bad_csum,
  * frame_truncated, frame_bad_length) or the message parser's
  * (sr_parse_result_name: foreign, truncated, bad_version, bad_op,
  * bad_count, bad_length).

@@ -34,7 +34,7 @@
     X(seq, 32, SR_WIRE_OFF_SEQ, "allreduce: call number; SSP: clock")                      \
     X(shadow, 1, SR_WIRE_OFF_SLOT, "shadow-copy (version) bit of the slot")                \
     X(slot, 15, -1, "slot index")                                                          \
-    X(count, 16, SR_WIRE_OFF_COUNT, "payload values (int32; int16 with SR_WIRE_AUX_V16)")                                 \
+    X(count, 16, SR_WIRE_OFF_COUNT, "int32 payload words (two values each with V16)")      \
     X(exp, 8, SR_WIRE_OFF_EXP, "block exponent, two's complement")                         \
     X(next_exp, 8, SR_WIRE_OFF_NEXT_EXP, "exponent of the next round, two's complement")   \
     X(flags, 8, SR_WIRE_OFF_FLAGS, "SR_FLAG_*")                                            \
@@ -136,7 +136,7 @@ static const struct constant constants[] = {
     SIGNED(SR_WIRE_EXP_NONE, 8, "next_exp when the slot has no next round"),
 
     SEC("Allreduce: aux of AR_DATA and AR_RESULT (and their probes and answers)"),
-    CONST(SR_WIRE_AUX_V16, 32, 1, "the values are int16 (2 bytes each), not int32"),
+    CONST(SR_WIRE_AUX_V16, 32, 1, "the values are int16, two to a word (a switch adds the words alike)"),
     CONST(SR_WIRE_AUX_TOTAL, 32, 1, "bits of aux that hold the call's total count"),
 
     SEC("Allreduce cells"),

@@ -69,10 +69,7 @@ int sr_roce_from_msg(const uint8_t *msg, size_t len, uint32_t src_qpn, sr_roce_m
         return SR_ROCE_BAD_MSG;
     if (h.op == SR_OP_AR_DATA) {
         /* What the RoCE fields cannot carry must be what the receiver
-         * assumes: the wire version, flags informational (dropped),
-         * status 0, 32-bit values (roce.h). */
-        if (h.aux & SR_WIRE_AUX_V16)
-            return SR_ROCE_BAD_MSG;
+         * assumes: version 1, flags informational (dropped), status 0. */
         r->opcode = SR_ROCE_WRITE_ONLY_IMM;
         r->imm = imm_of(&h);
         r->va = (uint64_t)h.seq << 32 | h.offset;
@@ -111,8 +108,6 @@ int sr_roce_to_msg(const sr_roce_msg *r, uint32_t dst_qpn, uint8_t *out, size_t 
         return SR_ROCE_BAD_MSG;
     if (r->payload_len % 4u || r->payload_len / 4u > SR_WIRE_MAX_ELEMS)
         return SR_ROCE_BAD_LENGTH;
-    if (r->rkey & SR_WIRE_AUX_V16)
-        return SR_ROCE_BAD_MSG;
     if (cap < SR_WIRE_HDR_LEN + r->payload_len)
         return SR_ROCE_BAD_MSG;
     memset(&h, 0, sizeof h);

@@ -31,10 +31,7 @@
  *     BTH.DestQP  = SR_ROCE_QPN(job, worker): the switch's QP of the
  *                   worker's binding
  *     RETH.VA     = seq << 32 | offset
- *     RETH.R_Key  = aux (the call's total count; never SR_WIRE_AUX_V16:
- *                   16-bit values have no RoCE form yet, as their
- *                   payloads need not be whole words and these frames
- *                   have no pad bytes, so both directions refuse them)
+ *     RETH.R_Key  = aux (the call's total count, and SR_WIRE_AUX_V16)
  *     RETH.DMALen = 4 * count = the payload's length
  *     ImmDt       = shadow << 31 | slot << 16 | (u8)exp << 8 | (u8)next_exp
  *   version is SR_WIRE_VERSION, flags and status are 0: flags are

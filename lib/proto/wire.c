@@ -127,8 +127,7 @@ int sr_msg_parse(const uint8_t *buf, size_t len, sr_hdr *h, const uint8_t **payl
         return SR_PARSE_BAD_COUNT;
     /* Exact length: trailing bytes would mean the sender and receiver
      * disagree about the layout, which must not pass silently. */
-    if (len != SR_WIRE_HDR_LEN + (size_t)count * sr_wire_val_bytes(buf[SR_WIRE_OFF_OP],
-                                                                  sr_get_be32(buf + SR_WIRE_OFF_AUX)))
+    if (len != SR_WIRE_HDR_LEN + 4u * (size_t)count)
         return SR_PARSE_BAD_LENGTH;
 
     if (h) {

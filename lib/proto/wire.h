@@ -26,11 +26,11 @@
  * +---------------------------------------------------------------+
  * |                     aux (op-specific)                         |
  * +---------------------------------------------------------------+
- * |        payload: count values, big-endian int32 (or int16) ... |
+ * |            payload: count big-endian int32 words ...          |
  *
- * S is the shadow-copy (version) bit of the slot. The payload's values are
- * int32, except in AR_DATA and AR_RESULT whose aux has SR_WIRE_AUX_V16 set:
- * those carry count int16 values (2 * count bytes). Every user of these bytes
+ * S is the shadow-copy (version) bit of the slot. The payload is count
+ * int32 words, whatever the op (an allreduce of 16-bit values packs two
+ * values in a word: SR_WIRE_AUX_V16). Every user of these bytes
  * (library, software switch, P4 program, tests) derives from this file: the
  * P4 constants in p4/include/wire_constants.p4 are generated from it by
  * lib/proto/gen_p4_constants.c and a test checks they are current.
@@ -91,15 +91,18 @@
 
 /* 16-bit values. In AR_DATA, AR_RESULT, AR_PROBE, AR_HELD and AR_NAK, aux
  * is the call's total count of values (bits 0-30) and this bit: the call's
- * values travel as big-endian int16, two bytes each, instead of int32. A
- * round's aux is part of what its workers must agree on, so a worker that
- * sends 16-bit values to a round of 32-bit ones meets a MISMATCH like any
- * other disagreement, in every switch, without a check of its own. The
- * switch adds the values into its 32-bit accumulators as they come
- * (sign-extended; the P4 programs zero-extend, which leaves the low 16 bits
- * the same) and answers the low 16 bits of each sum: workers quantize so
- * that the sum of N values fits an int16 (lib/quant/quant.h), so those bits
- * are the exact sum, whatever the order of the adds and the extension. */
+ * values are int16, packed two to a payload word, so count is the words,
+ * ceil(values / 2). Word k of a packet holds its values 2k (a) and 2k + 1
+ * (b, 0 past the last value) as the int32 a * 2^16 + b. Workers quantize
+ * so that the sum of N values fits an int16 (lib/quant/quant16.h); then
+ * the int32 sum of N such words, in any order and wrapping or not, is
+ * A * 2^16 + B with A and B the int16 sums, and the receiver takes them
+ * back exactly: B is the word's low 16 bits as an int16, A the high 16
+ * bits of (word - B). So every switch adds 16-bit values as it adds
+ * 32-bit ones, word by word: the bit only tells the workers, and it is
+ * part of the round's aux, which the round's workers must agree on, so a
+ * worker that sends 16-bit values to a round of 32-bit ones meets a
+ * MISMATCH like any other disagreement. */
 #define SR_WIRE_AUX_V16 0x80000000u
 #define SR_WIRE_AUX_TOTAL 0x7fffffffu /* the call's total count: at most 2^31 - 1 values */
 
@@ -275,7 +278,7 @@ enum sr_parse_result {
     SR_PARSE_BAD_VERSION = -3, /* another wire version */
     SR_PARSE_BAD_OP = -4,      /* op not in enum sr_wire_op */
     SR_PARSE_BAD_COUNT = -5,   /* count > SR_WIRE_MAX_ELEMS */
-    SR_PARSE_BAD_LENGTH = -6,  /* length != header + count * sr_wire_val_bytes() */
+    SR_PARSE_BAD_LENGTH = -6,  /* length != header + 4 * count */
 };
 #define SR_PARSE_NREASONS 7 /* index = -result */
 
@@ -304,11 +307,10 @@ _Static_assert(SR_JOIN_REQ_WORDS >= SR_JOIN_PARAMS_WORDS, "a JOIN is never short
  * set SR_WIRE_VERSION); shadow and slot are combined. */
 void sr_hdr_pack(uint8_t *out, const sr_hdr *h);
 
-/* Bytes per payload value of a message: 2 for an allreduce message whose
- * aux has SR_WIRE_AUX_V16 (AR_DATA, AR_RESULT), else 4. */
-static inline unsigned sr_wire_val_bytes(unsigned op, uint32_t aux)
+/* The payload words of n 16-bit values (SR_WIRE_AUX_V16). */
+static inline size_t sr_wire_v16_words(size_t n)
 {
-    return (op == SR_OP_AR_DATA || op == SR_OP_AR_RESULT) && (aux & SR_WIRE_AUX_V16) ? 2u : 4u;
+    return (n + 1u) / 2u;
 }
 
 /* Parse a whole message (header + payload) of len bytes. On SR_PARSE_OK, *h

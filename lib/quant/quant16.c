@@ -56,42 +56,55 @@ static int32_t rne_i32(float y)
     return t;
 }
 
+/* clamp(sat(rne(x)), -lim, lim); *nsat counts a value beyond the block's
+ * top (|q| = lim + 1, which the scheme clamps by one step), or NaN
+ * (INT32_MIN). */
+static int32_t q16(float x, int32_t lim, size_t *nsat)
+{
+    int32_t q = rne_i32(x);
+    if (q > lim) {
+        *nsat += q > lim + 1;
+        q = lim;
+    } else if (q < -lim) {
+        *nsat += q < -lim - 1;
+        q = -lim;
+    }
+    return q;
+}
+
 static size_t encode_c(uint8_t *dst, const float *src, size_t n, float mul, int32_t lim)
 {
     size_t nsat = 0;
-    for (size_t i = 0; i < n; i++) {
-        int32_t q = rne_i32(src[i] * mul);
-        /* The block's top (|q| = lim + 1) is the scheme's; beyond it, or
-         * NaN (INT32_MIN), is a saturation. */
-        if (q > lim) {
-            nsat += q > lim + 1;
-            q = lim;
-        } else if (q < -lim) {
-            nsat += q < -lim - 1;
-            q = -lim;
-        }
-        sr_put_be16(dst + 2 * i, (uint16_t)q);
+    for (size_t i = 0; i < n; i += 2) {
+        int32_t a = q16(src[i] * mul, lim, &nsat);
+        int32_t b = i + 1 < n ? q16(src[i + 1] * mul, lim, &nsat) : 0;
+        sr_put_be32(dst + 2 * i, (uint32_t)a * 65536u + (uint32_t)b); /* wraps, as defined */
     }
     return nsat;
 }
 
-static int16_t get_s16(const uint8_t *p)
+/* Value i of a packed payload: word i / 2 = a * 2^16 + b (mod 2^32), b
+ * its low 16 bits as an int16 and a the high 16 bits of word - b. */
+static int32_t get_v16(const uint8_t *src, size_t i)
 {
-    uint16_t u = sr_get_be16(p);
-    return (int16_t)(u < 0x8000u ? (int)u : (int)u - 65536);
+    uint32_t w = sr_get_be32(src + 2 * (i & ~(size_t)1));
+    uint32_t b = (w & 0xffffu) ^ 0x8000u, a;
+    b -= 0x8000u; /* sign-extended, in unsigned arithmetic */
+    a = ((w - b) >> 16 ^ 0x8000u) - 0x8000u;
+    return (int32_t)(i & 1 ? b : a);
 }
 
 static void decode_c(float *dst, const uint8_t *src, size_t n, float mul)
 {
     for (size_t i = 0; i < n; i++)
-        dst[i] = (float)get_s16(src + 2 * i) * mul;
+        dst[i] = (float)get_v16(src, i) * mul;
 }
 
 /* quant.c's decode_avg_c, whose one-rounding argument covers any int32 s. */
 static void decode_avg_c(float *dst, const uint8_t *src, size_t n, double hi, double lo)
 {
     for (size_t i = 0; i < n; i++) {
-        double s = (double)get_s16(src + 2 * i);
+        double s = (double)get_v16(src, i);
         dst[i] = (float)(s * hi + s * lo);
     }
 }

@@ -9,9 +9,10 @@
  *   |q| <= 2^B, so the clamp moves a value by at most one step, and only
  *   for the values within half a step of the block's top.
  * - A sum of N such values is at most N * (2^B - 1) < 2^15 in magnitude:
- *   it fits an int16, so the switch answers the low 16 bits of its 32-bit
- *   accumulators and they are the exact sum, whatever the order of the
- *   adds (wire.h, SR_WIRE_AUX_V16).
+ *   it fits an int16. Two values a, b travel as one int32 word a * 2^16 + b
+ *   (wire.h, SR_WIRE_AUX_V16): the switch adds the words as it adds any,
+ *   and since both sums fit an int16 the receiver takes them back exactly
+ *   from the summed word, whatever the order of the adds.
  * - One exception: a packet whose E is SR_WIRE_EXP_MAX (126) holds values
  *   up to 2^128 = 2^(E+2), so it uses one bit less (sr_quant16_bits_at)
  *   and the same clamp L.
@@ -47,18 +48,22 @@
 #include <stdint.h>
 
 typedef struct sr_quant16_kernels {
-    /* dst (2*n bytes, any alignment) = big-endian int16 of
-     * clamp(sat(rne(src[i] * mul)), -lim, lim), with sat and rne as
+    /* q[i] = clamp(sat(rne(src[i] * mul)), -lim, lim), with sat and rne as
      * quant.h's encode (NaN and -Inf give -lim, +Inf lim); lim in
-     * 1..32767. Returns the number of values saturated beyond the scheme:
+     * 1..32767; dst (4 * ceil(n / 2) bytes, any alignment) = the
+     * big-endian int32 words q[2k] * 2^16 + q[2k + 1] (modulo 2^32; q[n]
+     * = 0 for an odd n). Returns the number of values saturated beyond the scheme:
      * |rne| > lim + 1, or not finite (lim + 1 = 2^B is the block's top,
      * which the scheme clamps by one step). */
     size_t (*encode)(uint8_t *dst, const float *src, size_t n, float mul, int32_t lim);
-    /* dst[i] = (float)be16(src + 2i) * mul (the int16 is exact as a
-     * float; the multiply rounds in the caller's mode, which only matters
-     * when mul is not a power of two). */
+    /* dst[i] = (float)s[i] * mul for the n values s packed as encode
+     * packs them (ceil(n / 2) words of src, each the sum of such words:
+     * s[2k + 1] is word k's low 16 bits as an int16, s[2k] the high 16 of
+     * word k - s[2k + 1]; the int16 is exact as a float; the multiply
+     * rounds in the caller's mode, which only matters when mul is not a
+     * power of two). */
     void (*decode)(float *dst, const uint8_t *src, size_t n, float mul);
-    /* quant.h's decode_avg for int16 words: (float)(s * hi + s * lo). */
+    /* quant.h's decode_avg for those values: (float)(s * hi + s * lo). */
     void (*decode_avg)(float *dst, const uint8_t *src, size_t n, double hi, double lo);
     /* float16 (IEEE binary16) and bfloat16 to float32: exact. */
     void (*f16_to_f32)(float *dst, const uint16_t *src, size_t n);

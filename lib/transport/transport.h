@@ -23,10 +23,6 @@ struct sockaddr_in;
 
 typedef struct sr_transport {
     const char *name;
-    /* 1: the transport carries only messages whose payload is whole 32-bit
-     * words (RoCE frames here never have pad bytes): allreduces of 16-bit
-     * values (SR_WIRE_AUX_V16) are refused with SERENE_ERR_UNSUPPORTED. */
-    int words_only;
     /* Open toward cfg->switch_addr. Blocks only on local setup (name
      * resolution, socket options). *state is owned by the transport until
      * close. Returns 0, SERENE_ERR_CONFIG (bad address) or

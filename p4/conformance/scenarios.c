@@ -51,19 +51,12 @@ int cf_send(cf_ctx *c, unsigned rank, uint32_t src_ip, uint16_t dst_port, const 
             const uint32_t *vals, unsigned nvals)
 {
     static uint8_t pl[SR_WIRE_MAX_PAYLOAD];
-    /* Values in the header's width: the low 16 bits of each for a 16-bit
-     * allreduce message (SR_WIRE_AUX_V16). */
-    unsigned vb = sr_wire_val_bytes(h->op, h->aux);
 
     if (nvals > SR_WIRE_MAX_ELEMS)
         return -EINVAL;
-    for (unsigned i = 0; i < nvals; i++) {
-        if (vb == 2)
-            sr_put_be16(pl + 2u * i, (uint16_t)vals[i]);
-        else
-            sr_put_be32(pl + 4u * i, vals[i]);
-    }
-    return send_bytes(c, rank, src_ip, dst_port, h, pl, vb * (size_t)nvals);
+    for (unsigned i = 0; i < nvals; i++)
+        sr_put_be32(pl + 4u * i, vals[i]);
+    return send_bytes(c, rank, src_ip, dst_port, h, pl, 4u * (size_t)nvals);
 }
 
 sr_hdr cf_req(const cf_ctx *c, unsigned op, unsigned w, uint32_t seq)
@@ -239,13 +232,12 @@ static int ar_probes(cf_ctx *c)
     return send_to(c, 0, &h, NULL, 0);
 }
 
-/* 16-bit values (SR_WIRE_AUX_V16), slots 6 and 7: a round of every worker
- * whose sums are the low 16 bits of the 32-bit accumulators (one lane
- * carries past 16 bits, one goes negative), a duplicate (AR_HELD), a lost
- * result (the shadow copy, in 16 bits), a probe, an odd count (a payload
- * of 2 mod 4 bytes), a worker that sends the round's values in 32 bits
- * (its aux differs: MISMATCH), and a 16-bit header whose payload is 32-bit
- * words (a bad length: dropped unanswered). */
+/* 16-bit values (SR_WIRE_AUX_V16), slots 6 and 7: words that pack two
+ * values each, added as any words (one lane's low half carries into its
+ * high half, one goes negative: the packing's borrow), a duplicate
+ * (AR_HELD), a lost result (the shadow copy), a probe, a worker that sends
+ * the round's values in 32 bits (its aux differs: MISMATCH), and a 16-bit
+ * header over 2 bytes a value (a bad length: dropped unanswered). */
 static int ar16(cf_ctx *c)
 {
     unsigned n = c->job.n_workers, E = c->elems;
@@ -269,19 +261,19 @@ static int ar16(cf_ctx *c)
     h.flags = SR_FLAG_RETRANSMIT;
     h.aux = total;
     TRY(send_to(c, 2, &h, NULL, 0));
-    /* Slot 7: an odd count; worker 2 sends 32-bit values to the round. */
+    /* Slot 7: worker n - 1 sends 32-bit values to the round. */
     for (unsigned w = 0; w < n - 1; w++)
         TRY(ar_total(c, w, 7, 0, 8, total, 13 * E, -2, -2, E / 4 + 3, 20u * w, 1u));
     TRY(ar_total(c, n - 1, 7, 0, 8, CALL_TOTAL(8), 13 * E, -2, -2, E / 4 + 3, 7u, 1u));
     TRY(ar_total(c, 0, 7, 0, 8, total, 13 * E, -2, -2, E / 4 + 3, 0u, 1u)); /* MISMATCH */
-    /* A 16-bit header over 4 bytes a value: the parser drops it. */
-    static const uint8_t words[8] = {0, 0, 0, 1, 0, 0, 0, 2};
+    /* Count 4 over 2 bytes a value: the parser drops it. */
+    static const uint8_t halves[8] = {0, 1, 0, 2, 0, 3, 0, 4};
     h = cf_req(c, SR_OP_AR_DATA, 0, 8);
     h.slot = 6;
     h.shadow = 1;
-    h.count = 2;
+    h.count = 4;
     h.aux = total;
-    TRY(send_bytes(c, 0, 0, SR_WIRE_UDP_PORT, &h, words, sizeof words));
+    TRY(send_bytes(c, 0, 0, SR_WIRE_UDP_PORT, &h, halves, sizeof halves));
     return 0;
 }
 

@@ -14,9 +14,6 @@
  *   ans_* metadata, which the clone preserves;
  * - a leaf's packet to its parent (route SR_P4_OUT_UP, upstream.p4) keeps
  *   the addresses ingress wrote, Ethernet SR_P4_SWITCH_MAC both ways;
- * - an allreduce message of 16-bit values (AR_RESULT, or a leaf's AR_DATA
- *   to its parent, aux with SR_WIRE_AUX_V16) leaves with 16-bit lanes, the
- *   low half of each 32-bit lane;
  * - every Serene copy leaves with IPv4 id 0, DF, TTL 64, lengths for its
  *   count, and UDP checksum 0 (allowed over IPv4), as sr_frame_pack builds
  *   frames but for that checksum;
@@ -34,15 +31,6 @@
 #include "roce_out.p4"
 #include "step_out.p4"
 #include "types.p4"
-
-// A lane back to 16 bits, for an allreduce answer of 16-bit values: the
-// low half of the sum (wire.h, SR_WIRE_AUX_V16).
-#define SR_NARROW_VAL(i)                                                    \
-    if (hdr.vals[i].isValid()) {                                            \
-        hdr.vals16[i].setValid();                                           \
-        hdr.vals16[i].v = hdr.vals[i].v[15:0];                              \
-        hdr.vals[i].setInvalid();                                           \
-    }
 
 #define SR_CLOCK_ANS_VAL(i)                                                 \
     if (i >= SR_SYNC_WORDS) {                                               \
@@ -132,14 +120,7 @@ control SereneEgress(inout headers_t hdr, inout meta_t meta, inout standard_meta
             hdr.udp.src_port = hdr.udp.dst_port;
             hdr.udp.dst_port = port;
         }
-        // An allreduce message of 16-bit values leaves with 16-bit lanes.
-        bit<16> vb = 4;
-        if ((hdr.serene.op == SR_OP_AR_DATA || hdr.serene.op == SR_OP_AR_RESULT) &&
-            (hdr.serene.aux & SR_WIRE_AUX_V16) != 0) {
-            SR_LANES(SR_NARROW_VAL)
-            vb = 2;
-        }
-        hdr.udp.length = (bit<16>)(SR_UDP_HLEN + SR_WIRE_HDR_LEN) + vb * hdr.serene.count;
+        hdr.udp.length = (bit<16>)(SR_UDP_HLEN + SR_WIRE_HDR_LEN) + 4 * hdr.serene.count;
         hdr.udp.checksum = 0;
         hdr.ipv4.total_len = SR_IPV4_HLEN + hdr.udp.length;
         hdr.ipv4.diffserv = 0;

@@ -3,11 +3,9 @@
  * headers.p4 - the headers the program parses and emits: Ethernet, IPv4
  * (no options), UDP, the Serene header (serene_h, generated from
  * lib/proto/wire.h into wire_constants.p4) and its payload as a stack of
- * SR_P4_ELEMS 32-bit values (vals), or, in an allreduce message whose aux
- * has SR_WIRE_AUX_V16, of 16-bit ones (vals16).
+ * SR_P4_ELEMS 32-bit values.
  *
  *  Ethernet (14) | IPv4 (20) | UDP (8) | Serene header (28) | count x int32
- *                                                       (or count x int16)
  *
  *  0                   1                   2                   3
  *  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
@@ -119,13 +117,6 @@ header val_h {
     bit<32> v;
 }
 
-// One 16-bit payload value (SR_WIRE_AUX_V16). Ingress widens it into its
-// lane's vals word (zero-extended: the low 16 bits of a sum are the int16
-// sum's whatever the extension), egress narrows the lane back.
-header val16_h {
-    bit<16> v;
-}
-
 struct headers_t {
     ethernet_h eth;
     ipv4_h ipv4;
@@ -135,7 +126,6 @@ struct headers_t {
     roce_immdt_h immdt;
     serene_h serene;
     val_h[SR_P4_ELEMS] vals;
-    val16_h[SR_P4_ELEMS] vals16;
     roce_icrc_h icrc;
 }
 

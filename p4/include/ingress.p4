@@ -41,14 +41,7 @@
 #include "types.p4"
 #include "upstream.p4"
 
-#define SR_INVALIDATE_VAL(i) hdr.vals[i].setInvalid(); hdr.vals16[i].setInvalid();
-// A 16-bit value into its lane's word, zero-extended (headers.p4).
-#define SR_WIDEN_VAL(i)                                                     \
-    if (hdr.vals16[i].isValid()) {                                          \
-        hdr.vals[i].setValid();                                             \
-        hdr.vals[i].v = (bit<32>)hdr.vals16[i].v;                           \
-        hdr.vals16[i].setInvalid();                                         \
-    }
+#define SR_INVALIDATE_VAL(i) hdr.vals[i].setInvalid();
 
 control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     @name(".drop_ctr") counter(SR_P4_DROP_REASONS, CounterType.packets) drop_ctr;
@@ -182,22 +175,13 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
                 (bit<32>)(SR_UDP_HLEN + SR_ROCE_BTH_LEN + SR_ROCE_IMM_LEN + SR_WIRE_HDR_LEN +
                           SR_ROCE_ICRC_LEN);
         }
-        // 16-bit values have no RoCE form (lib/proto/roce.h): refused.
-        if (meta.roce && op == SR_OP_AR_DATA && (hdr.serene.aux & SR_WIRE_AUX_V16) != 0) {
-            drop(SR_P4_DROP_ROCE);
-            return;
-        }
-        // sr_msg_parse: count within the wire's limit and lengths that agree
-        // (2 bytes a value in a 16-bit allreduce message, else 4).
+        // sr_msg_parse: count within the wire's limit and lengths that agree.
         if ((bit<32>)hdr.serene.count > SR_WIRE_MAX_ELEMS ||
-            (bit<32>)hdr.udp.length !=
-                udp_fixed + (meta.v16 ? 32w2 : 32w4) * (bit<32>)hdr.serene.count ||
+            (bit<32>)hdr.udp.length != udp_fixed + 4 * (bit<32>)hdr.serene.count ||
             hdr.ipv4.total_len != SR_IPV4_HLEN + hdr.udp.length) {
             drop(SR_P4_DROP_LENGTH);
             return;
         }
-        // Every control works on 32-bit lanes; egress narrows the answer.
-        SR_LANES(SR_WIDEN_VAL)
         request = op == SR_OP_JOIN || op == SR_OP_LEAVE || op == SR_OP_AR_DATA ||
                   op == SR_OP_AR_PROBE || ssp_op;
         if (!request) {
@@ -279,8 +263,7 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
         if (meta.too_many) {
             // The payload was not parsed: cut it off the answer (a RoCE one
             // is a SEND with its ICRC: roce_out.p4).
-            truncate((bit<32>)(SR_FRAME_HLEN + SR_WIRE_HDR_LEN) +
-                     (meta.v16 ? 32w2 : 32w4) * (bit<32>)hdr.serene.count +
+            truncate((bit<32>)(SR_FRAME_HLEN + SR_WIRE_HDR_LEN) + 4 * (bit<32>)hdr.serene.count +
                      (meta.roce ? (bit<32>)(SR_ROCE_BTH_LEN + SR_ROCE_IMM_LEN + SR_ROCE_ICRC_LEN)
                                 : 32w0));
         }

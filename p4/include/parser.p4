@@ -120,14 +120,9 @@ parser SereneParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
         meta.serene = true;
         meta.too_many = hdr.serene.count > SR_P4_ELEMS;
         meta.vals_left = hdr.serene.count;
-        // wire.h's sr_wire_val_bytes: 16-bit values in AR_DATA and AR_RESULT
-        // whose aux has SR_WIRE_AUX_V16 (never over RoCE: ingress drops it).
-        meta.v16 = !meta.roce && (hdr.serene.aux & SR_WIRE_AUX_V16) != 0 &&
-                   (hdr.serene.op == SR_OP_AR_DATA || hdr.serene.op == SR_OP_AR_RESULT);
-        transition select(meta.too_many, hdr.serene.count, meta.v16) {
-            (true, _, _): accept;
-            (false, 0, _): payload_end;
-            (false, _, true): parse_val16;
+        transition select(meta.too_many, hdr.serene.count) {
+            (true, _): accept;
+            (false, 0): payload_end;
             default: parse_val;
         }
     }
@@ -138,15 +133,6 @@ parser SereneParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
         transition select(meta.vals_left) {
             0: payload_end;
             default: parse_val;
-        }
-    }
-
-    state parse_val16 {
-        pkt.extract(hdr.vals16.next);
-        meta.vals_left = meta.vals_left - 1;
-        transition select(meta.vals_left) {
-            0: payload_end;
-            default: parse_val16;
         }
     }
 
@@ -194,7 +180,6 @@ control SereneDeparser(packet_out pkt, in headers_t hdr) {
         pkt.emit(hdr.immdt);
         pkt.emit(hdr.serene);
         pkt.emit(hdr.vals);
-        pkt.emit(hdr.vals16);
         pkt.emit(hdr.icrc);
     }
 }

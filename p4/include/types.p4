@@ -56,7 +56,6 @@ struct meta_t {
     @field_list(SR_P4_CPU_CLONE_FL)
     bool serene;          // a Serene header of our version to our port
     bool too_many;        // count above SR_P4_ELEMS: payload not parsed
-    bool v16;             // an allreduce message of 16-bit values (vals16)
     bit<16> vals_left;    // parser loop counter
     // RoCEv2 (roce_in.p4, roce_out.p4): the request came as RoCEv2; a
     // SEND's source QP (its ImmDt); what the answer teaches the QP table.

@@ -158,7 +158,7 @@ const bit<8> SR_WIRE_EXP_NONE = 0x80; // -128
 
 /* ---- Allreduce: aux of AR_DATA and AR_RESULT (and their probes and answers) */
 
-// the values are int16 (2 bytes each), not int32
+// the values are int16, two to a word (a switch adds the words alike)
 const bit<32> SR_WIRE_AUX_V16 = 0x80000000;
 // bits of aux that hold the call's total count
 const bit<32> SR_WIRE_AUX_TOTAL = 0x7fffffff;
@@ -252,7 +252,7 @@ header serene_h {
     bit<32> seq;        // allreduce: call number; SSP: clock
     bit<1> shadow;      // shadow-copy (version) bit of the slot
     bit<15> slot;       // slot index
-    bit<16> count;      // payload values (int32; int16 with SR_WIRE_AUX_V16)
+    bit<16> count;      // int32 payload words (two values each with V16)
     bit<8> exp;         // block exponent, two's complement
     bit<8> next_exp;    // exponent of the next round, two's complement
     bit<8> flags;       // SR_FLAG_*

@@ -99,10 +99,11 @@ static void result_fill(const sr_pipe *p, sr_pipe_action *a, const sr_pipe_job *
     a->hdr.next_exp = j->nexp[cell];
     a->hdr.offset = j->m_off[cell];
     a->hdr.aux = j->m_total[cell];
-    a->payload_len = (size_t)count * sr_wire_val_bytes(SR_OP_AR_RESULT, a->hdr.aux);
-    a->words = v;
-    if (!p->lazy_payload)
-        sr_pipe_payload_flatten(a);
+    a->payload_len = 4u * (size_t)count;
+    if (p->lazy_payload)
+        a->words = v;
+    else
+        sr_svc_be32_out(a->payload, v, count);
 }
 
 /* AR_HELD or AR_NAK to w's request h (sr_svc_reply_hdr), counted. */
@@ -295,7 +296,7 @@ void sr_allreduce_up_answer(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const u
     }
     /* The parent's sums replace the partial: the cell is the shadow copy
      * of the whole tree's result, and next_exp is the max over the tree. */
-    sr_svc_vals_in(j->values + cell * j->elems, h, payload, SR_BE32_SET);
+    sr_svc_be32_in(j->values + cell * j->elems, payload, h->count, SR_BE32_SET);
     j->nexp[cell] = h->next_exp;
     if (send_result(p, j, cell, NULL, 0, 1, out)) {
         j->c.results++;
@@ -386,11 +387,10 @@ static int contribute(sr_pipe_job *j, size_t cell, uint64_t bit, const sr_hdr *h
         j->m_count[cell] = h->count;
         j->m_exp[cell] = h->exp;
         j->nexp[cell] = h->next_exp;
-        sr_svc_vals_in(v, h, payload, SR_BE32_SET);
+        sr_svc_be32_in(v, payload, h->count, SR_BE32_SET);
     } else {
-        /* uint32_t: the int32 sums wrap modulo 2^32, as in the switch ALU
-         * (16-bit values: their low 16 bits are the int16 sum's). */
-        sr_svc_vals_in(v, h, payload, SR_BE32_ADD);
+        /* uint32_t: the int32 sums wrap modulo 2^32, as in the switch ALU. */
+        sr_svc_be32_in(v, payload, h->count, SR_BE32_ADD);
         if (h->next_exp > j->nexp[cell])
             j->nexp[cell] = h->next_exp;
     }

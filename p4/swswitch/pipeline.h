@@ -73,15 +73,14 @@ typedef struct sr_pipe_action {
     unsigned n_dests;  /* replicas: 1 for unicast, the job's workers for multicast */
     sr_pipe_dest dests[SR_WIRE_MAX_WORKERS];
     sr_hdr hdr;        /* header template: hdr.worker is replaced per replica */
-    size_t payload_len; /* hdr.count * sr_wire_val_bytes(hdr.op, hdr.aux) bytes */
+    size_t payload_len; /* 4 * hdr.count bytes */
     /* NULL: the payload is payload[]. Otherwise (only with
      * sr_pipe_set_lazy_payload) payload[] is not filled: the payload is
-     * the big-endian form of words[0 .. hdr.count) (int32, or the low 16
-     * bits of each for a 16-bit header: SR_WIRE_AUX_V16), host words in the
+     * the big-endian form of words[0 .. payload_len / 4), host words in the
      * pipeline's own state, valid until the next sr_pipe_* call that
      * changes the pipeline. sr_pipe_payload_write writes it either way. */
     const uint32_t *words;
-    uint8_t payload[SR_WIRE_MAX_PAYLOAD]; /* big-endian values */
+    uint8_t payload[SR_WIRE_MAX_PAYLOAD]; /* big-endian int32 words */
 } sr_pipe_action;
 
 /* Filled in by sr_pipe_process; n == 0 means nothing is sent. About 18 KiB:

@@ -211,108 +211,10 @@ void sr_svc_be32_out(uint8_t *dst, const uint32_t *v, unsigned n)
     be32_out_c(dst, v, n);
 }
 
-/* v[i] = the sign-extended int16 i of src, or v[i] += it; the low 16
- * bits of a sum are those of the int16 sum whatever the extension. */
-static void be16_in_c(uint32_t *v, const uint8_t *src, unsigned n, int op)
-{
-    for (unsigned i = 0; i < n; i++) {
-        uint32_t x = sr_get_be16(src + 2u * i);
-
-        x = (x ^ 0x8000u) - 0x8000u; /* sign-extend, in unsigned arithmetic */
-        v[i] = (op == SR_BE32_ADD ? v[i] : 0u) + x;
-    }
-}
-
-static void be16_out_c(uint8_t *dst, const uint32_t *v, unsigned n)
-{
-    for (unsigned i = 0; i < n; i++)
-        sr_put_be16(dst + 2u * i, (uint16_t)v[i]);
-}
-
-#ifdef AR_HAVE_AVX2
-/* Reverses the bytes of each 16-bit word (per 128-bit lane). */
-#define BE16_MASK                                                                               \
-    _mm_set_epi8(14, 15, 12, 13, 10, 11, 8, 9, 6, 7, 4, 5, 2, 3, 0, 1)
-
-__attribute__((target("avx2"))) static void be16_in_avx2(uint32_t *v, const uint8_t *src,
-                                                          unsigned n, int op)
-{
-    unsigned i = 0;
-
-    for (; i + 8u <= n; i += 8u) {
-        __m128i w = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(src + 2u * i)), BE16_MASK);
-        __m256i x = _mm256_cvtepi16_epi32(w);
-
-        if (op == SR_BE32_ADD)
-            x = _mm256_add_epi32(x, _mm256_loadu_si256((const __m256i *)(v + i)));
-        _mm256_storeu_si256((__m256i *)(v + i), x);
-    }
-    be16_in_c(v + i, src + 2u * i, n - i, op);
-}
-
-__attribute__((target("avx2"))) static void be16_out_avx2(uint8_t *dst, const uint32_t *v,
-                                                           unsigned n)
-{
-    /* The low 16 bits of each word, byte-swapped, in order. */
-    const __m256i m = _mm256_set_epi8(-1, -1, -1, -1, -1, -1, -1, -1, 12, 13, 8, 9, 4, 5, 0, 1,
-                                      -1, -1, -1, -1, -1, -1, -1, -1, 12, 13, 8, 9, 4, 5, 0, 1);
-    unsigned i = 0;
-
-    for (; i + 8u <= n; i += 8u) {
-        __m256i x = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)(v + i)), m);
-
-        x = _mm256_permute4x64_epi64(x, 0x08); /* qwords 0 and 2 */
-        _mm_storeu_si128((__m128i *)(dst + 2u * i), _mm256_castsi256_si128(x));
-    }
-    be16_out_c(dst + 2u * i, v + i, n - i);
-}
-#endif
-
-void sr_svc_be16_in(uint32_t *v, const uint8_t *src, unsigned n, int op)
-{
-#ifdef AR_HAVE_AVX2
-    if (n >= 8u && __builtin_cpu_supports("avx2")) {
-        be16_in_avx2(v, src, n, op);
-        return;
-    }
-#endif
-    be16_in_c(v, src, n, op);
-}
-
-void sr_svc_be16_out(uint8_t *dst, const uint32_t *v, unsigned n)
-{
-#ifdef AR_HAVE_AVX2
-    if (n >= 8u && __builtin_cpu_supports("avx2")) {
-        be16_out_avx2(dst, v, n);
-        return;
-    }
-#endif
-    be16_out_c(dst, v, n);
-}
-
-void sr_svc_vals_in(uint32_t *v, const sr_hdr *h, const uint8_t *src, int op)
-{
-    if (sr_wire_val_bytes(h->op, h->aux) == 2u)
-        sr_svc_be16_in(v, src, h->count, op);
-    else
-        sr_svc_be32_in(v, src, h->count, op);
-}
-
-/* A lazy payload's width is its header's (SR_WIRE_AUX_V16). */
-static void words_out(uint8_t *dst, const sr_pipe_action *a)
-{
-    unsigned vb = sr_wire_val_bytes(a->hdr.op, a->hdr.aux);
-
-    if (vb == 2u)
-        sr_svc_be16_out(dst, a->words, (unsigned)(a->payload_len / 2u));
-    else
-        sr_svc_be32_out(dst, a->words, (unsigned)(a->payload_len / 4u));
-}
-
 void sr_pipe_payload_write(const sr_pipe_action *a, uint8_t *dst)
 {
     if (a->words)
-        words_out(dst, a);
+        sr_svc_be32_out(dst, a->words, (unsigned)(a->payload_len / 4u));
     else if (a->payload_len)
         memcpy(dst, a->payload, a->payload_len);
 }
@@ -321,6 +223,6 @@ void sr_pipe_payload_flatten(sr_pipe_action *a)
 {
     if (!a->words)
         return;
-    words_out(a->payload, a);
+    sr_svc_be32_out(a->payload, a->words, (unsigned)(a->payload_len / 4u));
     a->words = NULL;
 }

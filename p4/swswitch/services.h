@@ -161,12 +161,5 @@ void sr_svc_reply_error(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr
 enum { SR_BE32_SET, SR_BE32_ADD };
 void sr_svc_be32_in(uint32_t *v, const uint8_t *src, unsigned n, int op);
 void sr_svc_be32_out(uint8_t *dst, const uint32_t *v, unsigned n);
-/* The same for big-endian int16 values (SR_WIRE_AUX_V16): in, sign-
- * extended into the 32-bit words (set or added); out, the low 16 bits of
- * each word, which are the exact sum when it fits an int16. */
-void sr_svc_be16_in(uint32_t *v, const uint8_t *src, unsigned n, int op);
-void sr_svc_be16_out(uint8_t *dst, const uint32_t *v, unsigned n);
-/* h's h->count payload values into v, in h's width (sr_wire_val_bytes). */
-void sr_svc_vals_in(uint32_t *v, const sr_hdr *h, const uint8_t *src, int op);
 
 #endif /* SERENE_SWSWITCH_SERVICES_H */

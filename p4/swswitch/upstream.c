@@ -40,7 +40,7 @@ unsigned sr_up_refused(const sr_pipe_job *j)
     return !sr_up_bound(j) && j->up_err_nonce == j->nonce ? j->up_err : 0;
 }
 
-/* A copy of request h (and its payload) to the parent,
+/* A copy of request h (and its 4 * h->count payload bytes) to the parent,
  * unchanged: the root sees the worker's own header. */
 static void relay_up(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const uint8_t *payload,
                      sr_pipe_out *out)
@@ -50,7 +50,7 @@ static void relay_up(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const uint8_t 
     if (!a)
         return;
     a->hdr = *h;
-    a->payload_len = (size_t)h->count * sr_wire_val_bytes(h->op, h->aux);
+    a->payload_len = 4u * (size_t)h->count;
     if (a->payload_len)
         memcpy(a->payload, payload, a->payload_len);
     sr_svc_unicast(a, &j->params.up_peer, h->worker);
@@ -180,7 +180,7 @@ static void relay_down(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const uint8_
         j->c.up_dropped++;
         j->c.errors_sent++;
     }
-    a->payload_len = (size_t)a->hdr.count * sr_wire_val_bytes(a->hdr.op, a->hdr.aux);
+    a->payload_len = 4u * (size_t)a->hdr.count;
     if (a->payload_len)
         memcpy(a->payload, payload, a->payload_len);
     sr_svc_unicast(a, &j->peer[w], w);

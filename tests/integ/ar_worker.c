@@ -28,7 +28,8 @@
  * at whose end any of them sees FILE (agreed by a one-value allreduce).
  * With --wire16 the calls carry 16-bit values (serene_allreduce_typed,
  * SERENE_WIRE16), checked against that bound: B = 15 - ceil(log2 N) and
- * one step 2^(E+1-B) per worker instead of half a step (quant16.h).
+ * one step 2^(E+1-B) per worker instead of half a step (quant16.h), a
+ * packet holding 2 x --elems values (two to a word).
  *
  * Exit status: 0 all checks passed, 1 a check failed, 2 bad usage.
  */
@@ -47,7 +48,7 @@
 
 typedef struct opts {
     size_t sizes[MAX_SIZES];
-    int nsizes, reps, elems, avg, inplace, nonblocking;
+    int nsizes, reps, elems, avg, inplace, nonblocking; /* elems: values per packet */
     int expect_retrans, expect_timeout, absent;
     int late_rank, late_ms, expect_no_resend, pace, pace_rtt_us, wire16;
     uint64_t seed;
@@ -130,6 +131,10 @@ static int parse(int argc, char **argv, opts *o)
     o->seed = 1;
     if (tc_parse_opts(argc, argv, 1, table))
         return -1;
+    /* From here on, elems counts a packet's values: two per word on a
+     * 16-bit wire (wire.h's SR_WIRE_AUX_V16). */
+    if (o->wire16 && o->elems > 0)
+        o->elems *= 2;
     return o->elems > 0 && o->nsizes > 0 && o->reps > 0 && o->late_ms >= 0 ? 0 : -1;
 }
 

@@ -7,7 +7,8 @@
  * Every rank regenerates every rank's input from (seed, case, rank, index),
  * so each rank knows the exact sum without extra traffic and checks EVERY
  * element against the bound stated in serene.h, quant.h, quant16.h and the
- * README. For element i of packet k (elements [k*P, (k+1)*P), P = --elems):
+ * README. For element i of packet k (elements [k*P, (k+1)*P), P = --elems,
+ * the job's words per packet, times 2 on a 16-bit wire: two values a word):
  *   E = max over ranks w of clamp(floor(log2(max_{j in k} |x_w[j]|)), -96, 126)
  *       (-96 when all of them are zero);
  *   32-bit wire, B = 30 - ceil(log2 N):
@@ -240,7 +241,7 @@ static long double ulp16_of(float r, int dtype)
 typedef struct job {
     uint64_t seed;
     int rank, n, bits, wire16, dtype;
-    size_t elems; /* P */
+    size_t elems; /* P: values per packet */
     serene_ctx *ctx;
     float **x;         /* x[w][i], every rank's input (exact in the dtype) */
     float *recv;
@@ -419,6 +420,7 @@ int main(int argc, char **argv)
         return 2;
     }
     J.wire16 = wire == 16;
+    J.elems *= J.wire16 ? 2 : 1; /* the job's words per packet -> values */
 
     serene_config cfg;
     if (tc_config_from_env(&cfg))

@@ -9,8 +9,9 @@
 # clock by clock).
 #
 #   tofino-params  the switch set to the Tofino program's job values (32
-#               values per packet, 256 slots: SR_TNA_ELEMS and
-#               SR_TNA_AR_SLOTS of p4/tna/tna_headers.p4) and no store,
+#               words per packet, so 32 values or 64 of 16 bits; 256
+#               slots: SR_TNA_ELEMS and SR_TNA_AR_SLOTS of
+#               p4/tna/tna_headers.p4) and no store,
 #               policy SSP(2); 2 ranks, rank 1 slowed, 3 clocks of
 #               ResNet-18's 11,175,370 floats (examples/torch/train_e2e.py's
 #               model) on 16-bit values, then 1,000,000 floats on 32-bit:
@@ -61,7 +62,7 @@ tofino-params)
     big=$(ctl_field "status 0" bytes)
     ranks 2 "$work/small" --count 1000000 --clocks 3 --slow-rank 1 --slow-ms 100
     small=$(ctl_field "status 0" bytes)
-    echo "switch memory for the job ($elems values x $slots slots, no store): $bytes bytes" \
+    echo "switch memory for the job ($elems words x $slots slots, no store): $bytes bytes" \
         "before, $big after 11,175,370 floats a clock, $small after 1,000,000"
     [ -n "$bytes" ] && [ "$bytes" = "$big" ] && [ "$big" = "$small" ] ||
         fail "the job's memory in the switch changed with the model"

@@ -6,8 +6,11 @@
  *   an independent double-arithmetic oracle on every 16-bit pattern and on
  *   float32 patterns sampled across every binade, the rounding boundaries
  *   (ties, 65504 / 65520, the subnormal edges) placed on purpose; encode's
- *   clamp and its saturation count; the scheme's claim that N values at
- *   the clamp sum within an int16 for every N up to 64.
+ *   clamp, its saturation count and its packing (two values to a word,
+ *   a * 2^16 + b, checked against a packing spelled out here); the
+ *   scheme's claim that N values at the clamp sum within an int16 for
+ *   every N up to 64, and that the int32 sum of N packed words, in any
+ *   order, decodes to the N values' exact sums.
  * - Every variant this CPU runs (sr_quant16_init_variant) against the
  *   reference, bit for bit: every n in 0..100 and large n, misaligned
  *   inputs and outputs with guard bytes, NaN/Inf/subnormals, in every
@@ -181,8 +184,25 @@ static void test_f32_to_half_oracle(void **state)
     }
 }
 
+/* Payload bytes of n 16-bit values: whole words. */
+static size_t bytes16(size_t n)
+{
+    return 2 * (n + (n & 1));
+}
+
+/* Value i of packed words, spelled out from wire.h: word i / 2 = a * 2^16
+ * + b (mod 2^32), b its low half as an int16, a the high half of word - b. */
+static int32_t unpack16(const uint8_t *w, size_t i)
+{
+    const uint8_t *p = w + 4 * (i / 2);
+    uint32_t word = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+    int32_t b = (int16_t)(word & 0xffff);
+    return i % 2 ? b : (int16_t)((word - (uint32_t)b) >> 16);
+}
+
 /* encode clamps to +-lim and counts only what lies beyond the block's top
- * (lim + 1) or is not finite; decode gives back the int16 times mul. */
+ * (lim + 1) or is not finite, packs two to a word (the odd last one with
+ * a 0); decode gives back the int16 times mul. */
 static void test_encode_clamp(void **state)
 {
     fixture16 *g = *state;
@@ -194,12 +214,19 @@ static void test_encode_clamp(void **state)
     /* 8192.5 rounds to 8192 (even): the top, not counted; 8193 and the
      * three non-finite ones are. */
     const size_t n = sizeof in / sizeof in[0];
-    uint8_t w[2 * sizeof in / sizeof in[0]];
+    uint8_t w[2 * sizeof in / sizeof in[0] + 2];
     float back[sizeof in / sizeof in[0]];
+    assert_true(n % 2 == 1);
     for (size_t v = 0; v < g->nvar; v++) {
+        memset(w, 0xa5, sizeof w);
         assert_int_equal(g->var[v].encode(w, in, n, 1.0f, lim), 5);
         for (size_t i = 0; i < n; i++)
-            assert_int_equal((int16_t)sr_get_be16(w + 2 * i), want[i]);
+            assert_int_equal(unpack16(w, i), want[i]);
+        assert_int_equal(unpack16(w, n), 0); /* the padding */
+        /* The first word, by hand: 8190 * 2^16 + 8190. */
+        assert_int_equal(w[0] << 24 | w[1] << 16 | w[2] << 8 | w[3], 0x1ffe1ffe);
+        /* Word 3 holds (8191, -8191): 8191 * 2^16 - 8191, the borrow. */
+        assert_int_equal((uint32_t)w[12] << 24 | w[13] << 16 | w[14] << 8 | w[15], 0x1ffee001u);
         g->var[v].decode(back, w, n, 0.25f);
         for (size_t i = 0; i < n; i++)
             assert_true(back[i] == (float)want[i] * 0.25f);
@@ -224,6 +251,46 @@ static void test_scheme_fits(void **state)
         assert_int_equal(sr_quant16_bits_at(b, SR_WIRE_EXP_MAX - 1), b);
     }
     assert_int_equal(sr_quant16_bits(0), 15);
+}
+
+/* The packing under the switch's adds: N workers' packed words summed as
+ * int32 in a random order (each worker's own order of words too) decode
+ * to the exact sums of the values, for N up to 64, values anywhere in
+ * [-lim, lim] (the clamp included) and odd counts. */
+static void test_packed_sums(void **state)
+{
+    fixture16 *g = *state;
+    enum { N_VALS = 37 };
+    for (unsigned n = 1; n <= SR_WIRE_MAX_WORKERS; n++) {
+        int32_t lim = sr_quant16_lim(sr_quant16_bits(n));
+        uint32_t sum[(N_VALS + 1) / 2] = {0};
+        int32_t exact[N_VALS] = {0};
+        for (unsigned w = 0; w < n; w++) {
+            float x[N_VALS];
+            uint8_t pl[2 * N_VALS + 2];
+            for (size_t i = 0; i < N_VALS; i++) {
+                uint32_t r = rnd32(g->f);
+                int32_t q = r % 4 == 0 ? (r & 16 ? lim : -lim) : (int32_t)(r >> 8) % (lim + 1);
+                x[i] = (float)q;
+                exact[i] += q;
+            }
+            assert_int_equal(g->ref.encode(pl, x, N_VALS, 1.0f, lim), 0);
+            for (size_t k = 0; k < (N_VALS + 1) / 2; k++)
+                sum[k] += (uint32_t)pl[4 * k] << 24 | (uint32_t)pl[4 * k + 1] << 16 |
+                          (uint32_t)pl[4 * k + 2] << 8 | pl[4 * k + 3];
+        }
+        uint8_t res[2 * N_VALS + 2];
+        for (size_t k = 0; k < (N_VALS + 1) / 2; k++)
+            sr_put_be32(res + 4 * k, sum[k]);
+        float back[N_VALS];
+        for (size_t v = 0; v < g->nvar; v++) {
+            g->var[v].decode(back, res, N_VALS, 1.0f);
+            for (size_t i = 0; i < N_VALS; i++)
+                if (back[i] != (float)exact[i])
+                    fail_msg("N = %u, value %zu: %g, exact %d (%s)", n, i, (double)back[i],
+                             exact[i], g->var[v].name);
+        }
+    }
 }
 
 /* sr_half_maxabs: exact, counts NaN/Inf, for both formats. */
@@ -278,15 +345,16 @@ static void compare_all(fixture16 *g, const sr_quant16_kernels *k, size_t n, siz
     float *src = f->src + so;
     fill_inputs(f, src, n, mul);
     /* encode */
-    guard_fill(f->w_var, 2 * dof, 2 * n);
+    guard_fill(f->w_var, 2 * dof, bytes16(n));
     size_t s_ref = g->ref.encode(f->w_ref + GUARD, src, n, mul, lim);
     size_t s_var = k->encode(f->w_var + GUARD + 2 * dof, src, n, mul, lim);
     assert_int_equal(s_var, s_ref);
-    assert_memory_equal(f->w_var + GUARD + 2 * dof, f->w_ref + GUARD, 2 * n);
-    guard_check(f->w_var, 2 * dof, 2 * n);
-    /* decode and decode_avg of random int16 words, read misaligned */
+    assert_memory_equal(f->w_var + GUARD + 2 * dof, f->w_ref + GUARD, bytes16(n));
+    guard_check(f->w_var, 2 * dof, bytes16(n));
+    /* decode and decode_avg of random words (padding bits included), read
+     * misaligned */
     uint8_t *words = (uint8_t *)(f->src + MAXN / 2) + (so & 1);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n + (n & 1); i++)
         sr_put_be16(words + 2 * i, (uint16_t)rnd32(f));
     float dmul = rnd32(f) & 1 ? 0.1f : sr_quant_decode_mul(rnd_range(f, -96, 126), rnd_range(f, 8, 15));
     uint8_t *r = (uint8_t *)f->f_ref + GUARD, *v = (uint8_t *)f->f_var + GUARD + 4 * dof;
@@ -358,6 +426,7 @@ int main(void)
         cmocka_unit_test_teardown(test_half_to_f32_all, fp_reset16),
         cmocka_unit_test_teardown(test_f32_to_half_oracle, fp_reset16),
         cmocka_unit_test_teardown(test_encode_clamp, fp_reset16),
+        cmocka_unit_test_teardown(test_packed_sums, fp_reset16),
         cmocka_unit_test_teardown(test_scheme_fits, fp_reset16),
         cmocka_unit_test_teardown(test_half_maxabs, fp_reset16),
         cmocka_unit_test_teardown(test_variants_all_n, fp_reset16),

@@ -141,6 +141,17 @@ static void vaddr(const struct vector *v, sr_frame_addr *a)
     a->dst_port = (uint16_t)vnum(v, "dst_port");
 }
 
+/* Value i of a payload of 16-bit values (wire.h's SR_WIRE_AUX_V16): word
+ * i / 2 = a * 2^16 + b modulo 2^32, b its low 16 bits as an int16, a the
+ * high 16 bits of word - b. */
+static int32_t get_v16(const uint8_t *payload, unsigned i)
+{
+    uint32_t w = rd32(payload + 4 * (i / 2));
+    int32_t b = (int16_t)(w & 0xffffu);
+    int32_t a = (int16_t)((w - (uint32_t)b) >> 16);
+    return i % 2 ? b : a;
+}
+
 /* Compare a parsed header and its payload with the vector's key=values. */
 static void check_msg_fields(const struct vector *v, const sr_hdr *h, const uint8_t *payload)
 {
@@ -159,15 +170,15 @@ static void check_msg_fields(const struct vector *v, const sr_hdr *h, const uint
         assert_int_equal(i, h->count);
         free(list);
     }
-    if (vget(v, "payload16")) { /* 16-bit values: SR_WIRE_AUX_V16 */
+    if (vget(v, "payload16")) { /* 16-bit values, two to a word: SR_WIRE_AUX_V16 */
         char *list = strdup(vget(v, "payload16")), *save = NULL;
         unsigned i = 0;
-        assert_int_equal(sr_wire_val_bytes(h->op, h->aux), 2);
+        assert_true(h->aux & SR_WIRE_AUX_V16);
         for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save), i++) {
-            assert_true(i < h->count);
-            assert_int_equal((int16_t)sr_get_be16(payload + 2 * i), strtoll(t, NULL, 0));
+            assert_true(i / 2 < h->count);
+            assert_int_equal(get_v16(payload, i), strtoll(t, NULL, 0));
         }
-        assert_int_equal(i, h->count);
+        assert_int_equal(sr_wire_v16_words(i), h->count);
         free(list);
     }
     if (vget(v, "n_workers")) {
@@ -197,16 +208,19 @@ static size_t build_msg(const struct vector *v, uint8_t *out)
         free(list);
     } else if (vget(v, "payload16")) {
         char *list = strdup(vget(v, "payload16")), *save = NULL;
+        int32_t x[2 * SR_WIRE_MAX_ELEMS] = {0};
         unsigned i = 0;
         for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
-            sr_put_be16(out + SR_WIRE_HDR_LEN + 2 * i++, (uint16_t)strtoll(t, NULL, 0));
+            x[i++] = (int32_t)strtoll(t, NULL, 0);
+        for (unsigned k = 0; 2 * k < i; k++) /* a * 2^16 + b, modulo 2^32 */
+            wr32(out + SR_WIRE_HDR_LEN + 4 * k, (uint32_t)x[2 * k] * 65536u + (uint32_t)x[2 * k + 1]);
         free(list);
     } else if (vget(v, "n_workers")) {
         sr_join_params p = {(uint32_t)vnum(v, "n_workers"), (uint32_t)vnum(v, "elems_per_pkt"),
                             (uint32_t)vnum(v, "pool_slots"), (uint32_t)vnum(v, "store_capacity")};
         sr_join_params_pack(out + SR_WIRE_HDR_LEN, &p);
     }
-    return SR_WIRE_HDR_LEN + (size_t)h.count * sr_wire_val_bytes(h.op, h.aux);
+    return SR_WIRE_HDR_LEN + 4u * (size_t)h.count;
 }
 
 static void assert_bytes(const char *what, const uint8_t *got, const uint8_t *want, size_t n)
@@ -427,10 +441,7 @@ static void test_hdr_roundtrip_random(void **state)
         uint64_t s = seed;
         sr_hdr h, back;
         random_hdr(&s, &h);
-        /* 2 bytes a value for AR_DATA (16) and AR_RESULT (17) with aux bit
-         * 31 (SR_WIRE_AUX_V16), else 4: wire.h's rule, spelled out here. */
-        size_t vb = (h.op == 16 || h.op == 17) && (h.aux >> 31) ? 2 : 4;
-        size_t len = SR_WIRE_HDR_LEN + vb * h.count;
+        size_t len = SR_WIRE_HDR_LEN + 4u * h.count;
         uint8_t *m = malloc(len);
         assert_non_null(m);
         sr_hdr_pack(m, &h);
@@ -579,8 +590,7 @@ static void test_parse_fuzz(void **state)
         int rc = sr_msg_parse(p, len, &h, NULL);
         assert_true(rc <= 0 && rc > -SR_PARSE_NREASONS);
         if (rc == SR_PARSE_OK)
-            assert_int_equal(len, SR_WIRE_HDR_LEN + ((h.op == 16 || h.op == 17) && (h.aux >> 31)
-                                                        ? 2u : 4u) * h.count);
+            assert_int_equal(len, SR_WIRE_HDR_LEN + 4u * h.count);
         const uint8_t *pl;
         size_t plen;
         rc = sr_frame_parse(p, len, NULL, &pl, &plen);

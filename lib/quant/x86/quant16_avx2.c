@@ -7,8 +7,12 @@
  * - encode rounds as quant_avx2.c's (an immediate RNE, truncation, the
  *   compare masks for the int32 saturation), then clamps to +-lim with
  *   integer min/max and counts the lanes beyond lim + 1; packs with
- *   vpackssdw (exact: the values are within +-32767) and byte-swaps.
- * - decode widens with vpmovsxwd; int16 -> float is exact in every mode.
+ *   vpackssdw (exact: the values are within +-32767), which leaves each
+ *   pair (a, b) as a little-endian 32-bit lane b:a, so the word
+ *   a * 2^16 + b is that lane with a less one where b < 0 (the lane's sign
+ *   shifted down: pair_borrow), byte-swapped per 16 bits.
+ * - decode byte-swaps, adds the borrow back and widens with vpmovsxwd;
+ *   int16 -> float is exact in every mode.
  * - vcvtph2ps and vcvtps2ph (immediate RNE) are the float16 conversions;
  *   they ignore MXCSR's rounding mode and DAZ/FTZ on their 16-bit side,
  *   and round NaN and subnormals as the reference does. bfloat16 is all
@@ -45,6 +49,18 @@ static inline size_t hsum_epi32(__m256i v)
     return s;
 }
 
+/* 0xffff in the low 16 bits of each 32-bit lane whose top bit is set, else
+ * 0: for pairs b:a (b in the high half) the borrow of a * 2^16 + b. */
+static inline __m256i pair_borrow(__m256i v)
+{
+    return _mm256_srli_epi32(_mm256_srai_epi32(v, 31), 16);
+}
+
+static inline __m128i pair_borrow_128(__m128i v)
+{
+    return _mm_srli_epi32(_mm_srai_epi32(v, 31), 16);
+}
+
 /* ---- encode ------------------------------------------------------------------ */
 
 /* All-ones in lanes [0, m), m in 0..8. */
@@ -72,11 +88,12 @@ static inline __m256i encode8(__m256 x, __m256 vmul, __m256i vlim, __m256i valid
     return _mm256_max_epi32(_mm256_min_epi32(q, vlim), _mm256_sub_epi32(zero, vlim));
 }
 
-/* 16 values -> 16 big-endian int16 (two encode8 results, packed in order). */
+/* 16 values -> 8 big-endian packed words (two encode8 results, in order). */
 static inline __m256i pack16(__m256i a, __m256i b)
 {
     /* vpackssdw interleaves 128-bit halves: a0 b0 a1 b1; put them back. */
     __m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi32(a, b), _MM_SHUFFLE(3, 1, 2, 0));
+    p = _mm256_add_epi16(p, pair_borrow(p));
     return _mm256_shuffle_epi8(p, bswap16_ctl());
 }
 
@@ -96,16 +113,17 @@ static size_t encode_avx2(uint8_t *dst, const float *src, size_t n, float mul, i
         }
         if (i < blk) {
             /* Padding lanes are left out of the count: 0 * mul is NaN
-             * for an infinite mul. */
+             * for an infinite mul, so they are zeroed: an odd tail's last
+             * word has a padding 0 in its low half. */
             float in[16] = {0};
             uint8_t out[32];
             size_t rem = blk - i;
             memcpy(in, src + i, 4 * rem);
-            __m256i a = encode8(_mm256_loadu_ps(in), vmul, vlim, lanes_below(rem), &acc);
-            __m256i b = encode8(_mm256_loadu_ps(in + 8), vmul, vlim,
-                                lanes_below(rem > 8 ? rem - 8 : 0), &acc);
+            __m256i ka = lanes_below(rem), kb = lanes_below(rem > 8 ? rem - 8 : 0);
+            __m256i a = _mm256_and_si256(encode8(_mm256_loadu_ps(in), vmul, vlim, ka, &acc), ka);
+            __m256i b = _mm256_and_si256(encode8(_mm256_loadu_ps(in + 8), vmul, vlim, kb, &acc), kb);
             _mm256_storeu_si256((__m256i *)out, pack16(a, b));
-            memcpy(dst + 2 * i, out, 2 * rem);
+            memcpy(dst + 2 * i, out, 2 * (rem + (rem & 1)));
         }
         nsat += hsum_epi32(acc);
         src += blk;
@@ -117,10 +135,11 @@ static size_t encode_avx2(uint8_t *dst, const float *src, size_t n, float mul, i
 
 /* ---- decode -------------------------------------------------------------------- */
 
-/* 8 big-endian int16 -> 8 int32. */
+/* 4 big-endian packed words -> their 8 values as int32. */
 static inline __m256i load8_s16(const uint8_t *src)
 {
-    return _mm256_cvtepi16_epi32(bswap16_128(_mm_loadu_si128((const __m128i *)src)));
+    __m128i v = bswap16_128(_mm_loadu_si128((const __m128i *)src));
+    return _mm256_cvtepi16_epi32(_mm_sub_epi16(v, pair_borrow_128(v)));
 }
 
 static void decode_avx2(float *dst, const uint8_t *src, size_t n, float mul)
@@ -132,7 +151,7 @@ static void decode_avx2(float *dst, const uint8_t *src, size_t n, float mul)
     if (i < n) {
         uint8_t in[16] = {0};
         float out[8];
-        memcpy(in, src + 2 * i, 2 * (n - i));
+        memcpy(in, src + 2 * i, 2 * (n - i + ((n - i) & 1))); /* whole words */
         _mm256_storeu_ps(out, _mm256_mul_ps(_mm256_cvtepi32_ps(load8_s16(in)), vmul));
         memcpy(dst + i, out, 4 * (n - i));
     }
@@ -157,7 +176,7 @@ static void decode_avg_avx2(float *dst, const uint8_t *src, size_t n, double mul
     if (i < n) {
         uint8_t in[16] = {0};
         float out[8];
-        memcpy(in, src + 2 * i, 2 * (n - i));
+        memcpy(in, src + 2 * i, 2 * (n - i + ((n - i) & 1))); /* whole words */
         _mm256_storeu_ps(out, avg8(load8_s16(in), hi, lo));
         memcpy(dst + i, out, 4 * (n - i));
     }

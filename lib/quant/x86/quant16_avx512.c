@@ -6,8 +6,9 @@
  * Built alone with -mavx512f -mavx512bw -mavx512vl; only called after the
  * probe saw them. The same steps as quant16_avx2.c, 16 lanes at a time:
  * masked loads and stores take the tails (masked-off lanes neither fault
- * nor count), vpmovsdw narrows the clamped int32 lanes (exact, they are
- * within +-32767), vcvtph2ps / vcvtps2ph with an immediate RNE convert
+ * nor count; an odd tail's store takes the padding 0 after its last value),
+ * vpmovsdw narrows the clamped int32 lanes (exact, they are within
+ * +-32767) and the pairs' borrow makes the packed words, vcvtph2ps / vcvtps2ph with an immediate RNE convert
  * float16, and bfloat16 is integer arithmetic.
  */
 #include <immintrin.h>
@@ -19,6 +20,19 @@ extern const sr_quant16_kernels sr_quant16_kernels_avx512; /* picked by quant16.
 static inline __mmask16 lanes_below(size_t m)
 {
     return (__mmask16)(m >= 16 ? 0xffffu : (1u << m) - 1u);
+}
+
+/* Lanes [0, m) rounded up to whole pairs (the packed words). */
+static inline __mmask16 words_below(size_t m)
+{
+    return lanes_below(m + (m & 1));
+}
+
+/* 0xffff in the low half of each 32-bit lane whose top bit is set: the
+ * borrow of the word a * 2^16 + b for the pair b:a (quant16_avx2.c). */
+static inline __m256i pair_borrow(__m256i v)
+{
+    return _mm256_srli_epi32(_mm256_srai_epi32(v, 31), 16);
 }
 
 /* vpshufb control reversing the bytes of each 16-bit lane (per 128 bits). */
@@ -44,18 +58,23 @@ static size_t encode_avx512(uint8_t *dst, const float *src, size_t n, float mul,
         q = _mm512_mask_mov_epi32(q, hi, _mm512_set1_epi32(0x7fffffff));
         __mmask16 over = _mm512_mask_cmpgt_epi32_mask(k, q, top) | _mm512_mask_cmplt_epi32_mask(k, q, ntop);
         nsat += (size_t)__builtin_popcount(over);
-        q = _mm512_max_epi32(_mm512_min_epi32(q, vlim), nlim);
-        __m256i w = _mm256_shuffle_epi8(_mm512_cvtepi32_epi16(q), bswap16_ctl());
-        _mm256_mask_storeu_epi16(dst + 2 * i, k, w);
+        /* Lanes past n are 0 (0 * mul is NaN for an infinite mul): an odd
+         * tail's padding. */
+        q = _mm512_maskz_mov_epi32(k, _mm512_max_epi32(_mm512_min_epi32(q, vlim), nlim));
+        __m256i w = _mm512_cvtepi32_epi16(q);
+        w = _mm256_shuffle_epi8(_mm256_add_epi16(w, pair_borrow(w)), bswap16_ctl());
+        _mm256_mask_storeu_epi16(dst + 2 * i, words_below(n - i), w);
     }
     return nsat;
 }
 
-/* 16 big-endian int16 (masked) -> 16 int32. */
+/* 8 big-endian packed words (the values of k, whole words read) -> their
+ * 16 values as int32. */
 static inline __m512i load16_s16(const uint8_t *src, __mmask16 k)
 {
-    __m256i w = _mm256_shuffle_epi8(_mm256_maskz_loadu_epi16(k, src), bswap16_ctl());
-    return _mm512_cvtepi16_epi32(w);
+    __mmask16 kw = (__mmask16)(k | (k << 1 & 0xaaaau)); /* a prefix: to whole pairs */
+    __m256i w = _mm256_shuffle_epi8(_mm256_maskz_loadu_epi16(kw, src), bswap16_ctl());
+    return _mm512_cvtepi16_epi32(_mm256_sub_epi16(w, pair_borrow(w)));
 }
 
 static void decode_avx512(float *dst, const uint8_t *src, size_t n, float mul)

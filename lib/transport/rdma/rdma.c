@@ -497,7 +497,6 @@ static int rdma_wait(void *state, int64_t timeout_ns, int wake_fd)
 
 const sr_transport sr_transport_rdma = {
     .name = "rdma",
-    .words_only = 1,
     .open = rdma_open,
     .close = rdma_close,
     .send = rdma_send,
