@@ -48,7 +48,7 @@ trap '[ -n "$swpid" ] && kill "$swpid" 2>/dev/null; rm -rf "$logs"' EXIT
 swpid=$!
 for _ in $(seq 100); do [ -s "$logs/port" ] && break; sleep 0.05; done
 [ -s "$logs/port" ] || { cat "$logs/switch.log"; echo "grad_error: serene-switch did not start" >&2; exit 1; }
-echo "grad_error: $NPROC ranks, $ELEMS values per packet, points $POINTS;" \
+echo "grad_error: $NPROC ranks, $ELEMS words per packet, points $POINTS;" \
     "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 GRAD_ERROR_ELEMS=$ELEMS SERENE_SWITCH=127.0.0.1:$(cat "$logs/port") PYTHONPATH=$BUILD/lib/torch OMP_NUM_THREADS=1 \
     SERENE_LOG_LEVEL=warn timeout 1800 /usr/bin/python3 -m torch.distributed.run \
