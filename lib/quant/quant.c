@@ -190,7 +190,7 @@ unsigned sr_cpu_features(void)
 }
 
 /* The table of one variant if it is built and the CPU runs it, else NULL. */
-static const sr_quant_kernels *variant_table(unsigned variant, unsigned features)
+static const void *variant_table(unsigned variant, unsigned features)
 {
     switch (variant) {
     case 0:
@@ -208,18 +208,24 @@ static const sr_quant_kernels *variant_table(unsigned variant, unsigned features
     }
 }
 
-void sr_quant_init(sr_quant_kernels *k, unsigned mask)
+const void *sr_quant_best(sr_quant_variant_fn variant, unsigned mask)
 {
     unsigned allowed = sr_cpu_features() & mask;
     /* C first, then each better variant in turn (dav1d's pattern): a bit
      * that is allowed but not built simply leaves the previous choice. */
-    static const unsigned order[] = {SR_CPU_AVX2, SR_CPU_AVX512};
-    *k = kernels_c;
+    static const unsigned order[] = {0, SR_CPU_AVX2, SR_CPU_AVX512};
+    const void *best = NULL;
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
-        const sr_quant_kernels *t = variant_table(order[i], allowed);
+        const void *t = variant(order[i], allowed);
         if (t)
-            *k = *t;
+            best = t;
     }
+    return best;
+}
+
+void sr_quant_init(sr_quant_kernels *k, unsigned mask)
+{
+    *k = *(const sr_quant_kernels *)sr_quant_best(variant_table, mask);
 }
 
 int sr_quant_init_variant(sr_quant_kernels *k, unsigned variant)

@@ -125,6 +125,12 @@ unsigned sr_cpu_features(void);
 
 /* Fill k with the best kernels allowed by (sr_cpu_features() & mask). */
 void sr_quant_init(sr_quant_kernels *k, unsigned mask);
+/* A kernel table's variants: variant(v, features) is the table of variant
+ * v (0 for C, SR_CPU_AVX2, SR_CPU_AVX512) if it is built and features
+ * allow it, else NULL; 0 always has one. sr_quant_best returns the best
+ * allowed by (sr_cpu_features() & mask) (quant16.c's tables use it too). */
+typedef const void *(*sr_quant_variant_fn)(unsigned variant, unsigned features);
+const void *sr_quant_best(sr_quant_variant_fn variant, unsigned mask);
 
 /* Fill k with exactly one variant: SR_CPU_AVX2, SR_CPU_AVX512 or 0 for C.
  * Returns -1 (k untouched) if that variant is not built or not supported by

@@ -221,7 +221,7 @@ static int have_f16c(void)
 #endif
 }
 
-static const sr_quant16_kernels *variant16(unsigned variant, unsigned features)
+static const void *variant16(unsigned variant, unsigned features)
 {
     switch (variant) {
     case 0:
@@ -241,14 +241,7 @@ static const sr_quant16_kernels *variant16(unsigned variant, unsigned features)
 
 void sr_quant16_init(sr_quant16_kernels *k, unsigned mask)
 {
-    unsigned allowed = sr_cpu_features() & mask;
-    static const unsigned order[] = {SR_CPU_AVX2, SR_CPU_AVX512};
-    *k = kernels16_c;
-    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
-        const sr_quant16_kernels *t = variant16(order[i], allowed);
-        if (t)
-            *k = *t;
-    }
+    *k = *(const sr_quant16_kernels *)sr_quant_best(variant16, mask);
 }
 
 int sr_quant16_init_variant(sr_quant16_kernels *k, unsigned variant)

@@ -245,42 +245,38 @@ static at::Tensor op_allreduce_(at::Tensor tensor, c10::string_view op, int64_t 
     return tensor;
 }
 
-static int64_t op_allreduce_start(at::Tensor tensor, c10::string_view op, int64_t wire_bits)
+// Start a non-blocking call (serene_allreduce_typed_start or
+// serene_stale_start: the same arguments) on tensor in place; its handle.
+using start_fn = int (*)(serene_ctx *, const void *, void *, size_t, serene_dtype,
+                         serene_reduce_op, unsigned, serene_op **);
+
+static int64_t start_op(at::Tensor &tensor, c10::string_view op, int64_t wire_bits,
+                        const char *name, start_fn start)
 {
-    serene_dtype dt = check_ar_tensor(tensor, "allreduce_start");
-    serene_reduce_op rop = reduce_op(op, "allreduce_start");
-    unsigned flags = wire_flags(wire_bits, "allreduce_start");
+    serene_dtype dt = check_ar_tensor(tensor, name);
+    serene_reduce_op rop = reduce_op(op, name);
+    unsigned flags = wire_flags(wire_bits, name);
     Global &g = global();
     std::lock_guard<std::mutex> lock(g.mu);
     serene_ctx *ctx = need_ctx(g);
     void *p = tensor.data_ptr();
     serene_op *sop = nullptr;
-    int rc = serene_allreduce_typed_start(ctx, p, p, static_cast<size_t>(tensor.numel()), dt, rop,
-                                          flags, &sop);
+    int rc = start(ctx, p, p, static_cast<size_t>(tensor.numel()), dt, rop, flags, &sop);
     if (rc)
-        fail("allreduce_start", rc);
+        fail(name, rc);
     int64_t h = g.next_handle++;
     g.ops.emplace(h, sop);
     return h;
 }
 
+static int64_t op_allreduce_start(at::Tensor tensor, c10::string_view op, int64_t wire_bits)
+{
+    return start_op(tensor, op, wire_bits, "allreduce_start", serene_allreduce_typed_start);
+}
+
 static int64_t op_stale_start(at::Tensor tensor, c10::string_view op, int64_t wire_bits)
 {
-    serene_dtype dt = check_ar_tensor(tensor, "stale_start");
-    serene_reduce_op rop = reduce_op(op, "stale_start");
-    unsigned flags = wire_flags(wire_bits, "stale_start");
-    Global &g = global();
-    std::lock_guard<std::mutex> lock(g.mu);
-    serene_ctx *ctx = need_ctx(g);
-    void *p = tensor.data_ptr();
-    serene_op *sop = nullptr;
-    int rc = serene_stale_start(ctx, p, p, static_cast<size_t>(tensor.numel()), dt, rop, flags,
-                                &sop);
-    if (rc)
-        fail("stale_start", rc);
-    int64_t h = g.next_handle++;
-    g.ops.emplace(h, sop);
-    return h;
+    return start_op(tensor, op, wire_bits, "stale_start", serene_stale_start);
 }
 
 static std::vector<int64_t> op_stale_bound(int64_t clock)
