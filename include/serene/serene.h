@@ -611,7 +611,7 @@ SERENE_API int serene_get_clock_info(const serene_ctx *ctx, serene_clock_info *o
  * The store above keeps the model in the switch, which holds megabytes; a
  * Tofino holds 16,384 words per job. The stream mode keeps the model on
  * the workers and sends each clock's gradients through the streaming
- * allreduce, so the switch holds the allreduce's window (slots x values
+ * allreduce, so the switch holds the allreduce's window (slots x words
  * per packet), never the model, and the model's optimizer (momentum,
  * Adam, schedules) stays the user's. The staleness bound is the switch's
  * clock-indexed policy, as for the store (BSP: s = 0; SSP(s); ASP: the
@@ -645,7 +645,7 @@ SERENE_API int serene_get_clock_info(const serene_ctx *ctx, serene_clock_info *o
  *   equal; after the last clock's op is waited for and applied on every
  *   worker, every replica is identical (bit for bit, with a deterministic
  *   optimizer).
- * - The switch holds slots x values per packet of the job's memory for
+ * - The switch holds slots x words per packet of the job's memory for
  *   it, whatever the model's size; a worker keeps s + 1 gradients'
  *   buffers in flight.
  * The allreduces of consecutive clocks go in clock order, each as

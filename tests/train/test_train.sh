@@ -16,6 +16,8 @@
 #      chance by far; rank 1 straggled, rank 0 did not.
 #   2. the same in allreduce mode, with one 30 ms failure pause per rank.
 #   3. SSP(3) on a switch this script starts, with a heterogeneous straggler.
+#   3c. the stream mode under SSP(3), 16-bit values, on a switch with no
+#      store, rank 0 straggling.
 #   3b. a transient burst (burst:F:START:LEN) with a non-IID split, and
 #      rank 0's loss in the --metrics file (serene-ctl run --metrics).
 #   4. errors: missing and truncated data file, bad straggler spec, a store
@@ -120,6 +122,18 @@ mkdir "$work/ssp"
     fail "ssp run exited with $?"
 stop_switch
 check_run "$work/ssp" ssp3
+
+# 3c. the stream mode (SSP(3) over the streaming allreduce, 16-bit values)
+# on the same kind of switch, rank 0 straggling: the same checks, so both
+# ranks end with the same model.
+start_switch 127.0.0.1:0 --job "0:2:2048,store=0,policy=ssp:3" || fail "serene-switch exited at start"
+mkdir "$work/stream"
+"$RUN" -n 2 --switch "127.0.0.1:$port" --timeout 120 -- "$TRAIN" "${common[@]}" \
+    --out "$work/stream" --mode stream --wire-bits 16 --straggler slow:0.3:0.5:2 \
+    --straggler-ranks 0 --mean-iter-ms 3 >"$work/out.log" 2>&1 || fail "stream run exited with $?"
+stop_switch
+check_run "$work/stream" stream3
+grep -qx "mode=stream" "$work/stream/rank0.summary" || fail "stream summary mode"
 
 # 3b. a transient burst on rank 1 (3x, delay calls 10..24: iterations 16..30
 # after a warm-up of 5) with a non-IID split that gives each rank only its
