@@ -204,8 +204,8 @@ void forge_malformed(forger *f)
     memset(buf, 0xff, 64);
     send_raw(f, buf, 64);
     expected.rejected[-SR_PARSE_FOREIGN] += 3;
-    /* Another wire version. */
-    for (int v = 0; v < 3; v += 2) {
+    /* The versions either side of this one. */
+    for (unsigned v = SR_WIRE_VERSION - 1; v <= SR_WIRE_VERSION + 1; v += 2) {
         len = pack(buf, &h, 0x55555555u, -1);
         buf[SR_WIRE_OFF_VERSION] = (uint8_t)v;
         send_raw(f, buf, len);
