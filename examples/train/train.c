@@ -564,6 +564,27 @@ static int setup(run *r)
 }
 
 
+/* The weights after iteration it, kept for the evaluation at the end; the
+ * mean loss since the previous snapshot to --metrics; a progress line. */
+static void snapshot(run *r, long it, size_t *s, FILE *mf)
+{
+    size_t np = r->m.n_params;
+    memcpy(r->snaps + *s * np, r->w, np * sizeof *r->w);
+    r->snap_iter[(*s)++] = it;
+    if (mf) { /* the clock this iteration ended is it */
+        double sum = 0;
+        long k0 = *s > 1 ? r->snap_iter[*s - 2] + 1 : 0;
+        for (long k = k0; k <= it; k++)
+            sum += r->rows[k].loss;
+        fprintf(mf, "%ld %.6f\n", it, sum / (double)(it + 1 - k0));
+        fflush(mf);
+    }
+    if (r->rank == 0) {
+        printf("progress %ld/%ld\n", it + 1, r->o.iters);
+        fflush(stdout);
+    }
+}
+
 static int train(run *r)
 {
     const opts *o = &r->o;
@@ -609,22 +630,8 @@ static int train(run *r)
                 fclose(mf);
             return 1;
         }
-        if ((it + 1) % o->eval_every == 0 || it + 1 == o->iters) {
-            memcpy(r->snaps + s * np, r->w, np * sizeof *r->w);
-            r->snap_iter[s++] = it;
-            if (mf) { /* the clock this iteration ended is it */
-                double sum = 0;
-                long k0 = s > 1 ? r->snap_iter[s - 2] + 1 : 0;
-                for (long k = k0; k <= it; k++)
-                    sum += r->rows[k].loss;
-                fprintf(mf, "%ld %.6f\n", it, sum / (double)(it + 1 - k0));
-                fflush(mf);
-            }
-            if (r->rank == 0) {
-                printf("progress %ld/%ld\n", it + 1, o->iters);
-                fflush(stdout);
-            }
-        }
+        if ((it + 1) % o->eval_every == 0 || it + 1 == o->iters)
+            snapshot(r, it, &s, mf);
     }
     r->end_ns = real_ns();
     r->n_snaps = s;
