@@ -7,7 +7,9 @@
 # tofino) checks serene-ctl against in CI; then serene-ctl's script for the
 # conformance job is checked against the fresh bfrt.json too. Prints the
 # stages the compiler used and its resources per feature
-# (tofino_resources.py: the table in p4/README.md). Then, when the Tofino 2
+# (tofino_resources.py: the table in p4/README.md), and checks that the
+# ingress parser in the assembly matches EtherType 0x0800, the UDP port and
+# the magic (parser_matches). Then, when the Tofino 2
 # driver is there too ($P4C_TOFINO2, else p4c-tofino2 on PATH: `p4c
 # --target tofino2 --arch t2na`), the same program for Tofino 2: no error,
 # tofino2.bin, the same tables. Skipped (77) without the compiler:
@@ -36,6 +38,28 @@ compile() {
     fi
     [ -s "$2/pipe/$3" ] || { echo "FAIL: no $3" >&2; exit 1; }
     grep 'Number of stages for' "$2/pipe/logs/table_summary.log" | tail -n 2 | sed "s/^ */$4: /"
+    parser_matches "$2/pipe/serene_tna.bfa" "$4"
+}
+# parser_matches BFA WHAT: the ingress parser the assembler got must branch
+# on the EtherType, the UDP port and the magic with the version: a p4c
+# without the match-register fix (upstream PR #5753) drops every select's
+# registers and leaves only "*" branches, a parser that takes any frame.
+parser_matches() {
+    wire=$root/lib/proto/wire.h
+    port=$(sed -n 's/^#define SR_WIRE_UDP_PORT \([0-9]*\)u.*/\1/p' "$wire")
+    magic=$(sed -n 's/^#define SR_WIRE_MAGIC 0x\([0-9a-fA-F]*\)u.*/\1/p' "$wire")
+    version=$(sed -n 's/^#define SR_WIRE_VERSION \([0-9]*\)u.*/\1/p' "$wire")
+    [ -n "$port" ] && [ -n "$magic" ] && [ -n "$version" ] || { echo "FAIL: constants not found in $wire" >&2; exit 1; }
+    want="0x0800 $(printf '0x%04x 0x%s%02x' "$port" "$magic" "$version" | tr 'A-F' 'a-f')"
+    got=$(awk '/^parser ingress:/ { f = 1; next } /^[^ ]/ { f = 0 } f' "$1" |
+        sed -n 's/^ *\(0x[0-9a-fA-F]*\):.*/\1/p' | tr 'A-F' 'a-f')
+    for v in $want; do
+        printf '%s\n' "$got" | grep -qx "$v" || {
+            echo "FAIL: $2: the ingress parser never matches $v (branches: $(printf '%s ' $got | head -c 200)); a p4c without PR #5753's parser fix? (p4/tna/README.md)" >&2
+            exit 1
+        }
+    done
+    echo "$2: the ingress parser matches EtherType, UDP port and magic+version ($want)"
 }
 compile "$cc" "$tmp/out" tofino.bin compiled
 # The resources per feature (the table p4/README.md shows).
