@@ -8,7 +8,8 @@
 # relay's rate allows it, probes and resends summed over the ranks, the
 # relay's drops and the 1-minute load average; then the median and the
 # worst of the runs. The targets: at most 2x the packets, at most 3x the
-# time (issue [pace]; the test checks the packets, this the time too).
+# time (so a sender that keeps up with a slow switch neither floods it nor
+# stalls; the test checks the packets, this the time too).
 #
 #   bench/run_pace.sh [--build DIR] [--runs K] [--case relay|trains]
 #
@@ -29,7 +30,7 @@ while [ $# -gt 0 ]; do
     --build) BUILD=${2:?}; shift ;;
     --runs) RUNS=${2:?}; shift ;;
     --case) CASE=${2:?}; shift ;;
-    -h | --help) sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
     esac
     shift

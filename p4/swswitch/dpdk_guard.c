@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dpdk_guard.c - no memif region is unmapped under a burst of the switch's
- * loop (issue 34: serene-switch --dpdk died of a segmentation fault as
+ * loop (without it serene-switch --dpdk died of a segmentation fault as
  * memif clients left).
  *
  * Who touches a memif region, and when: the switch's loop copies frames

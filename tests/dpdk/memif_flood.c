@@ -4,8 +4,8 @@
  * with the largest frames and then disconnects at once, for
  * test_memif_churn.sh: the switch is still copying this client's frames out
  * of the memif ring when its memif server hears that the client left
- * (issue 34's crash: EAL's interrupt thread unmapped the client's memory
- * under a burst of the switch's loop).
+ * (the crash dpdk_guard.c prevents: EAL's interrupt thread unmapped the
+ * client's memory under a burst of the switch's loop).
  *
  *   memif_flood EAL_ARGS PORT SWITCH_IP:PORT SRC_IP:PORT MS [ROUNDS]
  *

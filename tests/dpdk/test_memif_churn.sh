@@ -5,8 +5,8 @@
 # - memif clients connecting, running and leaving, cleanly or not, while
 # one serene-switch --dpdk ($SERENE_SWITCH_BIN) keeps running: the switch
 # must survive every connect and disconnect and keep serving exact results.
-# A segfault of serene-switch here is the memif reconnect crash of issue
-# 34 (dpdk_guard.c: EAL's interrupt thread unmapped a leaving client's
+# A segfault of serene-switch here is the memif reconnect crash that
+# dpdk_guard.c prevents (EAL's interrupt thread unmapped a leaving client's
 # memory while the switch's loop copied frames out of it or into it).
 #
 # The switch has 6 memif servers (one socket each; 16 KiB buffers, jobs of
@@ -39,8 +39,8 @@
 # the unmaps that had to wait for a burst in progress.
 #
 # CYCLES (default 36) cycles, or fewer when SECONDS (default 40) run out
-# first (a loaded machine); at least one flood cycle must fit. Issue 34's
-# long form: `test_memif_churn.sh FAULT_WORKER SSP_CHECK MEMIF_FLOOD 600
+# first (a loaded machine); at least one flood cycle must fit. The
+# hour-long form: `test_memif_churn.sh FAULT_WORKER SSP_CHECK MEMIF_FLOOD 600
 # 3600`. MEMIF_CHURN_CPU=N pins the switch to CPU N (see below).
 #
 # Needs root (DPDK's EAL without hugepages, memif): exits 77 (skip)

@@ -5,7 +5,7 @@
 # - the workers of one job SIGKILLed mid-call and restarted, again and
 # again, on one serene-switch over UDP ($SERENE_SWITCH_BIN, loopback): the
 # switch must keep serving each new run of the job exactly, and leak
-# nothing of the dead ones (issue 34).
+# nothing of the dead ones (bindings, slots, barrier entries).
 #
 # Job 0 has 3 workers, a store and the default barrier (BSP), and the
 # switch a lease of 0.2 s. Each cycle is a new run: 3 new `fault_worker
@@ -27,7 +27,7 @@
 # JOIN refused as JOB_IN_USE (each run waited for the last one's lease).
 #
 # KILLS (default 200) killed runs, or fewer when SECONDS (default 45) run
-# out first (a loaded machine); at least 10 must fit. Issue 34's count is
+# out first (a loaded machine); at least 10 must fit. The full count is
 # the default; the meson test passes a time budget that keeps it under a
 # minute. Every wait is bounded; processes are stopped by their PIDs; the
 # temporary directory is removed. A failure prints "FAIL: ..." and exits 1.
