@@ -49,7 +49,7 @@ while [ $# -gt 0 ]; do
     --queue) QUEUE=${2:?}; shift ;;
     --case-timeout) CASE_TIMEOUT=${2:?}; shift ;;
     --window) WINDOW=${2:?}; shift ;;
-    -h | --help) sed -n '3,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) awk 'NR > 2 && !/^#/ { exit } NR > 2 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
     esac
     shift

@@ -50,7 +50,7 @@ while [ $# -gt 0 ]; do
     --slots) SLOTS=${2:?}; shift ;;
     --rsize) RSIZE=${2:?}; shift ;;
     --pin) PIN=${2:?}; shift ;;
-    -h | --help) sed -n '3,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) awk 'NR > 2 && !/^#/ { exit } NR > 2 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
     esac
     shift

@@ -30,7 +30,7 @@ while [ $# -gt 0 ]; do
     --build) BUILD=${2:?}; shift ;;
     --runs) RUNS=${2:?}; shift ;;
     --case) CASE=${2:?}; shift ;;
-    -h | --help) sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) awk 'NR > 2 && !/^#/ { exit } NR > 2 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
     esac
     shift

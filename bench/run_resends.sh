@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
     --elems) ELEMS=${2:?}; shift ;;
     --busy) BUSY=${2:?}; shift ;;
     --reps) REPS=${2:?}; shift ;;
-    -h | --help) sed -n '3,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) awk 'NR > 2 && !/^#/ { exit } NR > 2 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
     esac
     shift

@@ -64,7 +64,7 @@ while [ $# -gt 0 ]; do
     --dpdk-elems) DPDK_ELEMS=${2:?--dpdk-elems needs a list}; shift ;;
     --dpdk-eal) DPDK_EAL=${2:?--dpdk-eal needs a value}; shift ;;
     --case-timeout) CASE_TIMEOUT=${2:?--case-timeout needs seconds}; shift ;;
-    -h | --help) sed -n '3,42p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) awk 'NR > 2 && !/^#/ { exit } NR > 2 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
     esac
     shift

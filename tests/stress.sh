@@ -40,7 +40,7 @@ while [ $# -gt 0 ]; do
     --loops) NLOOPS=${2:?}; shift ;;
     --compile) COMPILE=${2:?}; shift ;;
     --out) OUT=${2:?}; shift ;;
-    -h | --help) sed -n '3,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) awk 'NR > 2 && !/^#/ { exit } NR > 2 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
     esac
     shift
