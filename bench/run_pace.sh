@@ -17,7 +17,7 @@
 #   --runs K     runs (default 10)
 #   --case C     relay (default), or trains: the relay also drops every
 #                UDP GSO train whole, as BMv2's packet socket does behind
-#                a veth pair; the library notices after 300 ms of silence
+#                a veth pair; each rank's path test at the join finds it
 #
 # Logs go to BUILD/pace/ (one per run); the table to stdout.
 set -uo pipefail

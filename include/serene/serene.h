@@ -243,10 +243,13 @@ typedef struct serene_config {
      * pair, a cable). Default zero. Env SERENE_DPDK_PEER_MAC. */
     uint8_t dpdk_peer_mac[6];
     /* 1: the udp transport sends one datagram per send call, never a UDP
-     * GSO train. 0 (the default): trains where the kernel has GSO, and
-     * the library turns them off by itself, once, with a warning, when a
-     * call gets no answer at all while trains go out (a path that drops
-     * them whole, such as a veth pair into BMv2's packet socket).
+     * GSO train. 0 (the default): trains where the kernel has GSO, once
+     * the path has passed one: after the join, before the first burst
+     * that could go as a train, the library sends a test train and then a
+     * single datagram; trains go on if the train is answered, stay off
+     * with one warning if only the single is (a path that drops them
+     * whole, such as a veth pair into BMv2's packet socket), and stay off
+     * while neither is (the test is sent again, a few times in all).
      * Env SERENE_UDP_GSO (0: off, 1: on). */
     uint8_t udp_gso_off;
     /* Bits per value on the wire for float32 allreduces that name no
