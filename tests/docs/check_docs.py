@@ -32,6 +32,22 @@ rules 1-3 do not apply to. Rules:
    same file) must be the GitHub slug of one of the target's headings
    (lowercased, code marks and punctuation but '-' and '_' dropped, spaces
    to '-', a repeated heading's slug suffixed -1, -2, ...).
+5. Names exist. In the same files, in `code spans` and fenced code blocks
+   (a line ending in '\\' joined to the next):
+   - a path whose first part is a folder that git tracks at the top
+     (bench/, lib/, ...) or a folder beside the file (swswitch/ in p4/),
+     not build*, exists from the root or from the file's folder, or names
+     a build target ('NAME' in its folder's meson.build). Left alone: a
+     path followed by one of PLACEHOLDER_NEXT (test_<module>.c, udp*) or
+     with a placeholder part (1-4 capitals: X.p4, DIR, OUT).
+   - after a repository script (bench/x.sh, ./serene.sh, tests/y.py),
+     each --option up to the end of its command (|, ;, &, &&, --, #, a
+     redirect) occurs in that script or in a script it names ("$@" passed
+     on: ./serene.sh demo to examples/train/demo.sh).
+6. Help texts reach their end. Every *.sh under bench/ and tests/ with a
+   `--help)` case, run as `bash SCRIPT --help` from the root, exits 0 and
+   prints the last line of its header (the '#' lines after the first line,
+   up to the first other line, without '# '; the last one not blank).
 
 Usage: check_docs.py SOURCE_ROOT   exit 0 ok, 1 violations (one per line).
        check_docs.py --self-test  the checker finds what it must find
@@ -58,6 +74,15 @@ COMMAND_PREFIXES = ('./serene.sh', './build/', './p4/', 'bench/', 'build', 'BUIL
 NOT_COMMAND_EXT = ('.md', '.c', '.h', '.p4', '.csv', '.png', '.txt', '.conf', '.pcap', '.json')
 CODE_SPAN = re.compile(r'`[^`]*`')
 LINK = re.compile(r'\[[^\]]*\]\(([^)\s]+)\)')
+# A path-like word: not part of a longer path, URL, variable or option.
+PATH_WORD = re.compile(r'(?<![\w$/.{}<>%*=~-])[\w.+-]+(?:/[\w.+-]*)+')
+PLACEHOLDER_NEXT = '<>{}*$%'
+PLACEHOLDER_PART = re.compile(r'^[A-Z][A-Z0-9_]{0,3}(\.\w+)?$')
+OPTION = re.compile(r'^--[a-z][\w-]*')
+COMMAND_END = ('|', '||', '&&', ';', '&', '--')
+SCRIPT_EXT = ('.sh', '.py')
+HELP_CASE = re.compile(r'^\s*(-h \| )?--help\)', re.MULTILINE)
+HELP_TIMEOUT_S = 30
 
 
 def fenced(lines):
@@ -159,10 +184,12 @@ def anchors(path):
     return out
 
 
-def markdown_files(root):
+def repo_files(root):
+    """The files git tracks or would track (with no git checkout: every one
+    outside hidden and build* folders)."""
     try:
         out = subprocess.run(['git', '-C', root, 'ls-files', '--cached', '--others',
-                              '--exclude-standard', '*.md'], capture_output=True, text=True,
+                              '--exclude-standard'], capture_output=True, text=True,
                              check=True).stdout.split('\n')
         files = [f for f in out if f]
     except (OSError, subprocess.CalledProcessError):
@@ -170,8 +197,12 @@ def markdown_files(root):
     if not files:
         for d, subs, names in os.walk(root):
             subs[:] = [s for s in subs if not s.startswith(('.', 'build'))]
-            files += [os.path.relpath(os.path.join(d, n), root) for n in names if n.endswith('.md')]
-    return sorted(f for f in files if os.path.exists(os.path.join(root, f)))
+            files += [os.path.relpath(os.path.join(d, n), root) for n in names]
+    return [f for f in files if os.path.exists(os.path.join(root, f))]
+
+
+def markdown_files(root):
+    return sorted(f for f in repo_files(root) if f.endswith('.md'))
 
 
 def check_links(root, rel):
@@ -195,17 +226,169 @@ def check_links(root, rel):
     return errs
 
 
+def code_snippets(lines):
+    """(line number, text) of each code span and each command of a fenced
+    block (a line ending in a backslash joined to the next)."""
+    buf, start = '', 0
+    for k, (line, in_code) in enumerate(zip(lines, fenced(lines)), 1):
+        if in_code:
+            if line.lstrip().startswith('```'):
+                buf = ''
+                continue
+            if not buf:
+                start = k
+            if line.rstrip().endswith('\\'):
+                buf += line.rstrip()[:-1] + ' '
+                continue
+            yield start, buf + line
+            buf = ''
+        else:
+            for span in CODE_SPAN.findall(line):
+                yield k, span.strip('`')
+
+
+def is_build_target(root, rel):
+    build = os.path.join(root, os.path.dirname(rel), 'meson.build')
+    if not os.path.isfile(build):
+        return False
+    with open(build, encoding='utf-8') as f:
+        return "'%s'" % os.path.basename(rel) in f.read()
+
+
+def script_text(root, path, seen=None):
+    """The script's text and that of the repository scripts it names."""
+    seen = set() if seen is None else seen
+    if path in seen:
+        return ''
+    seen.add(path)
+    with open(path, encoding='utf-8', errors='replace') as f:
+        text = f.read()
+    out = [text]
+    here = os.path.dirname(path)
+    for word in re.findall(r'[\w./-]+(?:%s)\b' % '|'.join(re.escape(e) for e in SCRIPT_EXT), text):
+        for cand in (os.path.join(root, word), os.path.join(here, os.path.basename(word))):
+            if os.path.isfile(cand) and os.path.realpath(cand) != os.path.realpath(path):
+                out.append(script_text(root, os.path.realpath(cand), seen))
+                break
+    return '\n'.join(out)
+
+
+def missing_paths(root, folder, snippet, tops):
+    """The path-like words of one snippet that name no file (rule 5)."""
+    out = []
+    for m in PATH_WORD.finditer(snippet):
+        word = m.group(0).rstrip('.,:;')
+        after = snippet[m.start() + len(word):m.start() + len(word) + 1]
+        path = word[2:] if word.startswith('./') else word
+        parts = path.split('/')
+        if (after and after in PLACEHOLDER_NEXT) or parts[0].startswith('build') or \
+                any(PLACEHOLDER_PART.match(p) for p in parts):
+            continue
+        beside = parts[0] not in ('', '.', '..') and \
+            os.path.isdir(os.path.join(root, folder, parts[0]))
+        if parts[0] not in tops and not beside:
+            continue
+        if not any(os.path.exists(os.path.join(root, base, path)) or
+                   is_build_target(root, os.path.join(base, path)) for base in ('', folder)):
+            out.append(word)
+    return out
+
+
+def unknown_options(root, folder, snippet, texts):
+    """(script, option) for each --option of one snippet that its script
+    and the scripts it names never mention (rule 5)."""
+    out, script = [], None
+    for tok in snippet.replace('|', ' | ').replace(';', ' ; ').split():
+        if tok in COMMAND_END or tok.startswith(('#', '>', '<', '2>')):
+            script = None
+            continue
+        path = tok[2:] if tok.startswith('./') else tok
+        if path.endswith(SCRIPT_EXT) and ('/' in path or path == 'serene.sh'):
+            cands = (os.path.join(root, path), os.path.join(root, folder, path))
+            script = next((os.path.realpath(c) for c in cands if os.path.isfile(c)), None)
+            continue
+        m = OPTION.match(tok)
+        if script and m:
+            if script not in texts:
+                texts[script] = script_text(root, script)
+            if not re.search(re.escape(m.group(0)) + r'(?![\w-])', texts[script]):
+                out.append((os.path.relpath(script, root), m.group(0)))
+    return out
+
+
+def check_names(root, rel, tops, texts):
+    errs = []
+    folder = os.path.dirname(rel)
+    with open(os.path.join(root, rel), encoding='utf-8') as f:
+        lines = f.read().split('\n')
+    for k, snippet in code_snippets(lines):
+        for word in missing_paths(root, folder, snippet, tops):
+            errs.append('%s:%d: names a file that does not exist: %s' % (rel, k, word))
+        for script, opt in unknown_options(root, folder, snippet, texts):
+            errs.append('%s:%d: %s has no option %s' % (rel, k, script, opt))
+    return errs
+
+
+def header_last_line(path):
+    last = None
+    with open(path, encoding='utf-8', errors='replace') as f:
+        for k, line in enumerate(f):
+            if k == 0:
+                continue
+            if not line.startswith('#'):
+                break
+            text = re.sub(r'^# ?', '', line.rstrip('\n')).strip()
+            if text:
+                last = text
+    return last
+
+
+def check_help(root, files):
+    errs = []
+    scripts = sorted(f for f in files if f.startswith(('bench/', 'tests/')) and f.endswith('.sh'))
+    for rel in scripts:
+        path = os.path.join(root, rel)
+        with open(path, encoding='utf-8', errors='replace') as f:
+            if not HELP_CASE.search(f.read()):
+                continue
+        last = header_last_line(path)
+        try:
+            r = subprocess.run(['bash', path, '--help'], cwd=root, capture_output=True, text=True,
+                               timeout=HELP_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            errs.append('%s: --help ran past %d s' % (rel, HELP_TIMEOUT_S))
+            continue
+        if r.returncode != 0:
+            errs.append('%s: --help exits %d' % (rel, r.returncode))
+        elif last and last not in [l.strip() for l in (r.stdout + r.stderr).split('\n')]:
+            errs.append('%s: --help stops before the header\'s last line: %s' % (rel, last))
+    return errs
+
+
 def check(root):
     errs = []
     for rel in LIMITS:
         errs += check_manual(root, rel)
+    files = repo_files(root)
+    tops = {f.split('/')[0] for f in files if '/' in f and not f.startswith('build')}
+    texts = {}
     for rel in markdown_files(root):
         errs += check_links(root, rel)
+        errs += check_names(root, rel, tops, texts)
+    errs += check_help(root, files)
     return errs
 
 
+HELP_GOOD = ('#!/bin/bash\n# h.sh - a script.\n#\n#   bench/h.sh [--runs K]\n#\n'
+             '# Exit status: 0, 2 (bad usage).\nset -u\ncase $1 in\n'
+             '    -h | --help) awk \'NR > 2 && !/^#/ { exit } NR > 2 { sub(/^# ?/, ""); print }\' '
+             '"$0"; exit 0 ;;\nesac\n')
+SELF_FILES = {'bench/run_x.sh': '#!/bin/bash\n# x\ncase $1 in --runs) ;; esac\n',
+              'bench/fabric.sh': '#!/bin/bash\n# x\ncase $1 in -n) ;; esac\n',
+              'lib/a.c': '', 'p4/swswitch/b.c': ''}
 SELF_CASES = {
-    # name: (file, text, the message the checker must give, or None when clean)
+    # name: (file, text, the message the checker must give, or None when clean[,
+    #        more files]); every case also has SELF_FILES
     'clean': ('README.md', '# T\n\n## Runs\n\n`bench/run_x.sh --runs 3`:\n\n| a | b | c |\n'
               '|---|---|---|\n| x | 1.5 | 20% |\n\n[runs](#runs) [b](bench/README.md)\n'
               '| var | default |\n|---|---|\n| `SERENE_X` | 0, 1 |\n', None),
@@ -229,20 +412,43 @@ SELF_CASES = {
     'table-in-code': ('README.md', '```\n| a | b |\n|---|---|\n| 2.5 | 3% |\n```\n', None),
     'dup-anchor': ('README.md', '## R\n\n## R\n\n[x](#r-1) [y](README.md#r)\n', None),
     'good-anchor': ('README.md', '## A `b`, c\n\nSee [x](#a-b-c) and `[y](nope)`.\n', None),
+    'missing-path': ('README.md', 'See `lib/nothere.c`.\n', 'names a file that does not exist'),
+    'missing-in-code': ('README.md', '```sh\nls lib/a.c lib/b.c\n```\n', 'does not exist: lib/b.c'),
+    'missing-beside': ('p4/README.md', '`swswitch/nope.c` beside `swswitch/b.c`\n',
+                       'does not exist: swswitch/nope.c'),
+    'names-ok': ('README.md', '`lib/a.c`, `./lib/`, `swswitch/b.c` is not here, `bench/tool` '
+                 '(built), `lib/X.c`, `tests/unit/test_<m>.c`, `lib/q*`, `build/x/y`, '
+                 '`$B/lib/z`, `https://x.org/lib/z`, [a](lib/a.c)\n', None,
+                 {'bench/meson.build': "executable('tool', 'tool.c')\n"}),
+    'bad-option': ('README.md', '```sh\nbench/run_x.sh --runs 3 \\\n    --foo 1\n```\n',
+                   'bench/run_x.sh has no option --foo'),
+    'options-ok': ('README.md', '`./bench/run_x.sh --runs=3 | grep --count x; ls --all`, '
+                   '`bench/run_x.sh -- prog --any` and `./serene.sh demo --seeds 1`\n', None,
+                   {'serene.sh': '#!/bin/bash\nexamples/demo.sh "$@"\n',
+                    'examples/demo.sh': '#!/bin/bash\n# --seeds LIST\n'}),
+    'help-ok': ('README.md', '# x\n', None, {'bench/h.sh': HELP_GOOD}),
+    'help-short': ('README.md', '# x\n', "stops before the header's last line: Exit status",
+                   {'bench/h.sh': HELP_GOOD.replace("awk 'NR > 2 && !/^#/ { exit } NR > 2 "
+                                                    "{ sub(/^# ?/, \"\"); print }'",
+                                                    "sed -n '3,4p'")}),
+    'help-exit': ('README.md', '# x\n', '--help exits 2',
+                  {'tests/h.sh': HELP_GOOD.replace('exit 0', 'exit 2')}),
 }
 
 
 def self_test():
     bad = 0
-    for name, (rel, text, want) in SELF_CASES.items():
+    for name, case in SELF_CASES.items():
+        rel, text, want = case[:3]
+        files = dict((m, '# x\n') for m in LIMITS)
+        files.update(SELF_FILES)
+        files.update(case[3] if len(case) > 3 else {})
+        files[rel] = text
         with tempfile.TemporaryDirectory() as root:
-            for m in LIMITS:
-                os.makedirs(os.path.join(root, os.path.dirname(m)), exist_ok=True)
-                with open(os.path.join(root, m), 'w', encoding='utf-8') as f:
-                    f.write('# x\n')
-            os.makedirs(os.path.join(root, 'bench'), exist_ok=True)
-            with open(os.path.join(root, rel), 'w', encoding='utf-8') as f:
-                f.write(text)
+            for path, body in files.items():
+                os.makedirs(os.path.join(root, os.path.dirname(path)), exist_ok=True)
+                with open(os.path.join(root, path), 'w', encoding='utf-8') as f:
+                    f.write(body)
             errs = check(root)
             ok = (not errs) if want is None else any(want in e for e in errs)
             if not ok:
