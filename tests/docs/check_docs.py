@@ -35,9 +35,11 @@ rules 1-3 do not apply to. Rules:
 5. Names exist. In the same files, in `code spans` and fenced code blocks
    (a line ending in '\\' joined to the next):
    - a path whose first part is a folder that git tracks at the top
-     (bench/, lib/, ...) or a folder beside the file (swswitch/ in p4/),
-     not build*, exists from the root or from the file's folder, or names
-     a build target ('NAME' in its folder's meson.build). Left alone: a
+     (bench/, lib/, ...), not build*, or that starts at a folder beside
+     the file and ends in one of SOURCE_EXT (swswitch/job_table.c in p4/;
+     not an installed path such as serene_torch/bin/ in lib/torch/),
+     exists from the root or from the file's folder, or names a build
+     target ('NAME' in its folder's meson.build). Left alone: a
      path followed by one of PLACEHOLDER_NEXT (test_<module>.c, udp*) or
      with a placeholder part (1-4 capitals: X.p4, DIR, OUT).
    - after a repository script (bench/x.sh, ./serene.sh, tests/y.py),
@@ -48,6 +50,10 @@ rules 1-3 do not apply to. Rules:
    `--help)` case, run as `bash SCRIPT --help` from the root, exits 0 and
    prints the last line of its header (the '#' lines after the first line,
    up to the first other line, without '# '; the last one not blank).
+7. No tracker citations. No line of a file of rule 4's kind (any file,
+   not only *.md) but the results logs (NOTES.md) matches CITATION
+   (the word issue, any case, then a number, '#' or '[': a tag): a
+   reader has no tracker, so a comment says what the code guards or why.
 
 Usage: check_docs.py SOURCE_ROOT   exit 0 ok, 1 violations (one per line).
        check_docs.py --self-test  the checker finds what it must find
@@ -81,8 +87,11 @@ PLACEHOLDER_PART = re.compile(r'^[A-Z][A-Z0-9_]{0,3}(\.\w+)?$')
 OPTION = re.compile(r'^--[a-z][\w-]*')
 COMMAND_END = ('|', '||', '&&', ';', '&', '--')
 SCRIPT_EXT = ('.sh', '.py')
+SOURCE_EXT = ('.c', '.h', '.p4', '.py', '.sh', '.md')
 HELP_CASE = re.compile(r'^\s*(-h \| )?--help\)', re.MULTILINE)
 HELP_TIMEOUT_S = 30
+CITATION = re.compile(r'\bissue ?(#?[0-9]|\[)', re.IGNORECASE)
+NOT_CITATION_CHECKED = ('NOTES.md',)
 
 
 def fenced(lines):
@@ -284,7 +293,7 @@ def missing_paths(root, folder, snippet, tops):
         if (after and after in PLACEHOLDER_NEXT) or parts[0].startswith('build') or \
                 any(PLACEHOLDER_PART.match(p) for p in parts):
             continue
-        beside = parts[0] not in ('', '.', '..') and \
+        beside = parts[0] not in ('', '.', '..') and path.endswith(SOURCE_EXT) and \
             os.path.isdir(os.path.join(root, folder, parts[0]))
         if parts[0] not in tops and not beside:
             continue
@@ -365,6 +374,23 @@ def check_help(root, files):
     return errs
 
 
+def check_citations(root, files):
+    errs = []
+    for rel in files:
+        if os.path.basename(rel) in NOT_CITATION_CHECKED:
+            continue
+        try:
+            with open(os.path.join(root, rel), encoding='utf-8') as f:
+                lines = f.read().split('\n')
+        except (UnicodeDecodeError, IsADirectoryError):
+            continue
+        for k, line in enumerate(lines, 1):
+            if CITATION.search(line):
+                errs.append('%s:%d: cites the tracker (say what it guards): %s'
+                            % (rel, k, line.strip()[:80]))
+    return errs
+
+
 def check(root):
     errs = []
     for rel in LIMITS:
@@ -376,6 +402,7 @@ def check(root):
         errs += check_links(root, rel)
         errs += check_names(root, rel, tops, texts)
     errs += check_help(root, files)
+    errs += check_citations(root, files)
     return errs
 
 
@@ -416,6 +443,8 @@ SELF_CASES = {
     'missing-in-code': ('README.md', '```sh\nls lib/a.c lib/b.c\n```\n', 'does not exist: lib/b.c'),
     'missing-beside': ('p4/README.md', '`swswitch/nope.c` beside `swswitch/b.c`\n',
                        'does not exist: swswitch/nope.c'),
+    'installed-beside': ('p4/README.md', '`swswitch/bin/`, `swswitch/x.so`, `swswitch/b.c`\n',
+                         None),
     'names-ok': ('README.md', '`lib/a.c`, `./lib/`, `swswitch/b.c` is not here, `bench/tool` '
                  '(built), `lib/X.c`, `tests/unit/test_<m>.c`, `lib/q*`, `build/x/y`, '
                  '`$B/lib/z`, `https://x.org/lib/z`, [a](lib/a.c)\n', None,
@@ -426,6 +455,12 @@ SELF_CASES = {
                    '`bench/run_x.sh -- prog --any` and `./serene.sh demo --seeds 1`\n', None,
                    {'serene.sh': '#!/bin/bash\nexamples/demo.sh "$@"\n',
                     'examples/demo.sh': '#!/bin/bash\n# --seeds LIST\n'}),
+    'citation': ('README.md', '# x\n', 'cites the tracker',
+                 {'lib/c.c': '/* the crash of Iss' 'ue 34 */\n'}),
+    'citation-tag': ('README.md', '# x\n', 'cites the tracker',
+                     {'bench/b.sh': '# iss' 'ue [pace]\n'}),
+    'citation-log': ('README.md', 'An issue of timing; issues 3.\n', None,
+                     {'bench/NOTES.md': 'iss' 'ue 18, item 3\n'}),
     'help-ok': ('README.md', '# x\n', None, {'bench/h.sh': HELP_GOOD}),
     'help-short': ('README.md', '# x\n', "stops before the header's last line: Exit status",
                    {'bench/h.sh': HELP_GOOD.replace("awk 'NR > 2 && !/^#/ { exit } NR > 2 "
