@@ -24,7 +24,7 @@ PKGS_TEST=(libclang-rt-14-dev valgrind tcpdump dpdk-dev g++ python3-torch libtor
     libnetfilter-queue-dev iptables # these two: link faults on the emulated rack (bench/fabric_nfq)
     libibverbs-dev tshark # the rdma transport; tshark decodes the RoCEv2 traces
     python3-torchvision # examples/torch/train_e2e.py's ResNet-18
-    python3-venv python3-pip) # pip-install-torchrun: `pip install .` into a virtual environment
+    python3-venv python3-pip python3-mesonpy) # pip-install-torchrun: `pip install .` (meson-python) into a venv
 
 need_pkgs() {
     local missing=()
