@@ -10,7 +10,9 @@
  * never links libserene. Every function returns 0 or a negative errno-style
  * code unless said otherwise; none prints, exits or aborts. Messages for a
  * human are written to caller-supplied buffers. Not thread-safe per object;
- * distinct objects may be used from distinct threads.
+ * distinct objects may be used from distinct threads. Each function's
+ * comment opens with "name - summary." and has "Returns:", "Blocks:" and
+ * "Threads:" parts, as in serene.h (tests/docs/check_docs.py).
  *
  * The policy language is documented in lib/ctl/policy.c and
  * lib/ctl/README.md.
@@ -41,7 +43,10 @@ typedef enum serene_ctl_mode {
     SERENE_CTL_ASP = 2,
 } serene_ctl_mode;
 
-/* "bsp", "ssp", "asp", or "?". */
+/* serene_ctl_mode_name - the name of a mode.
+ * Returns: "bsp", "ssp", "asp", or "?" for another value; static text.
+ * Blocks: no.
+ * Threads: any. */
 SERENE_CTL_API const char *serene_ctl_mode_name(serene_ctl_mode mode);
 
 /* One compiled rule: clocks [from, to) run under (mode, s); open: [from, inf). */
@@ -60,32 +65,65 @@ typedef struct serene_ctl_policy serene_ctl_policy;
 /* Longest error message written by serene_ctl_policy_parse. */
 #define SERENE_CTL_ERR_MAX 256
 
-/* Parse and compile text[len] (need not be NUL-terminated). ring: the job's
- * ring size R (s must be <= R - 2), 0 when unknown (then s <= 4094, the
- * switch's largest ring). On success *out is a new policy (free it with
- * serene_ctl_policy_free). On a syntax or semantic error returns -EINVAL and
- * writes "LINE:COL: message" (1-based) to err[errcap] when err is not NULL;
- * -ENOMEM when out of memory. */
+/* serene_ctl_policy_parse - parse and compile a policy text.
+ * text[len] need not be NUL-terminated. ring: the job's ring size R (s
+ * must be <= R - 2), 0 when unknown (then s <= 4094, the switch's largest
+ * ring). On success *out is a new policy (free it with
+ * serene_ctl_policy_free); else *out is NULL.
+ * Returns:
+ *   0                      *out is the policy
+ *   -EINVAL                out NULL, text NULL with len > 0, ring not a power
+ *                          of 2 in 2..4096, or a syntax or semantic error:
+ *                          "LINE:COL: message" (1-based) in err[errcap]
+ *                          when err is not NULL
+ *   -ENOMEM                out of memory
+ * Blocks: no.
+ * Threads: any. */
 SERENE_CTL_API int serene_ctl_policy_parse(const char *text, size_t len, uint32_t ring,
                                            serene_ctl_policy **out, char *err, size_t errcap);
 
-/* Accepts NULL; sets *p to NULL. */
+/* serene_ctl_policy_free - free a policy and set *p to NULL.
+ * Accepts NULL and a pointer to NULL. No controller may still borrow it.
+ * Returns: nothing.
+ * Blocks: no.
+ * Threads: any, while no other thread uses the policy. */
 SERENE_CTL_API void serene_ctl_policy_free(serene_ctl_policy **p);
 
-/* The compiled static rules (schedule plus `when clock >= N` overrides),
- * ascending, the last one open unless the schedule ends with an `until`.
- * Copies up to cap of them to out (NULL when cap is 0); returns the count. */
+/* serene_ctl_policy_rules - copy the policy's compiled static rules.
+ * The schedule plus `when clock >= N` overrides, ascending, the last one
+ * open unless the schedule ends with an `until`. Copies up to cap of them
+ * to out (NULL when cap is 0).
+ * Returns: the number of rules, which may exceed cap; 0 for p NULL.
+ * Blocks: no.
+ * Threads: any (p is only read). */
 SERENE_CTL_API unsigned serene_ctl_policy_rules(const serene_ctl_policy *p, serene_ctl_rule *out,
                                                 unsigned cap);
 
-/* Number of reactive rules (wait_fraction, loss_plateau, clock triggers). */
+/* serene_ctl_policy_reactive_count - the number of the policy's reactive rules.
+ * wait_fraction, spread, loss_plateau and clock triggers.
+ * Returns: the count; 0 for p NULL.
+ * Blocks: no.
+ * Threads: any (p is only read). */
 SERENE_CTL_API unsigned serene_ctl_policy_reactive_count(const serene_ctl_policy *p);
 
-/* The clock of `stop at clock N`, or the end of a closed schedule; returns 0
- * and sets *clock, or -ENOENT when the policy has no end. */
+/* serene_ctl_policy_stop - the clock at which the policy ends.
+ * That of `stop at clock N`, or the end of a closed schedule; *clock is
+ * set when clock is not NULL.
+ * Returns:
+ *   0                      *clock set
+ *   -ENOENT                the policy has no end, or p is NULL
+ * Blocks: no.
+ * Threads: any (p is only read). */
 SERENE_CTL_API int serene_ctl_policy_stop(const serene_ctl_policy *p, uint32_t *clock);
 
-/* Write the policy back in canonical form, one statement a line. */
+/* serene_ctl_policy_print - write the policy back in canonical form to f.
+ * One statement a line: its rules, reactive rules and stop.
+ * Returns:
+ *   0                      written
+ *   -EINVAL                p or f NULL
+ *   -EIO                   f's error indicator is set
+ * Blocks: on f's writes only.
+ * Threads: any (p is only read). */
 SERENE_CTL_API int serene_ctl_policy_print(const serene_ctl_policy *p, FILE *f);
 
 /* ---- job description ---------------------------------------------------- */
@@ -127,9 +165,15 @@ typedef struct serene_ctl_job {
     serene_ctl_leaf leaves[SERENE_CTL_MAX_WORKERS];
 } serene_ctl_job;
 
-/* Parse a job file (key = value lines; see lib/ctl/README.md) from
- * text[len]. name labels messages. Returns 0, or -EINVAL with
- * "NAME:LINE: message" in err[errcap]. */
+/* serene_ctl_job_parse - parse a job file from text[len] into *job.
+ * key = value lines (lib/ctl/README.md); fields not given keep their
+ * defaults (above). name labels messages ("job" when NULL).
+ * Returns:
+ *   0                      *job filled
+ *   -EINVAL                job NULL, text NULL with len > 0, or a bad line
+ *                          or job: "NAME:LINE: message" in err[errcap]
+ * Blocks: no.
+ * Threads: any. */
 SERENE_CTL_API int serene_ctl_job_parse(const char *text, size_t len, const char *name,
                                         serene_ctl_job *job, char *err, size_t errcap);
 
@@ -141,35 +185,64 @@ typedef enum serene_ctl_target {
     SERENE_CTL_TARGET_TOFINO = 2 /* bfrt_python script */
 } serene_ctl_target;
 
-/* "sw", "bmv2", "tofino" -> target; returns 0 or -EINVAL. */
+/* serene_ctl_target_parse - the target named "sw", "bmv2" or "tofino".
+ * Returns:
+ *   0                      *t set
+ *   -EINVAL                name or t NULL, or another name
+ * Blocks: no.
+ * Threads: any. */
 SERENE_CTL_API int serene_ctl_target_parse(const char *name, serene_ctl_target *t);
 
-/* Write the job setup plus the policy's rules for target t to f.
- * Returns 0, -EINVAL (bad arguments, or the policy's s above the job's
- * ring: message in err) or -EIO (write failed). */
+/* serene_ctl_emit - write the job setup and the policy's rules for t to f.
+ * For a tree job (n_leaves > 0) only target sw: the root's policy commands
+ * (serene_ctl_emit_tree writes the switches' setup).
+ * Returns:
+ *   0                      written and flushed
+ *   -EINVAL                bad arguments, the policy's s above the job's
+ *                          ring, a tree for bmv2 or tofino, a job beyond a
+ *                          Tofino's workers, store or policy table, or an
+ *                          unknown target: message in err[errcap]
+ *   -EIO                   the write or flush failed
+ * Blocks: on f's writes only.
+ * Threads: any (p and job are only read). */
 SERENE_CTL_API int serene_ctl_emit(FILE *f, serene_ctl_target t, const serene_ctl_policy *p,
                                    const serene_ctl_job *job, char *err, size_t errcap);
 
-/* Write each switch's configuration of a tree job (job->n_leaves > 0) to
- * f. Target sw: a comment line, then one line per serene-switch, its name
- * ("root", "leaf.K") and its --job arguments, then "rank.R
- * SERENE_SWITCH=A:P" for the ranks of leaves whose address is given; the
- * policy's rules go to the root, which holds the barrier (serene_ctl_emit,
- * target sw), and p may be NULL. Target bmv2: one simple_switch_CLI command
- * file per switch, each after a line "# switch NAME", the policy's rules in
- * the root's (p required; every worker.RANK and leaf.K.addr needed; ports
- * in lib/ctl/README.md, "Trees"). Returns 0, -EINVAL (not a tree, another
- * target, or an address missing: message in err) or -EIO. */
+/* serene_ctl_emit_tree - write each switch's setup of a tree job to f.
+ * job->n_leaves > 0. Target sw: a comment line, then one line per
+ * serene-switch, its name ("root", "leaf.K") and its --job arguments, then
+ * "rank.R SERENE_SWITCH=A:P" for the ranks of leaves whose address is
+ * given; the policy's rules go to the root, which holds the barrier
+ * (serene_ctl_emit, target sw), and p may be NULL. Target bmv2: one
+ * simple_switch_CLI command file per switch, each after a line "# switch
+ * NAME", the policy's rules in the root's (p required; every worker.RANK
+ * and leaf.K.addr needed; ports in lib/ctl/README.md, "Trees").
+ * Returns:
+ *   0                      written and flushed
+ *   -EINVAL                not a tree, another target, p NULL for bmv2, or
+ *                          an address missing: message in err[errcap]
+ *   -EIO                   the write or flush failed
+ * Blocks: on f's writes only.
+ * Threads: any (p and job are only read). */
 SERENE_CTL_API int serene_ctl_emit_tree(FILE *f, serene_ctl_target t, const serene_ctl_policy *p,
                                         const serene_ctl_job *job, char *err, size_t errcap);
 
 /* ---- the software switch: control socket and status --------------------- */
 
-/* Send one command line to serene-switch's control socket at path and read
- * its one-line reply (without the newline) into reply[cap]. Bounded by
- * timeout_ms for connect, send and receive. Returns 0 when the reply starts
- * with "ok", -EPROTO when it is an error reply (still in reply), or
- * -errno (-ETIMEDOUT, -ECONNREFUSED, -ENOENT, ...). */
+/* serene_ctl_sw_command - send one command line to serene-switch's socket.
+ * Connects to the control socket at path, sends line and reads the
+ * one-line reply (without the newline, truncated to fit) into reply[cap].
+ * Returns:
+ *   0                      the reply starts with "ok"
+ *   -EPROTO                an error reply (still in reply), or none
+ *   -EINVAL                a NULL argument, cap < 2, or line empty or
+ *                          holding a newline
+ *   -ENAMETOOLONG          path too long for a socket address
+ *   -ETIMEDOUT             timeout_ms passed
+ *   -errno                 connect, send or receive failed (-ECONNREFUSED,
+ *                          -ENOENT, -EPIPE, ...)
+ * Blocks: until the reply is in, at most timeout_ms (1 ms if <= 0) in all.
+ * Threads: any. */
 SERENE_CTL_API int serene_ctl_sw_command(const char *path, const char *line, char *reply,
                                          size_t cap, int timeout_ms);
 
@@ -185,11 +258,23 @@ typedef struct serene_ctl_status {
     serene_ctl_rule rules[SERENE_CTL_STATUS_RULES];
 } serene_ctl_status;
 
-/* Parse "ok job=J workers=N low=L ..." (unknown keys are skipped). Returns
- * 0 or -EINVAL (not an ok status line, or a field missing or malformed). */
+/* serene_ctl_status_parse - parse a `status JOB` reply into *st.
+ * "ok job=J workers=N low=L ..." (unknown keys are skipped).
+ * Returns:
+ *   0                      *st filled
+ *   -EINVAL                a NULL argument, not an ok status line, or a
+ *                          field missing or malformed
+ * Blocks: no.
+ * Threads: any. */
 SERENE_CTL_API int serene_ctl_status_parse(const char *line, serene_ctl_status *st);
 
-/* Write st as one JSON object (no newline). */
+/* serene_ctl_status_json - write st to f as one JSON object (no newline).
+ * Returns:
+ *   0                      written
+ *   -EINVAL                st or f NULL
+ *   -EIO                   f's error indicator is set
+ * Blocks: on f's writes only.
+ * Threads: any. */
 SERENE_CTL_API int serene_ctl_status_json(const serene_ctl_status *st, FILE *f);
 
 /* ---- the dynamic controller ---------------------------------------------- */
@@ -208,28 +293,52 @@ typedef struct serene_ctl_decision {
                                 reactive change dropped it) */
 } serene_ctl_decision;
 
-/* A controller for policy p (borrowed: p must outlive it). */
+/* serene_ctl_controller_create - a controller for policy p.
+ * p is borrowed: it must outlive the controller.
+ * Returns:
+ *   0                      *out is the controller
+ *   -EINVAL                out or p NULL
+ *   -ENOMEM                out of memory
+ * Blocks: no.
+ * Threads: any. */
 SERENE_CTL_API int serene_ctl_controller_create(serene_ctl_controller **out,
                                                 const serene_ctl_policy *p);
+/* serene_ctl_controller_destroy - free a controller and set *c to NULL.
+ * Accepts NULL and a pointer to NULL; the policy stays the caller's.
+ * Returns: nothing.
+ * Blocks: no.
+ * Threads: any, while no other thread uses the controller. */
 SERENE_CTL_API void serene_ctl_controller_destroy(serene_ctl_controller **c);
 
-/* Feed one status sample. loss_plateau: 1 when the metrics say the loss has
- * stopped falling at this clock, 0 otherwise (-1: no loss signal). Writes up
- * to cap decisions to out, in the order they must be installed; returns
- * their count. A returned decision is a proposal: call
- * serene_ctl_controller_applied with the effective clock the switch answered.
- */
+/* serene_ctl_controller_step - feed one status sample; get the decisions.
+ * loss_plateau: 1 when the metrics say the loss has stopped falling at
+ * this clock, 0 otherwise (-1: no loss signal). Writes up to cap decisions
+ * to out, in the order they must be installed. A returned decision is a
+ * proposal: call serene_ctl_controller_applied with the effective clock
+ * the switch answered. The first call proposes the policy's static rules.
+ * Returns: the number of decisions written; 0 for c or st NULL, or out
+ *   NULL with cap > 0.
+ * Blocks: no.
+ * Threads: one thread at a time per controller. */
 SERENE_CTL_API unsigned serene_ctl_controller_step(serene_ctl_controller *c,
                                                    const serene_ctl_status *st, int loss_plateau,
                                                    serene_ctl_decision *out, unsigned cap);
 
-/* Record that d took effect from clock effective. */
+/* serene_ctl_controller_applied - record that d took effect from a clock.
+ * effective: the clock the switch answered. Only reactive decisions
+ * (d->reactive) change the controller.
+ * Returns: nothing.
+ * Blocks: no.
+ * Threads: one thread at a time per controller. */
 SERENE_CTL_API void serene_ctl_controller_applied(serene_ctl_controller *c,
                                                   const serene_ctl_decision *d,
                                                   uint32_t effective);
 
-/* 1 when the job has passed the policy's stop clock (see
- * serene_ctl_policy_stop), else 0. */
+/* serene_ctl_controller_done - whether the job has passed the policy's stop.
+ * The stop clock of serene_ctl_policy_stop.
+ * Returns: 1 when it has, else 0 (also for c NULL).
+ * Blocks: no.
+ * Threads: one thread at a time per controller. */
 SERENE_CTL_API int serene_ctl_controller_done(const serene_ctl_controller *c);
 
 #ifdef __cplusplus

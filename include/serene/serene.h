@@ -19,20 +19,49 @@
  *     ...
  *     serene_ctx_destroy(&ctx);
  *
+ * The essential calls:
+ *   serene_config_init, serene_config_from_env  defaults, SERENE_* vars
+ *   serene_ctx_create, serene_ctx_destroy       join the job, leave it
+ *   serene_allreduce, serene_allreduce_typed    sum or average over workers
+ *   serene_allreduce_start, serene_op_wait      the same without blocking
+ *   serene_push, serene_pull, serene_clock      the SSP store and barrier
+ *   serene_step                                 push, clock and pull in one
+ *   serene_stale_start, serene_stale_bound      SSP for a model of any size
+ *   serene_strerror, serene_get_stats           what failed; the counters
+ *
+ * Each function's comment opens with "name - summary." and says what it
+ * returns ("Returns:", 0 and each error code on a line of its own),
+ * whether and until when it blocks ("Blocks:") and which threads may call
+ * it ("Threads:"); tests/docs/check_docs.py holds every function to that.
+ *
  * Conventions:
- * - Every function returns 0 (SERENE_OK) or a negative error code; see
- *   serene_strerror(). Negative values above SERENE_ERR_BASE_ are -errno.
- * - No call blocks forever: each communication call ends by the deadline
- *   derived from serene_config.timeout_ms at the latest.
- * - A context starts operations from one thread at a time: a call that
- *   starts one (every allreduce, push, pull and clock form) while another
- *   thread is inside such a call on the same context returns
+ * - A function that returns int returns 0 (SERENE_OK) or a negative error
+ *   code (serene_config_dump: or a length); see serene_strerror().
+ *   Negative values above SERENE_ERR_BASE_ are -errno.
+ * - No call blocks forever: a communication call ends by its deadline,
+ *   serene_config.timeout_ms after the call, at the latest (an op queued
+ *   behind earlier ones of its context waits within its own deadline;
+ *   serene_ctx_create counts from the moment its transport is open).
+ * - Starting calls (every allreduce, push, pull, clock, step and
+ *   stale_start form) run on one thread at a time per context: one made
+ *   while another thread is inside such a call on the same context (a
+ *   blocking form is inside until it returns) returns
  *   SERENE_ERR_CONCURRENT and does nothing (the order of a context's calls
  *   pairs them with the other workers' calls, so two threads at once would
- *   mix their data). serene_op_test and serene_op_wait may run on any
- *   thread, once per op. Several contexts may live in one process; the
- *   library has no global state except DPDK's EAL, which is per process
- *   (see dpdk_eal_args).
+ *   mix their data). The other calls may run on any thread, during a
+ *   starting call too; serene_op_test and serene_op_wait once per op.
+ * - Ops: a _start form returns at once; its op runs after the ops started
+ *   before it on the context and holds one of the context's max_ops
+ *   descriptors until serene_op_wait releases it. Every starting call,
+ *   blocking or not, returns SERENE_ERR_BUSY while all max_ops are held.
+ * - Refusals: where the switch answers a request with ERROR, the call
+ *   returns its status as SERENE_ERR_NOJOB, SERENE_ERR_NOTMEMBER,
+ *   SERENE_ERR_STALE, SERENE_ERR_MISMATCH, SERENE_ERR_UNSUPPORTED,
+ *   SERENE_ERR_RANGE, SERENE_ERR_JOB_IN_USE or SERENE_ERR_DENIED, or as
+ *   SERENE_ERR_PROTO for any other status (the log names it). A Returns
+ *   list names the refusals its call meets; "other refusals" the rest.
+ * - Several contexts may live in one process; the library has no global
+ *   state except DPDK's EAL, which is per process (see dpdk_eal_args).
  * - Stale handles fail cleanly: a call through a destroyed context (a copy
  *   of its pointer) returns SERENE_ERR_INVAL, and destroying it again does
  *   nothing; so does waiting for or testing an op that was already waited
@@ -102,18 +131,32 @@ typedef enum serene_err {
 #undef SERENE_ERR_ENUM_
 } serene_err;
 
-/* Human-readable message for any return code; never NULL. */
+/* serene_strerror - a human-readable message for any return code.
+ * Returns: static text, never NULL: for a -errno code the C library's
+ *   strerror(), for a code of neither kind "unknown error".
+ * Blocks: no.
+ * Threads: any (as the C library's strerror for -errno codes). */
 SERENE_API const char *serene_strerror(int code);
-/* Symbolic name ("SERENE_ERR_TIMEOUT", "ENOMEM", "SERENE_OK"); never NULL. */
+/* serene_err_name - the symbolic name of any return code.
+ * Returns: static text, never NULL: "SERENE_ERR_TIMEOUT", "ENOMEM",
+ *   "SERENE_OK"; "SERENE_ERR_UNKNOWN" for a code of neither kind.
+ * Blocks: no.
+ * Threads: any. */
 SERENE_API const char *serene_err_name(int code);
 
 /* ------------------------------------------------------------------------ */
 /* Version                                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* The library's version string, e.g. "0.1.0"; static storage. */
+/* serene_version - the version string of the library actually loaded.
+ * Returns: e.g. "0.1.0", in static storage.
+ * Blocks: no.
+ * Threads: any. */
 SERENE_API const char *serene_version(void);
-/* (major << 16) | (minor << 8) | patch of the library actually loaded. */
+/* serene_version_int - the version of the library actually loaded, as a number.
+ * Returns: (major << 16) | (minor << 8) | patch.
+ * Blocks: no.
+ * Threads: any. */
 SERENE_API unsigned serene_version_int(void);
 
 /* ------------------------------------------------------------------------ */
@@ -242,7 +285,8 @@ typedef struct serene_config {
      * ff:ff:ff:ff:ff:ff, which suits point-to-point links (memif, a veth
      * pair, a cable). Default zero. Env SERENE_DPDK_PEER_MAC. */
     uint8_t dpdk_peer_mac[6];
-    /* 1: the udp transport sends one datagram per send call, never a UDP
+    /* The inverse of SERENE_UDP_GSO: udp_gso_off 1 is SERENE_UDP_GSO=0.
+     * 1: the udp transport sends one datagram per send call, never a UDP
      * GSO train. 0 (the default): trains where the kernel has GSO, once
      * the path has passed one: after the join, before the first burst
      * that could go as a train, the library sends a test train and then a
@@ -263,10 +307,17 @@ typedef struct serene_config {
     uint8_t reserved_[18 - 2 * sizeof(void *)];
 } serene_config;
 
-/* Fill cfg with the documented defaults. */
+/* serene_config_init - fill cfg with the documented defaults.
+ * Every field gets the default its comment states, the reserved bytes
+ * zero; the environment is not read. NULL does nothing.
+ * Returns: nothing.
+ * Blocks: no.
+ * Threads: any. */
 SERENE_API void serene_config_init(serene_config *cfg);
 
-/* Overwrite fields from SERENE_* environment variables that are set.
+/*
+ * serene_config_from_env - overwrite fields from the SERENE_* variables set.
+ *
  * Numbers, ports included, are decimal digits only: no sign, blank or 0x,
  * and a leading zero is not octal ("010" is ten). SERENE_SWITCH is
  * "host:port" (port 1..65535); SERENE_BIND is "", "host", "host:port" or
@@ -276,14 +327,26 @@ SERENE_API void serene_config_init(serene_config *cfg);
  * (RANK, WORLD_SIZE), then Open MPI (OMPI_COMM_WORLD_RANK,
  * OMPI_COMM_WORLD_SIZE), then Slurm (SLURM_PROCID, SLURM_NTASKS). A
  * launcher that sets only one of its pair is an error (never mixed with
- * another's).
- * Returns SERENE_ERR_CONFIG, and logs which variable is wrong, when a value
- * does not parse or is out of range; cfg is then partly updated. */
+ * another's). SERENE_JOB_TOKEN is read by serene_ctx_create instead.
+ * Returns:
+ *   0                      every variable set was valid
+ *   SERENE_ERR_INVAL       cfg is NULL
+ *   SERENE_ERR_CONFIG      a value does not parse or is out of range; each
+ *                          is logged (cfg's log sink), the valid ones applied
+ * Blocks: no.
+ * Threads: any, while no thread changes the environment (setenv, putenv).
+ */
 SERENE_API int serene_config_from_env(serene_config *cfg);
 
-/* Write the effective configuration, one "key = value" per line, to buf
- * (NUL-terminated, truncated to len). Returns the length it needed
- * (excluding the NUL), like snprintf. */
+/* serene_config_dump - write cfg as "key = value" lines, one per field, to buf.
+ * NUL-terminated and truncated to len, like snprintf; with buf NULL only
+ * the length is computed. Dump serene_ctx_config's output for the
+ * effective configuration.
+ * Returns:
+ *   >= 0                   the length it needed, excluding the NUL
+ *   SERENE_ERR_INVAL       cfg is NULL
+ * Blocks: no.
+ * Threads: any. */
 SERENE_API int serene_config_dump(const serene_config *cfg, char *buf, size_t len);
 
 /* ------------------------------------------------------------------------ */
@@ -292,36 +355,80 @@ SERENE_API int serene_config_dump(const serene_config *cfg, char *buf, size_t le
 
 typedef struct serene_ctx serene_ctx;
 
-/* Create a context: validate cfg, open the transport, start the context's
- * data-path thread and join the job at the switch. Blocks until the switch
- * answers or cfg->timeout_ms passes. cfg is copied; it need not outlive the
- * call. On error *ctx is set to NULL.
- * Returns SERENE_ERR_CONFIG (bad field), SERENE_ERR_UNSUPPORTED (transport
- * not built), SERENE_ERR_TIMEOUT (switch silent), SERENE_ERR_NOJOB,
- * SERENE_ERR_NOTMEMBER, SERENE_ERR_STALE, SERENE_ERR_PROTO,
- * SERENE_ERR_JOB_IN_USE (a new job_nonce while workers of the job's previous
- * run are still bound: they leave when their contexts are destroyed, or the
- * operator resets the job on the switch), SERENE_ERR_DENIED (the JOIN did
- * not carry the job's admission token), SERENE_ERR_NODEV (transport rdma:
- * no RDMA device on this host, or none of the name given; the log says
- * which), SERENE_ERR_TRANSPORT (the device or its port cannot be set up),
- * or -errno.
+/*
+ * serene_ctx_create - validate cfg, open the transport and join the job.
+ *
+ * Starts the context's data-path thread and joins the job at the switch
+ * (lib/README.md, "Jobs and joining"). cfg is copied; it need not outlive
+ * the call. *ctx is the new context, or NULL after an error.
  * The admission token is read here from the environment, SERENE_JOB_TOKEN
  * (1 to 16 hex digits; unset: none, which only a job without a token
  * admits; serene-run sets a fresh one per launch); this struct has no room
- * left for it. A malformed value fails with SERENE_ERR_CONFIG. */
+ * left for it.
+ * Returns:
+ *   0                      joined
+ *   SERENE_ERR_INVAL       ctx or cfg is NULL
+ *   SERENE_ERR_CONFIG      a bad field (logged), a malformed SERENE_JOB_TOKEN,
+ *                          an unknown transport, an address that does not
+ *                          resolve, a pcap_path that cannot be opened, or a
+ *                          job the switch describes otherwise (its world
+ *                          size; a window above its pool)
+ *   SERENE_ERR_UNSUPPORTED the transport, or pcap_path, not in this build
+ *   SERENE_ERR_NODEV       transport rdma: no RDMA device on this host, or
+ *                          none of the name given (the log says which)
+ *   SERENE_ERR_TRANSPORT   the socket, the device or its port cannot be set up
+ *   SERENE_ERR_NOMEM       out of memory
+ *   SERENE_ERR_TIMEOUT     the switch stayed silent (also one of another wire
+ *                          version, which drops the JOIN)
+ *   SERENE_ERR_NOJOB       the switch does not know job_id
+ *   SERENE_ERR_NOTMEMBER   rank outside the job, or bound to another address
+ *   SERENE_ERR_STALE       rank already joined this run (job_nonce) from
+ *                          another context
+ *   SERENE_ERR_JOB_IN_USE  a new job_nonce while workers of the job's previous
+ *                          run are still bound: they leave when their
+ *                          contexts are destroyed, or the operator resets the
+ *                          job on the switch
+ *   SERENE_ERR_DENIED      the JOIN did not carry the job's admission token
+ *   SERENE_ERR_PROTO       invalid job parameters announced; or a refusal
+ *                          of another status (Conventions)
+ *   -errno                 a system call failed (eventfd, pthread_create)
+ * Blocks: until the switch answers the JOIN, by cfg->timeout_ms after the
+ *   transport is open; opening it (resolving host names, starting DPDK's
+ *   EAL, opening an RDMA device) comes first, outside that bound.
+ * Threads: any; several contexts may be created at once.
+ */
 SERENE_API int serene_ctx_create(serene_ctx **ctx, const serene_config *cfg);
 
-/* Stop the data-path thread, tell the switch this worker leaves (best
- * effort), close the transport, free everything and set *ctx to NULL.
- * Operations not yet waited for are abandoned. Accepts NULL, a pointer to
- * NULL, and a copy of an already destroyed context (then only sets *ctx to
- * NULL). Refused, with an error logged and nothing changed, while another
- * thread is inside a call on the context or waits for one of its ops. */
+/*
+ * serene_ctx_destroy - leave the job, free the context and set *ctx to NULL.
+ *
+ * Stops the data-path thread, tells the switch this worker leaves (LEAVE,
+ * best effort: no answer awaited), closes the transport and frees
+ * everything. Operations not yet waited for are abandoned; once it has
+ * returned the library no longer touches their buffers. Accepts NULL, a
+ * pointer to NULL, and a copy of an already destroyed context (then only
+ * sets *ctx to NULL).
+ * Returns: nothing. Refused, with an error logged and nothing changed,
+ *   while another thread is inside a starting call on the context or waits
+ *   for it in serene_op_wait or serene_stale_bound.
+ * Blocks: until the data-path thread has stopped; never for the network.
+ * Threads: any; starting calls made meanwhile return SERENE_ERR_CONCURRENT,
+ *   and the calls that only read the context (serene_ctx_config,
+ *   serene_get_stats, serene_get_clock_info, serene_store_capacity,
+ *   serene_op_test) must not overlap it.
+ */
 SERENE_API void serene_ctx_destroy(serene_ctx **ctx);
 
-/* The effective configuration (with values announced by the switch, such as
- * the window, filled in). */
+/* serene_ctx_config - the context's effective configuration.
+ * *out is cfg as the context copied it, with the window in force (when
+ * cfg.window was 0: the switch's pool, or 128 if it has none) and
+ * dpdk_eal_args and dpdk_port pointing at the context's copies (valid
+ * while it lives).
+ * Returns:
+ *   0                      *out filled
+ *   SERENE_ERR_INVAL       ctx NULL or destroyed, or out NULL
+ * Blocks: no.
+ * Threads: any. */
 SERENE_API int serene_ctx_config(const serene_ctx *ctx, serene_config *out);
 
 /* ------------------------------------------------------------------------ */
@@ -336,11 +443,13 @@ typedef enum serene_reduce_op {
 typedef struct serene_op serene_op;
 
 /*
- * Sum (or average) count float32 values over all workers of the job:
- * on return recvbuf[i] = the sum (SERENE_SUM) or mean (SERENE_AVG) over the
- * N = world_size workers w of their sendbuf x_w[i], within this bound. For
- * element i of packet k (elements [k*P, (k+1)*P), P the job's values per
- * packet, 256 by default) let E = max over w of
+ * serene_allreduce - sum or average count floats over all workers of the job.
+ *
+ * On return recvbuf[i] = the sum (SERENE_SUM) or mean (SERENE_AVG) over
+ * the N = world_size workers w of their sendbuf x_w[i], within this bound
+ * (lib/README.md, "Fixed point with no possible overflow"). For element i
+ * of packet k (elements [k*P, (k+1)*P), P the job's values per packet, 256
+ * by default) let E = max over w of
  * clamp(floor(log2(max_{j in k} |x_w[j]|)), -96, 126) (-96 when all are
  * 0), B = 30 - ceil(log2 N), and ulp(r) the spacing of floats at |r|:
  * 2^(e-23) for |r| in [2^e, 2^(e+1)), 2^-149 below 2^-126. Then
@@ -349,8 +458,8 @@ typedef struct serene_op serene_op;
  * whenever r_i is finite, in the default floating point environment (round
  * to nearest, no flush-to-zero); an average is rounded once. E never goes
  * below -96: values under 2^-96 (1.26e-29) get the absolute bound
- * N * 2^(-96-B), not a relative one, and subnormal inputs typically come
- * back as 0.
+ * N * 2^(-96-B), not a relative one; subnormal inputs typically come back
+ * as 0.
  * Non-finite results: a NaN or Inf in any worker's sendbuf makes its
  * packet NaN; a SUM element beyond the float range (|exact sum| above
  * 2^128 - 2^103, give or take N * 2^(E-B)) is +-Inf. Either way the call
@@ -359,23 +468,34 @@ typedef struct serene_op serene_op;
  * finite (3e38 on 3 workers averages to 3e38).
  * Every worker of the job must make the same sequence of calls with the
  * same count; a call of count 0 is a call too (it completes when every
- * worker has made it; sendbuf and recvbuf may then be NULL). Workers whose
- * counts differ all get SERENE_ERR_MISMATCH,
- * promptly (the switch compares every packet of the call with the others'
- * and answers every worker of a round that disagrees); allreduce on their
- * contexts then returns SERENE_ERR_BROKEN, while push, pull and clock go
- * on: start a new run of the job (destroy every worker's context, create
- * new ones with a new job_nonce). sendbuf may equal recvbuf (in place);
- * otherwise they must not overlap. While it waits, the calling thread reads
- * sendbuf's per-packet exponents for the context's data-path thread (one
- * pass over sendbuf, early in the call); serene_allreduce_start leaves
- * that to the data-path thread.
- * Returns SERENE_ERR_NONFINITE (NaN/Inf in some sendbuf, or a sum beyond
- * the float range: above), SERENE_ERR_TIMEOUT (deadline passed; the
- * context is then broken), SERENE_ERR_MISMATCH (above), SERENE_ERR_BROKEN,
- * SERENE_ERR_CONCURRENT, SERENE_ERR_INVAL (bad argument, or a destroyed
- * context, or count above 2^31 - 1), SERENE_ERR_UNSUPPORTED (the switch has
- * no allreduce slots: its JOIN_ACK announced a pool of 0).
+ * worker has made it). Workers whose counts differ all get
+ * SERENE_ERR_MISMATCH, promptly (lib/README.md, "Streaming allreduce").
+ * After a MISMATCH, a TIMEOUT or another refusal, allreduce on the context
+ * returns SERENE_ERR_BROKEN, while push, pull and clock go on: start a new
+ * run of the job (destroy every worker's context, create new ones with a
+ * new job_nonce).
+ * sendbuf, recvbuf: count floats each, valid during the call (may be NULL
+ * when count is 0); recvbuf may be sendbuf (in place), else they must not
+ * overlap. While it waits, the calling thread reads sendbuf's per-packet
+ * exponents for the context's data-path thread (one pass over sendbuf,
+ * early in the call); serene_allreduce_start leaves that to that thread.
+ * Returns:
+ *   0                      recvbuf holds the result, within the bound
+ *   SERENE_ERR_INVAL       ctx NULL or destroyed; a NULL buffer with count
+ *                          > 0; buffers that overlap but are not equal; op
+ *                          unknown; count above 2^31 - 1
+ *   SERENE_ERR_CONCURRENT  another thread is inside a starting call on ctx
+ *   SERENE_ERR_BUSY        max_ops ops started and not yet waited for
+ *   SERENE_ERR_UNSUPPORTED the switch has no allreduce slots (its JOIN_ACK
+ *                          announced a pool of 0)
+ *   SERENE_ERR_BROKEN      an earlier allreduce of ctx failed (above)
+ *   SERENE_ERR_NONFINITE   NaN/Inf in some sendbuf, or a sum beyond the float
+ *                          range (above); recvbuf is filled
+ *   SERENE_ERR_MISMATCH    the workers' counts or orders differ
+ *   SERENE_ERR_TIMEOUT     deadline or retry limit passed
+ *   other refusals         e.g. SERENE_ERR_NOJOB: the job was removed
+ * Blocks: until every worker's part is summed, by timeout_ms after the call.
+ * Threads: a starting call (Conventions).
  */
 SERENE_API int serene_allreduce(serene_ctx *ctx, const float *sendbuf, float *recvbuf,
                                 size_t count, serene_reduce_op op);
@@ -394,16 +514,17 @@ typedef enum serene_dtype {
 #define SERENE_WIRE32 0x2u /* 32-bit fixed point */
 
 /*
- * serene_allreduce for count values of dtype, with the wire's width chosen
- * by flags (SERENE_WIRE16, SERENE_WIRE32 or 0, above). sendbuf and recvbuf
- * hold count elements of dtype each (float, or uint16_t for the 16-bit
- * types); the rules, errors and in-place use are serene_allreduce's.
- * A 16-bit wire carries each value in 2 bytes, two to a 32-bit word, so a
- * packet holds twice the values: with N workers it keeps B = 15 -
- * ceil(log2 N) bits (13 at N = 4, 12 at N = 8) and the sum of the N values
- * fits the 16 bits, so the switch's sums of the words hold the exact
- * 16-bit sums (every transport and switch; lib/proto/wire.h). With E
- * and ulp as for serene_allreduce, the float32 result r_i obeys
+ * serene_allreduce_typed - serene_allreduce of count values of dtype.
+ *
+ * flags choose the wire's width: SERENE_WIRE16, SERENE_WIRE32 or 0
+ * (above). sendbuf and recvbuf hold count elements of dtype each (float,
+ * or uint16_t for the 16-bit types); the rules and in-place use are
+ * serene_allreduce's. A 16-bit wire carries two values to a 32-bit word,
+ * so a packet holds twice the values, and with N workers keeps B = 15 -
+ * ceil(log2 N) bits (13 at N = 4, 12 at N = 8): the switch's sums of the
+ * words hold the exact 16-bit sums (lib/README.md, "16-bit values", also
+ * for the error measured on real gradients). With E and ulp as for
+ * serene_allreduce, the float32 result r_i obeys
  *     SUM: |r_i - sum_w x_w[i]|       <= N * 2^(E+1-B) + ulp(r_i)/2
  *     AVG: |r_i - (sum_w x_w[i]) / N| <=     2^(E+1-B) + ulp(r_i)/2
  * (a 32-bit wire keeps serene_allreduce's bound); a float16 or bfloat16
@@ -411,43 +532,98 @@ typedef enum serene_dtype {
  * add half its spacing there, ulp16(r_i)/2 (float16: 2^(e-10) for |r| in
  * [2^e, 2^(e+1)), 2^-24 below 2^-14; bfloat16: 2^(e-7), 2^-133 below
  * 2^-126). A SUM beyond the format's range (65504 for float16) is +-Inf,
- * reported as SERENE_ERR_NONFINITE like NaN/Inf inputs. lib/README.md
- * gives the error measured on real gradients. Every worker of the job must
- * make the call with the same count and the same wire width (workers whose
- * widths differ get SERENE_ERR_MISMATCH); their dtypes may differ.
- * Returns as serene_allreduce; SERENE_ERR_INVAL also for an unknown dtype
- * or flag, both width flags, or count above 2^31 - 1.
+ * reported as SERENE_ERR_NONFINITE like NaN/Inf inputs. Every worker of
+ * the job must make the call with the same count and the same wire width;
+ * their dtypes may differ.
+ * Returns:
+ *   0                      recvbuf holds the result, within the bound
+ *   SERENE_ERR_INVAL       as serene_allreduce; also an unknown dtype or
+ *                          flag, or both width flags
+ *   SERENE_ERR_CONCURRENT  another thread is inside a starting call on ctx
+ *   SERENE_ERR_BUSY        max_ops ops started and not yet waited for
+ *   SERENE_ERR_UNSUPPORTED the switch has no allreduce slots
+ *   SERENE_ERR_BROKEN      an earlier allreduce of ctx failed
+ *   SERENE_ERR_NONFINITE   NaN/Inf in some sendbuf, or a sum beyond the
+ *                          result format's range; recvbuf is filled
+ *   SERENE_ERR_MISMATCH    the workers' counts, orders or widths differ
+ *   SERENE_ERR_TIMEOUT     deadline or retry limit passed
+ *   other refusals         e.g. SERENE_ERR_NOJOB: the job was removed
+ * Blocks: until every worker's part is summed, by timeout_ms after the call.
+ * Threads: a starting call (Conventions).
  */
 SERENE_API int serene_allreduce_typed(serene_ctx *ctx, const void *sendbuf, void *recvbuf,
                                       size_t count, serene_dtype dtype, serene_reduce_op op,
                                       unsigned flags);
 
-/* Non-blocking form: start the allreduce and return at once with *op set.
- * sendbuf and recvbuf must stay valid, and sendbuf unchanged, until
- * serene_op_wait returns. Operations complete in the order they were
- * started. Returns SERENE_ERR_BUSY when max_ops are in flight. */
+/*
+ * serene_allreduce_start - start serene_allreduce; return at once.
+ *
+ * *op_out is the op (NULL after an error); serene_op_wait gives its
+ * result. sendbuf and recvbuf must stay valid, and sendbuf unchanged,
+ * until serene_op_wait returns. Ops complete in the order they were
+ * started. The data-path thread reads sendbuf's exponents itself.
+ * Returns:
+ *   0                      started
+ *   SERENE_ERR_INVAL       op_out NULL, or serene_allreduce's reasons
+ *   SERENE_ERR_CONCURRENT  another thread is inside a starting call on ctx
+ *   SERENE_ERR_BUSY        max_ops ops started and not yet waited for
+ *   SERENE_ERR_UNSUPPORTED the switch has no allreduce slots
+ *   SERENE_ERR_BROKEN      an earlier allreduce of ctx failed
+ *   serene_op_wait then returns 0, SERENE_ERR_NONFINITE, SERENE_ERR_MISMATCH,
+ *   SERENE_ERR_TIMEOUT, SERENE_ERR_BROKEN or another refusal, as
+ *   serene_allreduce.
+ * Blocks: no.
+ * Threads: a starting call (Conventions).
+ */
 SERENE_API int serene_allreduce_start(serene_ctx *ctx, const float *sendbuf, float *recvbuf,
                                       size_t count, serene_reduce_op op, serene_op **op_out);
-/* Non-blocking form of serene_allreduce_typed, with serene_allreduce_start's
- * rules. */
+/*
+ * serene_allreduce_typed_start - start serene_allreduce_typed; return at once.
+ *
+ * Buffers, order and *op_out as for serene_allreduce_start.
+ * Returns:
+ *   0                      started
+ *   SERENE_ERR_INVAL       op_out NULL, or serene_allreduce_typed's reasons
+ *   SERENE_ERR_CONCURRENT  another thread is inside a starting call on ctx
+ *   SERENE_ERR_BUSY        max_ops ops started and not yet waited for
+ *   SERENE_ERR_UNSUPPORTED the switch has no allreduce slots
+ *   SERENE_ERR_BROKEN      an earlier allreduce of ctx failed
+ *   serene_op_wait then returns serene_allreduce_typed's other codes.
+ * Blocks: no.
+ * Threads: a starting call (Conventions).
+ */
 SERENE_API int serene_allreduce_typed_start(serene_ctx *ctx, const void *sendbuf, void *recvbuf,
                                             size_t count, serene_dtype dtype,
                                             serene_reduce_op op, unsigned flags,
                                             serene_op **op_out);
 
-/* 0 if op has finished (successfully or not: serene_op_wait tells),
- * SERENE_ERR_AGAIN if it is still running. Does not release op.
- * SERENE_ERR_INVAL for NULL or a stale handle (already waited for, or its
- * context destroyed). */
+/* serene_op_test - whether op has finished, without waiting or releasing it.
+ * Returns:
+ *   0                      finished, successfully or not (serene_op_wait tells)
+ *   SERENE_ERR_AGAIN       still running
+ *   SERENE_ERR_INVAL       NULL or a stale handle (already waited for, or its
+ *                          context destroyed)
+ * Blocks: no.
+ * Threads: any. */
 SERENE_API int serene_op_test(serene_op *op);
 
-/* Wait for op to finish, release it, set *op to NULL, and return its
- * result. Returns by the op's deadline at the latest. A stale handle
- * (already waited for, by this or another thread, or its context
- * destroyed) returns SERENE_ERR_INVAL at once; the check can only be
- * fooled by a copy kept while its descriptor served 256 more ops (each of
- * the max_ops descriptors is used in turn). SERENE_ERR_SHUTDOWN if the
- * context is being destroyed. */
+/*
+ * serene_op_wait - wait for op to finish, release it and return its result.
+ *
+ * Sets *op to NULL. A stale handle (already waited for, by this or another
+ * thread, or its context destroyed) is refused at once; the check can only
+ * be fooled by a copy kept while its descriptor was reused a multiple of
+ * 256 times (each of the max_ops descriptors is used in turn).
+ * Returns:
+ *   the op's result        0, or the codes its _start form lists for it
+ *   SERENE_ERR_INVAL       op or *op NULL, or a stale handle
+ *   SERENE_ERR_SHUTDOWN    the context is being destroyed
+ * Blocks: until the op has finished: by its deadline (timeout_ms after the
+ *   call that started it) at the latest; a stale handle not at all.
+ * Threads: any, once per op: of two threads that wait for one op, one gets
+ *   its result, the other SERENE_ERR_INVAL. serene_ctx_destroy is refused
+ *   while it waits.
+ */
 SERENE_API int serene_op_wait(serene_op **op);
 
 /* ------------------------------------------------------------------------ */
@@ -468,10 +644,12 @@ typedef struct serene_stats {
     uint64_t rejected;        /* malformed, truncated or foreign packets dropped */
     uint64_t ops_completed;   /* operations finished successfully */
     uint64_t clock_wait_ns;   /* total time spent in serene_clock calls */
-    uint64_t holds;           /* clock calls the barrier held at least once */
+    uint64_t holds;           /* clock calls, steps and stream-mode clocks the
+                                 barrier held at least once */
     uint64_t releases;        /* RELEASE messages that let a held clock call go on */
-    uint64_t probes;          /* header-only probes sent for allreduce packets whose
-                                 timer expired, instead of resending them */
+    uint64_t probes;          /* header-only probes sent for allreduce packets or
+                                 step pieces whose timer expired, instead of
+                                 resending them */
     uint64_t held;            /* answers to probes (or resends) saying the switch
                                  holds the packet and waits for other workers */
     uint64_t window_cuts;     /* times a lost (or, on a queueing path, late)
@@ -481,7 +659,14 @@ typedef struct serene_stats {
                                  answers, up to the slots) */
 } serene_stats;
 
-/* Snapshot of the context's counters (monotonic since creation). */
+/* serene_get_stats - a snapshot of the context's counters.
+ * They are monotonic since creation; each is read atomically, not all at
+ * one instant.
+ * Returns:
+ *   0                      *out filled
+ *   SERENE_ERR_INVAL       ctx NULL or destroyed, or out NULL
+ * Blocks: no.
+ * Threads: any. */
 SERENE_API int serene_get_stats(const serene_ctx *ctx, serene_stats *out);
 
 /* ------------------------------------------------------------------------ */
@@ -509,9 +694,10 @@ typedef enum serene_sync_mode {
     SERENE_SYNC_ASP = 2,
 } serene_sync_mode;
 
-/* Pull flag: return what was added since this worker's last pull of each
- * element (any form), instead of the absolute value. Exact even across
- * wraps of the accumulators, as long as the change fits an int32. */
+/* Pull flag: return what was added since this worker's last read of each
+ * element (a pull or a step, any form), instead of the absolute value.
+ * Exact even across wraps of the accumulators, as long as the change fits
+ * an int32. */
 #define SERENE_PULL_DELTA 0x1u
 
 /* Step flag: return what the other workers added since this worker's last
@@ -520,76 +706,233 @@ typedef enum serene_sync_mode {
  * model adds just this. Exact modulo 2^32 as SERENE_PULL_DELTA. */
 #define SERENE_STEP_OTHERS 0x2u
 
-/* Words of the job's store (0 if the switch has none). */
+/* serene_store_capacity - the number of words of the job's store.
+ * Returns: the capacity the switch announced at the join; 0 if it has no
+ *   store, or ctx is NULL or destroyed.
+ * Blocks: no.
+ * Threads: any. */
 SERENE_API size_t serene_store_capacity(const serene_ctx *ctx);
 
-/* Add count values at offset of the store, exactly once each (the library
- * retransmits until the switch acknowledges; the switch drops duplicates).
- * The float form rounds x * 2^store_frac_bits to nearest even, saturating
- * (counted in stats.saturations). Returns SERENE_ERR_RANGE when
- * [offset, offset + count) exceeds the capacity (nothing sent),
- * SERENE_ERR_NONFINITE for NaN/Inf (nothing sent), SERENE_ERR_TIMEOUT. */
+/*
+ * serene_push - add count floats at offset of the store, exactly once each.
+ *
+ * Each value x is added as rne(x * 2^store_frac_bits), saturating (counted
+ * in stats.saturations), one request per row of the store; the library
+ * retransmits until the switch acknowledges, and the switch drops
+ * duplicates. values: count floats, read during the call. count 0 sends
+ * nothing (values may then be NULL).
+ * Returns:
+ *   0                      the switch added every value
+ *   SERENE_ERR_INVAL       ctx NULL or destroyed, or values NULL, count > 0
+ *   SERENE_ERR_CONCURRENT  another thread is inside a starting call on ctx
+ *   SERENE_ERR_BUSY        max_ops ops started and not yet waited for
+ *   SERENE_ERR_RANGE       [offset, offset + count) exceeds the capacity;
+ *                          nothing sent
+ *   SERENE_ERR_NONFINITE   NaN/Inf in values; nothing sent
+ *   SERENE_ERR_TIMEOUT     deadline or retry limit passed: any of the rows
+ *                          may have been added (a repeat adds them again)
+ *   other refusals         e.g. SERENE_ERR_NOJOB: the job was removed
+ * Blocks: until every row is acknowledged, by timeout_ms after the call.
+ * Threads: a starting call (Conventions).
+ */
 SERENE_API int serene_push(serene_ctx *ctx, size_t offset, const float *values, size_t count);
+/* serene_push_i32 - add count int32 words at offset of the store, as they are.
+ * As serene_push, with no fixed point (so no NaN/Inf).
+ * Returns:
+ *   0                      the switch added every word
+ *   SERENE_ERR_INVAL       ctx NULL or destroyed, or values NULL, count > 0
+ *   SERENE_ERR_CONCURRENT  another thread is inside a starting call on ctx
+ *   SERENE_ERR_BUSY        max_ops ops started and not yet waited for
+ *   SERENE_ERR_RANGE       beyond the capacity; nothing sent
+ *   SERENE_ERR_TIMEOUT     as for serene_push
+ *   other refusals         e.g. SERENE_ERR_NOJOB
+ * Blocks: until every row is acknowledged, by timeout_ms after the call.
+ * Threads: a starting call (Conventions). */
 SERENE_API int serene_push_i32(serene_ctx *ctx, size_t offset, const int32_t *values,
                                size_t count);
 
-/* Read count words at offset into out (absolute, or SERENE_PULL_DELTA).
- * The float form divides by 2^store_frac_bits. Same errors as push. */
+/*
+ * serene_pull - read count words at offset of the store into out, as floats.
+ *
+ * Each word is divided by 2^store_frac_bits. flags: 0 for the words, or
+ * SERENE_PULL_DELTA for their change since this worker's last read. A
+ * pull is not a snapshot across rows. out: count floats, written during
+ * the call. count 0 sends nothing (out may then be NULL).
+ * Returns:
+ *   0                      out holds the words
+ *   SERENE_ERR_INVAL       ctx NULL or destroyed, out NULL with count > 0,
+ *                          or flags other than 0 and SERENE_PULL_DELTA
+ *   SERENE_ERR_CONCURRENT  another thread is inside a starting call on ctx
+ *   SERENE_ERR_BUSY        max_ops ops started and not yet waited for
+ *   SERENE_ERR_RANGE       beyond the capacity; nothing sent
+ *   SERENE_ERR_TIMEOUT     deadline or retry limit passed; out, and the view
+ *                          of the last read, may be partly updated
+ *   other refusals         e.g. SERENE_ERR_NOJOB: the job was removed
+ * Blocks: until every row has come back, by timeout_ms after the call.
+ * Threads: a starting call (Conventions).
+ */
 SERENE_API int serene_pull(serene_ctx *ctx, size_t offset, float *out, size_t count,
                            unsigned flags);
+/* serene_pull_i32 - read count int32 words at offset of the store, as they are.
+ * As serene_pull, with no fixed point.
+ * Returns:
+ *   0                      out holds the words
+ *   SERENE_ERR_INVAL       as for serene_pull
+ *   SERENE_ERR_CONCURRENT  another thread is inside a starting call on ctx
+ *   SERENE_ERR_BUSY        max_ops ops started and not yet waited for
+ *   SERENE_ERR_RANGE       beyond the capacity; nothing sent
+ *   SERENE_ERR_TIMEOUT     as for serene_pull
+ *   other refusals         e.g. SERENE_ERR_NOJOB
+ * Blocks: until every row has come back, by timeout_ms after the call.
+ * Threads: a starting call (Conventions). */
 SERENE_API int serene_pull_i32(serene_ctx *ctx, size_t offset, int32_t *out, size_t count,
                                unsigned flags);
 
-/* End this worker's current clock and return when the barrier lets it go
- * on (then serene_get_clock_info().clock has advanced by one), or with
- * SERENE_ERR_TIMEOUT by the deadline (the clock then stays unfinished and
- * the call may be repeated). */
+/*
+ * serene_clock - end this worker's current clock c; wait for the barrier.
+ *
+ * CLOCK(c) goes once the ops started before it are done (a push's rows
+ * acknowledged); the call returns when the barrier lets the worker go on,
+ * c - low <= s(c): then serene_get_clock_info().clock has advanced by one.
+ * Returns:
+ *   0                      clock c finished: the guarantee above holds
+ *   SERENE_ERR_INVAL       ctx NULL or destroyed, or in the stream mode
+ *   SERENE_ERR_CONCURRENT  another thread is inside a starting call on ctx
+ *   SERENE_ERR_BUSY        max_ops ops started and not yet waited for
+ *   SERENE_ERR_TIMEOUT     deadline or retry limit passed: the clock stays
+ *                          unfinished and the call may be repeated
+ *   other refusals         e.g. SERENE_ERR_NOJOB: the job was removed
+ * Blocks: while the barrier holds the worker, by timeout_ms after the call.
+ * Threads: a starting call (Conventions).
+ */
 SERENE_API int serene_clock(serene_ctx *ctx);
 
-/* Non-blocking forms; finish with serene_op_wait. Buffers must stay valid
- * (values unchanged) until then. */
+/*
+ * serene_push_start - start serene_push; return at once.
+ *
+ * *op_out is the op (NULL after an error). values must stay valid and
+ * unchanged until serene_op_wait returns.
+ * Returns:
+ *   0                      started
+ *   SERENE_ERR_INVAL       op_out NULL, or serene_push's reasons
+ *   SERENE_ERR_CONCURRENT  another thread is inside a starting call on ctx
+ *   SERENE_ERR_BUSY        max_ops ops started and not yet waited for
+ *   SERENE_ERR_RANGE       beyond the capacity; nothing sent
+ *   serene_op_wait then returns 0, SERENE_ERR_NONFINITE (nothing sent),
+ *   SERENE_ERR_TIMEOUT or another refusal, as serene_push.
+ * Blocks: no.
+ * Threads: a starting call (Conventions).
+ */
 SERENE_API int serene_push_start(serene_ctx *ctx, size_t offset, const float *values,
                                  size_t count, serene_op **op_out);
+/*
+ * serene_pull_start - start serene_pull; return at once.
+ *
+ * *op_out is the op (NULL after an error). out must stay valid until
+ * serene_op_wait returns; it is written as the rows come back.
+ * Returns:
+ *   0                      started
+ *   SERENE_ERR_INVAL       op_out NULL, or serene_pull's reasons
+ *   SERENE_ERR_CONCURRENT  another thread is inside a starting call on ctx
+ *   SERENE_ERR_BUSY        max_ops ops started and not yet waited for
+ *   SERENE_ERR_RANGE       beyond the capacity; nothing sent
+ *   serene_op_wait then returns 0, SERENE_ERR_TIMEOUT or another refusal.
+ * Blocks: no.
+ * Threads: a starting call (Conventions).
+ */
 SERENE_API int serene_pull_start(serene_ctx *ctx, size_t offset, float *out, size_t count,
                                  unsigned flags, serene_op **op_out);
+/*
+ * serene_clock_start - start serene_clock; return at once.
+ *
+ * *op_out is the op (NULL after an error).
+ * Returns:
+ *   0                      started
+ *   SERENE_ERR_INVAL       op_out NULL, ctx NULL or destroyed, or in the
+ *                          stream mode
+ *   SERENE_ERR_CONCURRENT  another thread is inside a starting call on ctx
+ *   SERENE_ERR_BUSY        max_ops ops started and not yet waited for
+ *   serene_op_wait then returns 0, SERENE_ERR_TIMEOUT or another refusal.
+ * Blocks: no.
+ * Threads: a starting call (Conventions).
+ */
 SERENE_API int serene_clock_start(serene_ctx *ctx, serene_op **op_out);
 
 /*
- * One SSP iteration as one pipelined operation: push, clock and pull.
+ * serene_step - one SSP iteration as one pipelined op: push, clock and pull.
+ *
  * Adds update[0 .. count) at offset of the store (as serene_push), ends
  * this worker's current clock c (as serene_clock) and reads the same words
  * into out (as serene_pull with flags: 0, SERENE_PULL_DELTA or
- * SERENE_STEP_OTHERS). It streams like an allreduce: each row of the
- * store (the job's elems_per_pkt words) travels as one packet and comes
- * back as soon as the switch holds every worker's steps of that row at
- * clocks <= c - s(c); a worker the barrier holds waits in the switch, not
- * in another round trip. Guarantee: when it returns, out holds every
- * worker's updates of clocks <= c - s(c) to these words (plus possibly
- * newer ones), as a pull after serene_clock would. Under BSP (s = 0) that is
- * every update of clocks <= c, plus, where this worker's answer was lost
- * and the others already went on, some of clock c + 1.
+ * SERENE_STEP_OTHERS). It streams like an allreduce: each row of the store
+ * comes back as soon as the switch holds every worker's steps of that row
+ * at clocks <= c - s(c) (lib/README.md, "The SSP step").
+ * Guarantee: when it returns, out holds every worker's updates of clocks
+ * <= c - s(c) to these words (plus possibly newer ones), as a pull after
+ * serene_clock would. Under BSP (s = 0) that is every update of clocks
+ * <= c, plus, where this worker's answer was lost and the others already
+ * went on, some of clock c + 1.
  * Rules: every worker of the job steps a word at every clock once it
  * began stepping it, all from the same clock on (a data-parallel loop does
- * this); a skipped clock is refused with SERENE_ERR_MISMATCH. Steps and
- * plain pushes may share words (the sums add up), but a step's guarantee
- * covers steps only.
- * update and out: count values each, valid until the call returns (for
- * serene_step_start: until serene_op_wait returns); out may be update
- * itself (in place) but may not overlap it otherwise. The float forms use
- * the store's fixed point (store_frac_bits) as push and pull do.
- * Returns 0; SERENE_ERR_INVAL (count 0, a NULL buffer, partly overlapping
- * buffers, unknown flags or DELTA with OTHERS); SERENE_ERR_RANGE (beyond
- * the capacity; nothing sent); SERENE_ERR_NONFINITE (NaN/Inf in update:
- * as an allreduce does, the step completes so that every worker stays in
- * step, but each row piece that held one added zeros instead; out and the
- * clock are as for a success); SERENE_ERR_MISMATCH (the rules above); SERENE_ERR_TIMEOUT
- * (the clock stays unfinished; the same step may be repeated, and what the
- * switch already added is not added again).
+ * this). Steps and plain pushes may share words (the sums add up), but a
+ * step's guarantee covers steps only.
+ * update and out: count values each, valid during the call; out may be
+ * update itself (in place) but may not overlap it otherwise. The float
+ * forms use the store's fixed point (store_frac_bits) as push and pull do.
+ * Returns:
+ *   0                      clock c finished; out holds the guarantee's sums
+ *   SERENE_ERR_INVAL       ctx NULL or destroyed, count 0, a NULL buffer,
+ *                          buffers partly overlapping, unknown flags or
+ *                          DELTA with OTHERS, or a context in the stream mode
+ *   SERENE_ERR_CONCURRENT  another thread is inside a starting call on ctx
+ *   SERENE_ERR_BUSY        max_ops ops started and not yet waited for
+ *   SERENE_ERR_RANGE       beyond the capacity; nothing sent
+ *   SERENE_ERR_NONFINITE   NaN/Inf in update: as an allreduce does, the step
+ *                          completes so that every worker stays in step, but
+ *                          each row piece that held one added zeros instead;
+ *                          out and the clock are as for a success
+ *   SERENE_ERR_MISMATCH    the rules above broken: a clock skipped, or a word
+ *                          first stepped at another clock than the others'
+ *   SERENE_ERR_TIMEOUT     deadline or retry limit passed: the clock stays
+ *                          unfinished; the same step may be repeated, and
+ *                          what the switch already added is not added again
+ *   other refusals         e.g. SERENE_ERR_PROTO: the step ran more than the
+ *                          barrier's ring ahead of the slowest worker
+ * Blocks: until every row has come back, by timeout_ms after the call.
+ * Threads: a starting call (Conventions).
  */
 SERENE_API int serene_step(serene_ctx *ctx, size_t offset, const float *update, float *out,
                            size_t count, unsigned flags);
+/* serene_step_i32 - serene_step of int32 words, added and read as they are.
+ * Returns:
+ *   0                      clock c finished; out holds the guarantee's sums
+ *   SERENE_ERR_INVAL       as for serene_step
+ *   SERENE_ERR_CONCURRENT  another thread is inside a starting call on ctx
+ *   SERENE_ERR_BUSY        max_ops ops started and not yet waited for
+ *   SERENE_ERR_RANGE       beyond the capacity; nothing sent
+ *   SERENE_ERR_MISMATCH    as for serene_step
+ *   SERENE_ERR_TIMEOUT     as for serene_step: the step may be repeated
+ *   other refusals         as for serene_step
+ * Blocks: until every row has come back, by timeout_ms after the call.
+ * Threads: a starting call (Conventions). */
 SERENE_API int serene_step_i32(serene_ctx *ctx, size_t offset, const int32_t *update,
                                int32_t *out, size_t count, unsigned flags);
+/*
+ * serene_step_start - start serene_step; return at once.
+ *
+ * *op_out is the op (NULL after an error). update and out must stay valid,
+ * and update unchanged, until serene_op_wait returns.
+ * Returns:
+ *   0                      started
+ *   SERENE_ERR_INVAL       op_out NULL, or serene_step's reasons
+ *   SERENE_ERR_CONCURRENT  another thread is inside a starting call on ctx
+ *   SERENE_ERR_BUSY        max_ops ops started and not yet waited for
+ *   SERENE_ERR_RANGE       beyond the capacity; nothing sent
+ *   serene_op_wait then returns 0, SERENE_ERR_NONFINITE, SERENE_ERR_MISMATCH,
+ *   SERENE_ERR_TIMEOUT or another refusal, as serene_step.
+ * Blocks: no.
+ * Threads: a starting call (Conventions).
+ */
 SERENE_API int serene_step_start(serene_ctx *ctx, size_t offset, const float *update,
                                  float *out, size_t count, unsigned flags, serene_op **op_out);
 
@@ -602,8 +945,14 @@ typedef struct serene_clock_info {
     uint32_t reserved_[11];
 } serene_clock_info;
 
-/* The worker's view of the barrier, as of the last answer from the switch.
- * Safe to call between operations. */
+/* serene_get_clock_info - the worker's view of the barrier.
+ * As of the last answer from the switch; read between operations for a
+ * consistent view (the fields are read one at a time).
+ * Returns:
+ *   0                      *out filled
+ *   SERENE_ERR_INVAL       ctx NULL or destroyed, or out NULL
+ * Blocks: no.
+ * Threads: any. */
 SERENE_API int serene_get_clock_info(const serene_ctx *ctx, serene_clock_info *out);
 
 /* ------------------------------------------------------------------------ */
@@ -658,30 +1007,56 @@ SERENE_API int serene_get_clock_info(const serene_ctx *ctx, serene_clock_info *o
  * way round (SERENE_ERR_INVAL).
  */
 
-/* End this worker's clock c (the number of earlier calls: its first call
- * ends clock 0): start the allreduce of sendbuf for it, as
- * serene_allreduce_typed_start (sendbuf and recvbuf valid and sendbuf
- * unchanged until serene_op_wait returns for *op_out), and announce c to
- * the switch's barrier, without waiting behind the allreduces of earlier
- * clocks. Does not block. Returns serene_allreduce_typed_start's codes,
- * SERENE_ERR_INVAL also when the context used serene_clock or
- * serene_step, and the code of an earlier refusal of an announcement
- * (serene_stale_bound). */
+/*
+ * serene_stale_start - end clock c in the stream mode: start its allreduce.
+ *
+ * c is the number of earlier calls (the first call ends clock 0). Starts
+ * the allreduce of sendbuf for c, as serene_allreduce_typed_start
+ * (sendbuf and recvbuf valid and sendbuf unchanged until serene_op_wait
+ * returns for *op_out), and announces c to the switch's barrier, without
+ * waiting behind the allreduces of earlier clocks. The first call puts the
+ * context in the stream mode.
+ * Returns:
+ *   0                      started; *op_out is the clock's allreduce
+ *   SERENE_ERR_INVAL       op_out NULL, serene_allreduce_typed's reasons, or
+ *                          a context that used serene_clock or serene_step
+ *   SERENE_ERR_CONCURRENT  another thread is inside a starting call on ctx
+ *   SERENE_ERR_BUSY        max_ops ops started and not yet waited for
+ *   SERENE_ERR_UNSUPPORTED the switch has no allreduce slots
+ *   SERENE_ERR_BROKEN      an earlier allreduce of ctx failed
+ *   the switch's refusal of an earlier announcement (serene_stale_bound),
+ *   kept for every later call
+ *   serene_op_wait then returns serene_allreduce_typed's other codes.
+ * Blocks: no.
+ * Threads: a starting call (Conventions).
+ */
 SERENE_API int serene_stale_start(serene_ctx *ctx, const void *sendbuf, void *recvbuf,
                                   size_t count, serene_dtype dtype, serene_reduce_op op,
                                   unsigned flags, serene_op **op_out);
 
-/* The policy at clock c (started by this worker's serene_stale_start):
- * its staleness bound s, and its mode when mode is not NULL. Blocks until
- * the switch has answered c's announcement (an announcement goes once c
- * is started and c - 1 was answered; the answer comes within a round trip
- * unless packets are lost), at most timeout_ms. May be called from any
- * thread. Returns 0; SERENE_ERR_INVAL (c not started, NULL staleness, or
- * a context not in the stream mode); SERENE_ERR_TIMEOUT; SERENE_ERR_RANGE
- * (c is older than the last 64 answered clocks, whose policies are kept);
- * SERENE_ERR_SHUTDOWN; or the switch's refusal of an announcement
- * (SERENE_ERR_NOJOB, SERENE_ERR_NOTMEMBER, ...), kept for every later
- * call. */
+/*
+ * serene_stale_bound - the policy in force at clock c, as the switch said.
+ *
+ * c (the argument clock) must have been started by this worker's
+ * serene_stale_start. *staleness gets the policy's bound s, and *mode its
+ * mode when mode is not NULL. An announcement goes once c is started and
+ * c - 1 was answered; the answer comes within a round trip unless packets
+ * are lost.
+ * Returns:
+ *   0                      *staleness (and *mode) set
+ *   SERENE_ERR_INVAL       ctx NULL or destroyed, staleness NULL, c not
+ *                          started, or a context not in the stream mode
+ *   SERENE_ERR_TIMEOUT     no answer to c's announcement within timeout_ms
+ *   SERENE_ERR_RANGE       c is older than the last 64 answered clocks, whose
+ *                          policies are kept
+ *   SERENE_ERR_SHUTDOWN    the context is being destroyed
+ *   the switch's refusal of an announcement (e.g. SERENE_ERR_NOJOB,
+ *   SERENE_ERR_NOTMEMBER), for c and every later clock not yet answered
+ * Blocks: until the switch has answered c's announcement, at most
+ *   timeout_ms from the call; not at all once it has.
+ * Threads: any, during starting calls too; serene_ctx_destroy is refused
+ *   while it waits.
+ */
 SERENE_API int serene_stale_bound(serene_ctx *ctx, uint32_t clock, serene_sync_mode *mode,
                                   uint32_t *staleness);
 

@@ -6,7 +6,10 @@
    its node; `#include "x/y.h"` resolved against lib/, include/ and the
    file's own folder is an edge to the header's folder) has no cycle, and
    follows the fixed rules below.
-2. No source file over MAX_FILE lines.
+2. No source file over MAX_FILE lines; a public header (include/) may have
+   MAX_HEADER: it is the API's reference, every function's contract in
+   full (summary, return codes, blocking, threads: tests/docs), as zstd.h
+   and nng.h give it.
 3. No C or C++ function over MAX_FUNC lines. Tables of data (an
    initializer after '=') are not functions. P4 files are held to the file
    limit only: a control's apply block is the stage list a P4 compiler lays
@@ -21,6 +24,7 @@ import subprocess
 import sys
 
 MAX_FILE = 800
+MAX_HEADER = 1200
 MAX_FUNC = 100
 SRC_EXT = ('.c', '.h', '.cc', '.cpp', '.p4', '.py', '.sh')
 C_EXT = ('.c', '.h', '.cc', '.cpp')
@@ -161,8 +165,9 @@ def check(root, graph=False):
     for f in files:
         text = open(os.path.join(root, f), errors='replace').read()
         nlines = text.count('\n')
-        if nlines > MAX_FILE:
-            print(f'{f}: {nlines} lines (at most {MAX_FILE})')
+        limit = MAX_HEADER if f.startswith('include/') else MAX_FILE
+        if nlines > limit:
+            print(f'{f}: {nlines} lines (at most {limit})')
             bad += 1
         if f.endswith(C_EXT):
             for start, n, head in long_functions(text):
@@ -205,15 +210,18 @@ def self_test():
         put('lib/proto/wire.h', '#include "b/b.h"\n')    # proto depends on b
         put('lib/c/long.c', long_body + table)            # one long function
         put('lib/c/big.sh', '#\n' * (MAX_FILE + 1))      # one long file
+        put('include/x/doc.h', '\n' * (MAX_FILE + 1))    # a header may be longer
+        put('include/x/big.h', '\n' * (MAX_HEADER + 1))  # but not too long
         found = check(t)
         put('lib/b/b.h', '/* nothing */\n')
         put('lib/proto/wire.h', '#include "common/log.h"\n')
         put('lib/common/log.h', '\n')
         put('lib/c/long.c', table)
         put('lib/c/big.sh', '#\n')
+        put('include/x/big.h', '\n')
         clean = check(t)
-    ok = found == 4 and clean == 0
-    print(f'self-test: {found} violations found of 4, {clean} after the fix: '
+    ok = found == 5 and clean == 0
+    print(f'self-test: {found} violations found of 5, {clean} after the fix: '
           f'{"PASS" if ok else "FAIL"}')
     return 0 if ok else 1
 
