@@ -54,10 +54,22 @@ rules 1-3 do not apply to. Rules:
    not only *.md) but the results logs (NOTES.md) matches CITATION
    (the word issue, any case, then a number, '#' or '[': a tag): a
    reader has no tracker, so a comment says what the code guards or why.
+8. The public headers document every function. In each of HEADERS, every
+   declaration that starts a line with SERENE_API or SERENE_CTL_API comes
+   right after a comment of its own (nothing but blanks between) whose
+   first line of text is "NAME - summary." (NAME the declared function,
+   the summary one line ending in '.'), then lines that start with
+   "Returns:", "Blocks:" and "Threads:", in that order; a "Returns:" with
+   nothing after it is followed by at least one more indented line (one
+   code or value a line). Every SERENE_ERR_X a header names is a code of
+   SERENE_ERRNO_MAP, every -EXXX an errno name; every function that a .c
+   file under lib/ defines with SERENE_API (the exported symbols) is
+   declared in HEADERS[0].
 
 Usage: check_docs.py SOURCE_ROOT   exit 0 ok, 1 violations (one per line).
        check_docs.py --self-test  the checker finds what it must find
 """
+import errno
 import os
 import re
 import subprocess
@@ -92,6 +104,10 @@ HELP_CASE = re.compile(r'^\s*(-h \| )?--help\)', re.MULTILINE)
 HELP_TIMEOUT_S = 30
 CITATION = re.compile(r'\bissue ?(#?[0-9]|\[)', re.IGNORECASE)
 NOT_CITATION_CHECKED = ('NOTES.md',)
+HEADERS = ('include/serene/serene.h', 'include/serene/ctl.h')
+DECL = re.compile(r'^(?:SERENE_API|SERENE_CTL_API)\b[^;(]*?(\w+)\s*\(', re.MULTILINE)
+EXPORT = re.compile(r'^SERENE_API\b[^;({]*?(\w+)\s*\(', re.MULTILINE)
+PARTS = ('Returns:', 'Blocks:', 'Threads:')
 
 
 def fenced(lines):
@@ -391,6 +407,82 @@ def check_citations(root, files):
     return errs
 
 
+def comment_lines(comment):
+    """The text lines of one /* ... */ comment, without the comment marks."""
+    out = []
+    for line in comment[2:-2].split('\n'):
+        line = line.strip()
+        line = line[1:] if line.startswith('*') else line
+        out.append(line[1:] if line.startswith(' ') else line)
+    while out and not out[0].strip():
+        out.pop(0)
+    return out
+
+
+def check_doc(rel, k, name, lines):
+    """Rule 8 for the comment (its text lines) above function name."""
+    errs, where = [], '%s:%d: %s' % (rel, k, name)
+    if not lines or not re.match(r'^%s - \S.*\.$' % re.escape(name), lines[0]):
+        return ['%s: the comment does not open with "%s - summary." on one line'
+                % (where, name)]
+    at = []
+    for part in PARTS:
+        hits = [i for i, l in enumerate(lines) if l.startswith(part)]
+        if not hits:
+            errs.append('%s: no "%s" part' % (where, part))
+        at.append(hits[0] if hits else None)
+    if None not in at and not at[0] < at[1] < at[2]:
+        errs.append('%s: "Returns:", "Blocks:" and "Threads:" out of order' % where)
+    r = at[0]
+    if r is not None and not lines[r][len('Returns:'):].strip() and \
+            not (r + 1 < len(lines) and lines[r + 1].startswith('  ') and
+                 not lines[r + 1].lstrip().startswith(PARTS)):
+        errs.append('%s: "Returns:" lists nothing' % where)
+    return errs
+
+
+def check_headers(root, files):
+    errs, declared = [], set()
+    codes = None
+    for rel in HEADERS:
+        path = os.path.join(root, rel)
+        if not os.path.exists(path):
+            errs.append('%s: missing' % rel)
+            continue
+        with open(path, encoding='utf-8') as f:
+            text = f.read()
+        m = re.search(r'#define SERENE_ERRNO_MAP\(X\)(.*?)\n\n', text, re.DOTALL)
+        if m:
+            codes = set(re.findall(r'X\((\w+),', m.group(1)))
+        for m in DECL.finditer(text):
+            name, k = m.group(1), text.count('\n', 0, m.start()) + 1
+            declared.add(name)
+            before = text[:m.start()].rstrip()
+            start = before.rfind('/*')
+            if not before.endswith('*/') or start < 0:
+                errs.append('%s:%d: %s has no doc comment right above it' % (rel, k, name))
+                continue
+            errs += check_doc(rel, k, name, comment_lines(before[start:]))
+        for k, line in enumerate(text.split('\n'), 1):
+            line = re.sub(r'"[^"]*"', '', line)  # a name in quotes is text, not a code
+            for code in re.findall(r'\bSERENE_ERR_([A-Z][A-Z0-9_]*[A-Z0-9])\b', line):
+                if codes is not None and code not in codes:
+                    errs.append('%s:%d: SERENE_ERR_%s is no code of SERENE_ERRNO_MAP'
+                                % (rel, k, code))
+            for name in re.findall(r'(?<![\w-])-(E[A-Z0-9]+)\b', line):
+                if not hasattr(errno, name):
+                    errs.append('%s:%d: -%s is no errno name' % (rel, k, name))
+    for rel in files:
+        if not (rel.startswith('lib/') and rel.endswith('.c')):
+            continue
+        with open(os.path.join(root, rel), encoding='utf-8', errors='replace') as f:
+            for m in EXPORT.finditer(f.read()):
+                if m.group(1) not in declared:
+                    errs.append('%s: exports %s, which %s does not declare'
+                                % (rel, m.group(1), HEADERS[0]))
+    return errs
+
+
 def check(root):
     errs = []
     for rel in LIMITS:
@@ -403,6 +495,7 @@ def check(root):
         errs += check_names(root, rel, tops, texts)
     errs += check_help(root, files)
     errs += check_citations(root, files)
+    errs += check_headers(root, files)
     return errs
 
 
@@ -410,9 +503,20 @@ HELP_GOOD = ('#!/bin/bash\n# h.sh - a script.\n#\n#   bench/h.sh [--runs K]\n#\n
              '# Exit status: 0, 2 (bad usage).\nset -u\ncase $1 in\n'
              '    -h | --help) awk \'NR > 2 && !/^#/ { exit } NR > 2 { sub(/^# ?/, ""); print }\' '
              '"$0"; exit 0 ;;\nesac\n')
+HEADER_GOOD = ('#define SERENE_ERRNO_MAP(X) \\\n    X(INVAL, 1, "invalid") \\\n'
+               '    X(BUSY, 13, "busy")\n\n'
+               '/* serene_a - do a.\n * Returns:\n *   0                 done\n'
+               ' *   SERENE_ERR_BUSY   busy\n * Blocks: no.\n * Threads: any. */\n'
+               'SERENE_API int serene_a(int x,\n                        int y);\n\n'
+               '/*\n * serene_b - do b.\n *\n * More.\n * Returns: a count.\n'
+               ' * Blocks: until done.\n * Threads: one at a time.\n */\n'
+               'SERENE_API size_t serene_b(void);\n')
+CTL_GOOD = ('/* serene_ctl_c - do c.\n * Returns:\n *   -EINVAL  bad\n * Blocks: no.\n'
+            ' * Threads: any. */\nSERENE_CTL_API int serene_ctl_c(void);\n')
 SELF_FILES = {'bench/run_x.sh': '#!/bin/bash\n# x\ncase $1 in --runs) ;; esac\n',
               'bench/fabric.sh': '#!/bin/bash\n# x\ncase $1 in -n) ;; esac\n',
-              'lib/a.c': '', 'p4/swswitch/b.c': ''}
+              'lib/a.c': 'SERENE_API int serene_a(int x, int y)\n{\n    return x + y;\n}\n',
+              'p4/swswitch/b.c': '', HEADERS[0]: HEADER_GOOD, HEADERS[1]: CTL_GOOD}
 SELF_CASES = {
     # name: (file, text, the message the checker must give, or None when clean[,
     #        more files]); every case also has SELF_FILES
@@ -468,6 +572,34 @@ SELF_CASES = {
                                                     "sed -n '3,4p'")}),
     'help-exit': ('README.md', '# x\n', '--help exits 2',
                   {'tests/h.sh': HELP_GOOD.replace('exit 0', 'exit 2')}),
+    'header-no-returns': (HEADERS[0], HEADER_GOOD.replace(' * Returns: a count.\n', ''),
+                          'serene_b: no "Returns:" part'),
+    'header-no-blocks': (HEADERS[1], CTL_GOOD.replace(' * Blocks: no.\n', ''),
+                         'serene_ctl_c: no "Blocks:" part'),
+    'header-no-threads': (HEADERS[0], HEADER_GOOD.replace(' * Threads: any. */', ' */'),
+                          'serene_a: no "Threads:" part'),
+    'header-order': (HEADERS[0], HEADER_GOOD.replace(' * Blocks: until done.\n', '').replace(
+        ' */\nSERENE_API size_t', ' * Blocks: until done.\n */\nSERENE_API size_t'),
+                     'out of order'),
+    'header-empty-returns': (HEADERS[1], CTL_GOOD.replace(' *   -EINVAL  bad\n', ''),
+                             '"Returns:" lists nothing'),
+    'header-no-comment': (HEADERS[0], HEADER_GOOD + 'SERENE_API void serene_c(void);\n',
+                          'serene_c has no doc comment'),
+    'header-shared': (HEADERS[0], HEADER_GOOD + '/* serene_c - c and d.\n * Returns: 0.\n'
+                      ' * Blocks: no.\n * Threads: any. */\nSERENE_API void serene_c(void);\n'
+                      'SERENE_API void serene_d(void);\n', 'serene_d has no doc comment'),
+    'header-wrong-name': (HEADERS[0], HEADER_GOOD.replace('serene_a - do a.', 'serene_x - do a.'),
+                          'serene_a: the comment does not open with'),
+    'header-two-line-summary': (HEADERS[0], HEADER_GOOD.replace('serene_a - do a.',
+                                                                'serene_a - do a\n * and more.'),
+                                'serene_a: the comment does not open with'),
+    'header-unknown-code': (HEADERS[0], HEADER_GOOD.replace('SERENE_ERR_BUSY   busy',
+                                                            'SERENE_ERR_BUSSY  busy'),
+                            'SERENE_ERR_BUSSY is no code'),
+    'header-unknown-errno': (HEADERS[1], CTL_GOOD.replace('-EINVAL', '-EINVALID'),
+                             '-EINVALID is no errno name'),
+    'header-export-undeclared': ('README.md', '# x\n', 'exports serene_d, which',
+                                 {'lib/d.c': 'SERENE_API int serene_d(void)\n{\n    return 0;\n}\n'}),
 }
 
 
