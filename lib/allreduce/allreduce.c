@@ -401,6 +401,15 @@ static void ar_on_timeout(void *self, sr_engine *e, serene_op *op, int st)
     fail_broken(ar, e, op, SERENE_ERR_TIMEOUT);
 }
 
+static void ar_on_expired(void *self, sr_engine *e, serene_op *op)
+{
+    SR_ERR(&e->log,
+           "allreduce of %zu values timed out before it began (the ops ahead of it took its "
+           "time): the other workers make this call without this one",
+           op->count);
+    fail_broken(self, e, op, SERENE_ERR_TIMEOUT);
+}
+
 const sr_op_class sr_allreduce_class = {
     .name = "allreduce",
     .answers = {SR_OP_AR_RESULT, SR_OP_AR_HELD, SR_OP_AR_NAK},
@@ -419,6 +428,8 @@ const sr_op_class sr_allreduce_class = {
     .on_error = ar_on_error,
     /* Engine thread: deadline or retry limit: broken. */
     .on_timeout = ar_on_timeout,
+    /* Engine thread: its deadline passed in the queue: broken. */
+    .on_expired = ar_on_expired,
 };
 
 /* ---- public calls ------------------------------------------------------------ */

@@ -312,7 +312,10 @@ static void op_begin(sr_engine *e, serene_op *op, uint64_t now)
     if (e->trains == SR_TRAINS_TESTING)
         sr_trains_test(e, now); /* no answer yet: again, a few times */
     if (now >= op->deadline_ns) {
-        sr_op_finish(e, op, SERENE_ERR_TIMEOUT);
+        if (op->cls->on_expired)
+            op->cls->on_expired(op->self, e, op);
+        else
+            sr_op_finish(e, op, SERENE_ERR_TIMEOUT);
         return;
     }
     op->cls->begin(op->self, e, op, now);

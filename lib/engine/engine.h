@@ -91,6 +91,11 @@ typedef struct sr_op_class {
      * SERENE_ERR_TIMEOUT. NULL: the engine logs the class's name and
      * finishes it. */
     void (*on_timeout)(void *self, sr_engine *e, serene_op *op, int st);
+    /* op's deadline passed while it waited in the queue: it never began.
+     * Finish it with SERENE_ERR_TIMEOUT and keep what the class needs (an
+     * allreduce the other workers make without this one leaves the
+     * context a call behind them). NULL: the engine finishes it. */
+    void (*on_expired)(void *self, sr_engine *e, serene_op *op);
 } sr_op_class;
 
 /* One per SR_OP_STRIDE bytes of the context's region: handle.h says why. */

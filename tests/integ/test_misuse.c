@@ -5,7 +5,8 @@
  * handle waited for twice or after its descriptor was reused, two threads
  * on one context, calls through a destroyed context. Every case must end
  * promptly with a clear error: none may hang until its deadline, and none
- * may mix data. Ranks are threads here, each with its own context (the
+ * may mix data; an allreduce that expires behind another op breaks the
+ * context as any timed-out allreduce does. Ranks are threads here, each with its own context (the
  * library has no global state).
  */
 #include <math.h>
@@ -354,6 +355,36 @@ static void test_typed_and_stream(void **state)
     destroy_job(ctx, 2);
 }
 
+/* An allreduce whose deadline passes while it waits behind another op
+ * (a clock held by the barrier for a worker that never clocks) never goes
+ * out, and the other workers make that call without this one: like any
+ * allreduce that times out, it breaks the context, so the next allreduce
+ * is refused at once instead of pairing with the others' earlier call. */
+static void test_expired_in_queue(void **state)
+{
+    (void)state;
+    serene_ctx *ctx[2];
+    uint32_t nonce = next_nonce++;
+    for (int r = 0; r < 2; r++) {
+        serene_config cfg;
+        base_cfg(&cfg, 1, r, 2, nonce);
+        cfg.timeout_ms = 400;
+        assert_int_equal(serene_ctx_create(&ctx[r], &cfg), 0);
+    }
+    float x[64] = {1}, y[64];
+    serene_op *clk, *ar;
+    /* Back to back: the allreduce's deadline is microseconds after the
+     * clock's, and it begins only once the clock has timed out. */
+    assert_int_equal(serene_clock_start(ctx[0], &clk), 0);
+    assert_int_equal(serene_allreduce_start(ctx[0], x, y, 64, SERENE_SUM, &ar), 0);
+    double t0 = tc_now_ms();
+    assert_int_equal(serene_op_wait(&clk), SERENE_ERR_TIMEOUT);
+    assert_int_equal(serene_op_wait(&ar), SERENE_ERR_TIMEOUT);
+    assert_int_equal(serene_allreduce(ctx[0], x, y, 64, SERENE_SUM), SERENE_ERR_BROKEN);
+    assert_true(tc_now_ms() - t0 < 5000);
+    destroy_job(ctx, 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -362,6 +393,7 @@ int main(void)
         cmocka_unit_test(test_two_threads_one_context),
         cmocka_unit_test(test_destroyed_context),
         cmocka_unit_test(test_typed_and_stream),
+        cmocka_unit_test(test_expired_in_queue),
     };
     return cmocka_run_group_tests_name("misuse", tests, start_switch, stop_switch);
 }
