@@ -41,7 +41,12 @@
 #                      PATH (else it says so, exit 77)
 #   --build DIR        meson build dir (default build-fabric, release)
 #   --out DIR          results (default BUILD/fabric-results): table.md,
-#                      results.csv, fabric.png, logs/
+#                      results.csv, fabric.png, logs/. table.md's first
+#                      table gives per run the time per call, the goodput
+#                      and its share of the link rate, the bytes on each
+#                      worker's link per call over the tensor each way
+#                      (headers and resends included), drops, resends and
+#                      CPU; its second, the speed-up over the rings
 #   --case-timeout S   bound of each program run (default 900)
 #   FABRIC_MPI_MCA     OpenMPI's extra arguments (default: its ring allreduce,
 #                      '--mca coll_tuned_use_dynamic_rules 1

@@ -11,7 +11,8 @@
 # same on 16-bit values), N stale_worker ranks (the stream mode, 8 clocks,
 # every sum exact) and N ssp_worker ranks (pushes and pulls, exact) run
 # through it, one per host namespace, on the links as fabric.sh shaped them
-# (--rates 0: unshaped).
+# (--rates 0: unshaped). Last, a second job is added beside the first with
+# p4/bmv2_job.sh, serves a store run and is removed, twice (bmv2_live).
 # The line per rank splits the packets it sent into first sends, resends
 # and probes; more than twice its first sends, or a call over 3x what the
 # measured rate and round trip allow it, fails the run: BMv2 serves a
