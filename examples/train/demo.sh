@@ -43,7 +43,9 @@
 # Outputs in --out (default BUILD/train-demo): POLICY-sSEED/rank<R>.csv and
 # .summary (see README.md next to this script), summary.csv (the runs),
 # table.txt and table.md (the table, as printed and as markdown),
-# accuracy.png and wait.png (gnuplot). Exit status: 0 done; 1 a run failed.
+# accuracy.png (rank 0's test accuracy over time, per policy) and wait.png
+# (each worker's cumulative wait), by gnuplot. Exit status: 0 done; 1 a run
+# failed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)

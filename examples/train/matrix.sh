@@ -34,7 +34,8 @@
 # calibration, in the first regime) unless --mean-iter-ms gives it, and used
 # by every regime. Outputs in --out (default BUILD/train-matrix): REGIME/
 # (demo.sh's output for each regime), matrix.csv (one row per run),
-# matrix.md (medians over the seeds, per regime and policy) and
+# matrix.md (medians over the seeds, per regime and policy), matrix.params
+# (the run's parameters, for --retable's caption) and
 # time_to_target.png (gnuplot: median time to target and median final
 # accuracy per regime and policy). The table's time to target
 # (time_to_target_kept_s) is the end of rank 0's first 3 consecutive
@@ -55,7 +56,7 @@ policies=bsp,ssp3,ssp10,asp,dynamic,allreduce
 all_regimes=none-iid,random-iid,persistent-iid,burst-iid,failure-iid
 all_regimes=$all_regimes,none-noniid,random-noniid,persistent-noniid,burst-noniid,failure-noniid
 regimes=$all_regimes
-usage() { sed -n '8,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '4,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 bad() { echo "matrix.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     [ $# -ge 2 ] || case $1 in --no-plots | -h | --help) ;; *) bad "$1 needs a value" ;; esac
