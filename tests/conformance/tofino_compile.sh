@@ -21,7 +21,7 @@ set -eu
 [ $# -ge 2 ] || { echo "usage: $0 SERENE_CTL SOURCE_ROOT [--update]" >&2; exit 2; }
 ctl=$1 root=$2 update=${3:-}
 cc=${P4C_TOFINO:-p4c-tofino}
-command -v "$cc" >/dev/null 2>&1 || { echo "SKIP: no $cc (p4c with ENABLE_TOFINO, p4/README.md)"; exit 77; }
+command -v "$cc" >/dev/null 2>&1 || { echo "SKIP: no $cc (p4c with ENABLE_TOFINO, p4/tna/README.md)"; exit 77; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/serene-tofino.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 check=$root/tests/conformance/check_bfrt.py
