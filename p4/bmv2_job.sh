@@ -44,7 +44,16 @@ CONSTANTS=$HERE/include/constants.p4
 CLI=${SIMPLE_SWITCH_CLI:-simple_switch_CLI}
 
 die() { echo "bmv2_job: $*" >&2; exit 1; }
-usage() { sed -n '6,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+# usage [RC]: the synopsis to stderr with status 2 (a usage error), or with
+# RC 0 (--help) the whole header to stdout.
+usage() {
+    if [ "${1:-2}" = 0 ]; then
+        sed -n '3,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+        exit 0
+    fi
+    sed -n '6,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+}
 define() { sed -n "s/^#define $1 \([0-9]*\).*/\1/p" "$CONSTANTS"; }
 
 # The register classes: by id, and per block of job id mod SR_P4_MAX_JOBS
@@ -214,6 +223,7 @@ cmd_remove() {
 }
 
 [ $# -ge 1 ] || usage
+case $1 in -h | --help) usage 0 ;; esac
 ACTION=$1
 shift
 PORT=9090 JOBFILE= POLICY= STATE= CTL= FORCE=
@@ -225,7 +235,7 @@ while [ $# -gt 0 ]; do
     --state) STATE=${2:?}; shift ;;
     --ctl) CTL=${2:?}; shift ;;
     --force) FORCE=1 ;;
-    -h | --help) usage ;;
+    -h | --help) usage 0 ;;
     *) [ "$ACTION" = check-json ] && [ -z "$JOBFILE" ] && JOBFILE=$1 || usage ;;
     esac
     shift

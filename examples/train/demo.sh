@@ -53,7 +53,8 @@ repo=$(cd "$here/../.." && pwd)
 build=$repo/build out="" data="" policies=bsp,ssp10,stream10,asp,dynamic,allreduce seeds=1
 workers=4 iters=1000 batch=32 lr=0.05 straggler=slow:0.15:0.5:2 mean_ms="" t_ref=clean timeout=120 plots=1
 strag_ranks="" split=iid target=0.91 calib_only=0 eval_every=
-usage() { sed -n '4,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+# usage [RC]: the header; --help to stdout with status 0, a usage error to stderr with 2.
+usage() { sed -n '4,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&"$((${1:-2} ? 2 : 1))"; exit "${1:-2}"; }
 while [ $# -gt 0 ]; do
     case $1 in
     --build) build=$2; shift 2 ;;
@@ -75,7 +76,7 @@ while [ $# -gt 0 ]; do
     --timeout) timeout=$2; shift 2 ;;
     --no-plots) plots=0; shift ;;
     --calibrate-only) calib_only=1; shift ;;
-    -h | --help) usage ;;
+    -h | --help) usage 0 ;;
     *) echo "demo.sh: unknown argument '$1'" >&2; usage ;;
     esac
 done

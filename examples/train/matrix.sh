@@ -56,7 +56,8 @@ policies=bsp,ssp3,ssp10,asp,dynamic,allreduce
 all_regimes=none-iid,random-iid,persistent-iid,burst-iid,failure-iid
 all_regimes=$all_regimes,none-noniid,random-noniid,persistent-noniid,burst-noniid,failure-noniid
 regimes=$all_regimes
-usage() { sed -n '4,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+# usage [RC]: the header; --help to stdout with status 0, a usage error to stderr with 2.
+usage() { sed -n '4,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&"$((${1:-2} ? 2 : 1))"; exit "${1:-2}"; }
 bad() { echo "matrix.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     [ $# -ge 2 ] || case $1 in --no-plots | -h | --help) ;; *) bad "$1 needs a value" ;; esac
@@ -76,7 +77,7 @@ while [ $# -gt 0 ]; do
     --timeout) timeout=$2; shift 2 ;;
     --retable) retable=$2; shift 2 ;;
     --no-plots) plots=0; shift ;;
-    -h | --help) usage ;;
+    -h | --help) usage 0 ;;
     *) echo "matrix.sh: unknown argument '$1'" >&2; usage ;;
     esac
 done
