@@ -38,7 +38,9 @@
 #   tofino-params  the switch set to the Tofino program's job values
 #               (SR_TNA_ELEMS values per packet and SR_TNA_AR_SLOTS slots,
 #               read from p4/tna/tna_headers.p4: 32 and 256) with 5% loss
-#               and 2% duplication, and what that program serves: every
+#               and 2% duplication, its store (SR_TNA_STORE_ROWS rows of a
+#               packet's values, accessed in whole rows as it requires),
+#               and what that program serves: every
 #               rank joins with those values from JOIN_ACK (its log line);
 #               the barrier under BSP and SSP(3), rank 3 slowed, checked by
 #               ssp_check; the store's exact sums; allreduce (AR_WORKER,
@@ -167,14 +169,18 @@ case_step_loss() {
 }
 
 case_tofino_params() {
-    local h e s j r
+    local h e s rows j r
     h=$(dirname "$0")/../../p4/tna/tna_headers.p4
     e=$(sed -n 's/^#define SR_TNA_ELEMS \([0-9]*\).*/\1/p' "$h")
     s=$(sed -n 's/^#define SR_TNA_AR_SLOTS \([0-9]*\).*/\1/p' "$h")
-    if [ -z "$e" ] || [ -z "$s" ]; then fail "no SR_TNA_ELEMS / SR_TNA_AR_SLOTS in $h"; fi
-    echo "the Tofino program's job values: $e values per packet, $s slots"
-    start_switch 127.0.0.1:0 --job "0:$N:$e:$s,store=2048,policy=bsp" \
-        --job "1:$N:$e:$s,store=2048,policy=ssp:3" --job "2:$N:$e:$s,store=2048,policy=bsp" \
+    rows=$(sed -n 's/^#define SR_TNA_STORE_ROWS \([0-9]*\).*/\1/p' "$h")
+    if [ -z "$e" ] || [ -z "$s" ] || [ -z "$rows" ]; then
+        fail "no SR_TNA_ELEMS / SR_TNA_AR_SLOTS / SR_TNA_STORE_ROWS in $h"
+    fi
+    echo "the Tofino program's job values: $e values per packet, $s slots, a store of $rows rows of $e"
+    start_switch 127.0.0.1:0 --job "0:$N:$e:$s,store=$((rows * e)),policy=bsp" \
+        --job "1:$N:$e:$s,store=$((rows * e)),policy=ssp:3" \
+        --job "2:$N:$e:$s,store=$((rows * e)),policy=bsp" \
         --job "3:$N:$e:$s,policy=bsp" --loss 0.05 --dup 0.02 --seed 9 ||
         fail "serene-switch did not start"
     export SERENE_LOG_LEVEL=info
@@ -190,8 +196,10 @@ case_tofino_params() {
         sed "s/^/    /" <<<"$out"
         [ "$crc" -eq 0 ] || fail "barrier under $pol: the logs break the barrier (see above)"
     done
-    ranks tofino-store 90 "$N" --job 2 -- "$WORKER" store --iters 20 --offset 100 --count 1000 \
-        --capacity 2048 --seed 5 --expect-retrans
+    # The store as the program serves it: whole rows (offset and count
+    # multiples of a row), here rows 3 to 34.
+    ranks tofino-store 90 "$N" --job 2 -- "$WORKER" store --iters 20 --offset $((3 * e)) \
+        --count $((32 * e)) --capacity $((rows * e)) --seed 5 --expect-retrans
     [ "$(grep -c 'store: 20 iterations' "$work/tofino-store.out")" -eq "$N" ] ||
         fail "not every rank reported its 20 iterations"
     # Allreduce at the program's values per packet and slots, under loss:
