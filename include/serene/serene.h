@@ -111,7 +111,7 @@ extern "C" {
     X(UNSUPPORTED, 7, "not supported by this build or by the switch")         \
     X(NOJOB, 8, "the switch does not know this job")                           \
     X(NOTMEMBER, 9, "worker id outside the job or bound to another address")   \
-    X(PROTO, 10, "protocol error: the peer speaks another wire version, or refused a message as malformed (see the log)") \
+    X(PROTO, 10, "protocol error: the switch refused a message with a status this library does not know, or announced invalid job parameters (see the log)") \
     X(MISMATCH, 11, "workers disagree on the operation (size or order)")       \
     X(BROKEN, 12, "context unusable after an earlier failure")                 \
     X(BUSY, 13, "too many operations in flight")                               \
