@@ -10,6 +10,11 @@ call's arguments are exactly the table's key fields in their bfrt names
 NAME_end; a priority: MATCH_PRIORITY) plus the action's parameters, and
 every value fits its field. For each REGISTER.mod: the register exists, the
 index is below its size and the value names its one data field. The
+script's clear(REGISTER, FIRST, COUNT, FIELD=0...) lines must zero, for
+the job's register block (job id mod low_reg's size), exactly the entries
+block_ranges derives from the program's register sizes, of every register
+but low_reg and high_reg: a register the script leaves dirty for the next
+job in the block fails here. The
 policy_table entries are checked as clock ranges: each mask is a prefix
 mask, no value bit under the mask, and per job the blocks tile the clocks
 from the first rule's start to 4294967295 without gap or overlap, with
@@ -31,6 +36,34 @@ import sys
 import tempfile
 
 CALL = re.compile(r"^(?:p|bfrt\.serene\.pipe)\.(Ingress|Egress)\.(\w+)\.(add_with_(\w+)|mod)\((.*)\)$")
+# The script's register clearing: its helper, then one line per range.
+CLEAR_DEF = ["def clear(reg, first, count, **zero):",
+             "    for i in range(first, first + count):",
+             "        reg.mod(REGISTER_INDEX=i, **zero)"]
+CLEAR = re.compile(r"^clear\(p\.(Ingress|Egress)\.(\w+), (\d+), (\d+), (.*)\)$")
+
+
+def block_ranges(prog, blk):
+    """What a job's register block must have cleared, from the program's
+    register sizes: blocks = low_reg's size; a lane register (lane_reg_*)
+    holds the block's cells (round_a's size / blocks of them, from blk
+    times that) and, from half its size, the block's store rows
+    (push_last_reg's size / blocks / 32 workers); every other register but
+    low_reg and high_reg (set to first_clock - 1) its size / blocks
+    entries from blk times that."""
+    blocks = prog["pipe.Ingress.low_reg"]["size"]
+    cells = prog["pipe.Ingress.round_a"]["size"] // blocks
+    rows = prog["pipe.Ingress.push_last_reg"]["size"] // blocks // 32
+    want = {}
+    for name, t in prog.items():
+        if t["type"] != "Register" or name in ("pipe.Ingress.low_reg", "pipe.Ingress.high_reg"):
+            continue
+        if re.match(r"pipe\.Ingress\.lane_reg_\d+$", name):
+            want[name] = {(blk * cells, cells), (t["size"] // 2 + blk * rows, rows)}
+        else:
+            per = t["size"] // blocks
+            want[name] = {(blk * per, per)}
+    return want
 
 
 def extract(bfrt):
@@ -112,9 +145,34 @@ def main():
     errors = []
     n = 0
     ranges = {}  # job -> [(lo, hi, priority)]
-    for line in run.stdout.splitlines():
+    cleared = {}  # register -> {(first, count)}
+    lines = run.stdout.splitlines()
+    if any(line.startswith("def clear") for line in lines):
+        at = lines.index(CLEAR_DEF[0])
+        if lines[at:at + 3] != CLEAR_DEF:
+            errors.append("the clear() helper is not the expected one")
+        del lines[at:at + 3]
+    for line in lines:
         if not line or line.startswith("#") or line.startswith("p = ") or line.startswith("bfrt.pre.") \
                 or line == "bfrt.complete_operations()":
+            continue
+        m = CLEAR.match(line)
+        if m:
+            gress, rname, first, count, argstr = m.groups()
+            full = f"pipe.{gress}.{rname}"
+            t = prog.get(full)
+            n += 1
+            if t is None or t["type"] != "Register":
+                errors.append(f"clear: no register {full}")
+                continue
+            first, count = int(first), int(count)
+            if count < 1 or first + count > t["size"]:
+                errors.append(f"clear {full}: entries {first}..{first + count - 1} past its size {t['size']}")
+            args = parse_args(argstr)
+            fields = {name.split(".")[-1] for name, _ in t["data"]}
+            if set(args) != fields or any(value_of(v) != 0 for v in args.values()):
+                errors.append(f"clear {full}: {sorted(args)} = 0 wanted for its fields {sorted(fields)}")
+            cleared.setdefault(full, set()).add((first, count))
             continue
         m = CALL.match(line)
         if not m:
@@ -192,6 +250,17 @@ def main():
             nxt, prio = hi + 1, p
         if nxt != 1 << 32:
             errors.append(f"policy_table job {job_id}: the clocks end at 0x{nxt - 1:08x}, not 0xffffffff")
+    jobs = [value_of(parse_args(m.group(5))["job"]) for m in map(CALL.match, lines)
+            if m and m.group(2) == "job_table"]
+    if len(jobs) == 1:
+        # Every register's entries of the job's block cleared, exactly.
+        want = block_ranges(prog, jobs[0] % prog["pipe.Ingress.low_reg"]["size"])
+        for name in sorted(set(want) | set(cleared)):
+            if cleared.get(name, set()) != want.get(name, set()):
+                errors.append(f"job {jobs[0]}: {name} cleared at {sorted(cleared.get(name, set()))}, "
+                              f"its block is {sorted(want.get(name, set()))} (first, count)")
+    else:
+        errors.append(f"{len(jobs)} job_table entries, expected 1")
     errors += store_limit(ctl, job, policy, prog)
     for e in errors:
         print(f"contract: {e}", file=sys.stderr)
