@@ -69,7 +69,7 @@ int sr_roce_from_msg(const uint8_t *msg, size_t len, uint32_t src_qpn, sr_roce_m
         return SR_ROCE_BAD_MSG;
     if (h.op == SR_OP_AR_DATA) {
         /* What the RoCE fields cannot carry must be what the receiver
-         * assumes: version 1, flags informational (dropped), status 0. */
+         * assumes: the wire version, flags informational (dropped), status 0. */
         r->opcode = SR_ROCE_WRITE_ONLY_IMM;
         r->imm = imm_of(&h);
         r->va = (uint64_t)h.seq << 32 | h.offset;

@@ -100,10 +100,9 @@ static void result_fill(const sr_pipe *p, sr_pipe_action *a, const sr_pipe_job *
     a->hdr.offset = j->m_off[cell];
     a->hdr.aux = j->m_total[cell];
     a->payload_len = 4u * (size_t)count;
-    if (p->lazy_payload)
-        a->words = v;
-    else
-        sr_svc_be32_out(a->payload, v, count);
+    a->words = v;
+    if (!p->lazy_payload)
+        sr_pipe_payload_flatten(a);
 }
 
 /* AR_HELD or AR_NAK to w's request h (sr_svc_reply_hdr), counted. */
