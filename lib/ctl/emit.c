@@ -45,10 +45,9 @@
 #define TOFINO_MAX_WORKERS 32u /* one 32-bit bitmap word per ring entry */
 #define TOFINO_POLICY_ENTRIES 1024u /* policy_table's size in p4/tna/tna_ingress.p4 */
 /* p4/tna/tna_headers.p4: register blocks (low_reg, high_reg, the ring, the
- * cells and the rows are indexed by job id mod this) and a block's store
- * (SR_TNA_STORE_ROWS rows of SR_TNA_ELEMS words). */
+ * cells and the rows are indexed by job id mod this); a block's store is
+ * SR_TNA_STORE_ROWS rows of SR_TNA_ELEMS words (a word per lane). */
 #define TOFINO_MAX_JOBS 4u
-#define TOFINO_STORE_WORDS (512u * 32u)
 /* A block's entries (tna_headers.p4): its allreduce cells ((blk *
  * SR_TNA_AR_SLOTS + slot) * 2 + shadow: round_*, nexp_reg and the lanes),
  * its store rows (the lanes from 4096 + blk * SR_TNA_STORE_ROWS; push
@@ -58,6 +57,7 @@
 #define TOFINO_ROW0 4096u
 #define TOFINO_RING 64u
 #define TOFINO_LANES 32u
+#define TOFINO_STORE_WORDS (TOFINO_ROWS * TOFINO_LANES)
 
 int serene_ctl_target_parse(const char *name, serene_ctl_target *t)
 {

@@ -146,6 +146,7 @@ def main():
     n = 0
     ranges = {}  # job -> [(lo, hi, priority)]
     cleared = {}  # register -> {(first, count)}
+    jobs = []  # the job_table entries' job ids
     lines = run.stdout.splitlines()
     if any(line.startswith("def clear") for line in lines):
         at = lines.index(CLEAR_DEF[0])
@@ -234,6 +235,8 @@ def main():
                 continue
             if v < 0 or v >= 1 << w:
                 errors.append(f"{full}: {k}={args[k]} wider than {w} bits")
+        if tname == "job_table":
+            jobs.append(value_of(args["job"]))
         if tname == "policy_table":
             v, mask = value_of(args["clock"]), value_of(args["clock_mask"])
             size = (~mask & 0xFFFFFFFF) + 1
@@ -250,8 +253,6 @@ def main():
             nxt, prio = hi + 1, p
         if nxt != 1 << 32:
             errors.append(f"policy_table job {job_id}: the clocks end at 0x{nxt - 1:08x}, not 0xffffffff")
-    jobs = [value_of(parse_args(m.group(5))["job"]) for m in map(CALL.match, lines)
-            if m and m.group(2) == "job_table"]
     if len(jobs) == 1:
         # Every register's entries of the job's block cleared, exactly.
         want = block_ranges(prog, jobs[0] % prog["pipe.Ingress.low_reg"]["size"])

@@ -226,10 +226,6 @@ def repo_files(root):
     return [f for f in files if os.path.exists(os.path.join(root, f))]
 
 
-def markdown_files(root):
-    return sorted(f for f in repo_files(root) if f.endswith('.md'))
-
-
 def check_links(root, rel):
     errs = []
     path = os.path.join(root, rel)
@@ -490,7 +486,7 @@ def check(root):
     files = repo_files(root)
     tops = {f.split('/')[0] for f in files if '/' in f and not f.startswith('build')}
     texts = {}
-    for rel in markdown_files(root):
+    for rel in sorted(f for f in files if f.endswith('.md')):
         errs += check_links(root, rel)
         errs += check_names(root, rel, tops, texts)
     errs += check_help(root, files)
