@@ -657,6 +657,12 @@ typedef struct serene_stats {
                                  request halved the window of packets in
                                  flight (it grows back by one per window of
                                  answers, up to the slots) */
+    uint64_t results_switch;   /* allreduce results summed in the switch */
+    uint64_t results_fallback; /* allreduce results summed by the job's fallback
+                                  aggregator, relayed by the switch when it had
+                                  no memory free for the round (a shared job:
+                                  p4/swswitch/README.md, "Sharing the switch") */
+    uint64_t reserved[6];      /* zero; later counters take these places */
 } serene_stats;
 
 /* serene_get_stats - a snapshot of the context's counters.

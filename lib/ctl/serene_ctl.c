@@ -54,7 +54,8 @@ static int usage(void)
             "       " PROG " job add --control PATH ID:N[:ELEMS[:SLOTS]][,OPTION=VALUE...]\n"
             "       " PROG " job remove --control PATH --job J [--force]\n"
             "       " PROG " run --control PATH --job J POLICY [--interval MS] [--duration S]\n"
-            "                  [--log FILE] [--metrics FILE]\n");
+            "                  [--log FILE] [--metrics FILE]\n"
+            "       " PROG " pool --control PATH [--policy static|first|fair|priority] [--raw]\n");
     return 2;
 }
 
@@ -399,6 +400,79 @@ static int cmd_job(int argc, char **argv)
     return fflush(stdout) ? 1 : 0;
 }
 
+/* pool: the switch's shared pool as a table (--raw: the switch's line),
+ * or its policy changed (--policy). Returns 0, 1 (unreachable, no pool)
+ * or 2 (usage). */
+static int cmd_pool(int argc, char **argv)
+{
+    const char *ctl = NULL, *policy = NULL, *jobs;
+    unsigned long job = 0;
+    int have_job = 0, raw = 0, rc;
+    char line[64], reply[4096];
+    unsigned blocks, elems, nfree, revoking, peak, idle, id, held, prio;
+    int n;
+    unsigned long long grants, revokes, returns, away, preempted, wait;
+    char pol[16];
+
+    for (int i = 2; i < argc; i++) {
+        int k = switch_opts(argc, argv, &ctl, &job, &have_job, i);
+        if (k < 0)
+            return 2;
+        if (k > 0)
+            i++;
+        else if (!strcmp(argv[i], "--policy") && i + 1 < argc)
+            policy = argv[++i];
+        else if (!strcmp(argv[i], "--raw"))
+            raw = 1;
+        else
+            return usage();
+    }
+    if (!ctl || have_job)
+        return usage();
+    if (policy && (size_t)snprintf(line, sizeof line, "pool policy %s", policy) >= sizeof line) {
+        msg("policy '%.20s...' is not static, first, fair or priority", policy);
+        return 2;
+    }
+    rc = serene_ctl_sw_command(ctl, policy ? line : "pool", reply, sizeof reply, CMD_TIMEOUT_MS);
+    if (rc == -EPROTO) {
+        msg("%s: %s", ctl, reply);
+        return policy && strstr(reply, "is not") ? 2 : 1;
+    }
+    if (rc) {
+        msg("cannot reach the switch's control socket %s: %s", ctl, strerror(-rc));
+        return 1;
+    }
+    if (raw || policy) {
+        puts(reply);
+        return fflush(stdout) ? 1 : 0;
+    }
+    jobs = strstr(reply, " jobs=");
+    if (!jobs || sscanf(reply,
+                        "ok pool blocks=%u elems=%u policy=%15s idle_ms=%u free=%u revoking=%u "
+                        "peak=%u grants=%llu revokes=%llu returns=%llu",
+                        &blocks, &elems, pol, &idle, &nfree, &revoking, &peak, &grants, &revokes,
+                        &returns) != 10) {
+        msg("%s: unexpected answer: %.80s", ctl, reply);
+        return 1;
+    }
+    printf("pool: %u blocks of %u words, policy %s, idle after %u ms\n"
+           "      %u free, %u being taken back, at most %u held at once\n"
+           "      %llu leased, %llu taken back, %llu returned idle\n"
+           "job    held  prio  rounds at the fallback  blocks taken back  rounds before a block\n",
+           blocks, elems, pol, idle, nfree, revoking, peak, grants, revokes, returns);
+    for (const char *q = jobs + 6;
+         sscanf(q, "%u:%u:%u:%llu:%llu:%llu%n", &id, &held, &prio, &away, &preempted, &wait,
+                &n) == 6;
+         q += n + 1) {
+        printf("%-6u %5u %5u %23llu %18llu %22llu\n", id, held, prio, away, preempted, wait);
+        if (q[n] != ',')
+            break;
+    }
+    if ((jobs = strstr(reply, " more=")))
+        printf("(%s more shared jobs than the answer holds)\n", jobs + 6);
+    return fflush(stdout) ? 1 : 0;
+}
+
 /* ---- run: the dynamic controller ----------------------------------------- */
 
 static double now_s(void)
@@ -644,10 +718,12 @@ int main(int argc, char **argv)
         return cmd_run(argc, argv);
     if (!strcmp(argv[1], "job"))
         return cmd_job(argc, argv);
+    if (!strcmp(argv[1], "pool"))
+        return cmd_pool(argc, argv);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         usage();
         return 0;
     }
-    msg("unknown command '%s' (compile, tree, check, status, job or run)", argv[1]);
+    msg("unknown command '%s' (compile, tree, check, status, job, run or pool)", argv[1]);
     return 2;
 }

@@ -162,7 +162,7 @@ typedef struct sr_slot {
 typedef struct sr_engine_stats {
     _Atomic uint64_t pkts_sent, pkts_recv, bytes_sent, bytes_recv, retransmissions, timeouts,
         saturations, duplicates, rejected, ops_completed, clock_wait_ns, holds, releases, probes,
-        held, window_cuts;
+        held, window_cuts, results_switch, results_fallback;
 } sr_engine_stats;
 
 #define SR_STAT_ADD(e, f, n)                                                                       \

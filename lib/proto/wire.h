@@ -202,6 +202,10 @@ enum sr_wire_op { SR_WIRE_OPS(SR_WIRE_ENUM_OP) };
 
 /* Flags. Informational only: the switch's semantics never depend on them. */
 #define SR_FLAG_RETRANSMIT 0x01u /* set by a worker on a retransmitted packet */
+/* Set by a switch on an answer it relays from the job's fallback
+ * aggregator (the round had no switch memory): workers count the two
+ * paths apart (serene_stats). */
+#define SR_FLAG_FALLBACK 0x02u
 
 /* Status codes carried by SR_OP_ERROR (status 0 = OK in other answers). */
 #define SR_WIRE_STATUSES(X)                                                                        \

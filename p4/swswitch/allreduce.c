@@ -38,7 +38,8 @@ int sr_allreduce_alloc(sr_pipe_job *j)
     j->m_count = calloc(cells, sizeof *j->m_count);
     j->m_exp = calloc(cells, sizeof *j->m_exp);
     j->nexp = calloc(cells, sizeof *j->nexp);
-    j->values = calloc(cells * j->elems, sizeof *j->values);
+    /* A shared job's accumulators are the pool's blocks (pool.c). */
+    j->values = calloc(j->params.fallback ? 1 : cells * j->elems, sizeof *j->values);
     j->up_wait = calloc(cells, sizeof *j->up_wait);
     j->up_ms = calloc(cells, sizeof *j->up_ms);
     if (!j->up_wait || !j->up_ms || !j->seen || !j->cnt || !j->m_seq || !j->m_off || !j->m_total || !j->m_count ||
@@ -75,7 +76,8 @@ void sr_allreduce_clear(sr_pipe_job *j)
     memset(j->m_exp, 0, cells * sizeof *j->m_exp);
     memset(j->nexp, 0, cells * sizeof *j->nexp);
     memset(j->up_wait, 0, cells * sizeof *j->up_wait);
-    memset(j->values, 0, cells * j->elems * sizeof *j->values);
+    if (!j->params.fallback)
+        memset(j->values, 0, cells * j->elems * sizeof *j->values);
 }
 
 /* AR_RESULT of a cell: its metadata and sums, the sums converted into
@@ -85,7 +87,7 @@ void sr_allreduce_clear(sr_pipe_job *j)
 static void result_fill(const sr_pipe *p, sr_pipe_action *a, const sr_pipe_job *j, size_t cell,
                         uint16_t worker)
 {
-    const uint32_t *v = j->values + cell * j->elems;
+    const uint32_t *v = sr_pool_cell(p, j, cell);
     uint16_t count = j->m_count[cell];
 
     a->hdr.op = SR_OP_AR_RESULT;
@@ -320,7 +322,18 @@ static int refused(sr_pipe *p, sr_pipe_job *j, size_t cell, uint64_t bit, const 
             up_poison(p, j, cell, out);
         return 1;
     }
-    if (j->seen[cell] & bit) {
+    /* w's bit still set in a complete cell, and a piece that is not the
+     * cell's round: a copy of an older round (dropped), or, at a shared
+     * job's fallback (pool.c), the slot's next round here after rounds
+     * that were summed in the switch, where w never cleared its bit. That
+     * one starts a new round (contribute() clears the others' bits). */
+    if ((j->seen[cell] & bit) && j->cnt[cell] == 0 && !j->up_wait[cell] &&
+        !meta_eq(j, cell, h)) {
+        if (older(j, cell, h)) {
+            j->c.stale_dropped++;
+            return 1;
+        }
+    } else if (j->seen[cell] & bit) {
         if (j->up_wait[cell]) {
             /* A leaf's round awaiting its parent's result: this leaf has
              * no result to give, so the resend goes on up (upstream.c). */
@@ -366,14 +379,78 @@ static int refused(sr_pipe *p, sr_pipe_job *j, size_t cell, uint64_t bit, const 
     return 0;
 }
 
+/*
+ * A shared job's contribution (pool.c, fallback.c). Each round is summed
+ * in one place, chosen when it starts: here, in the block its slot holds
+ * (or gets by the pool's policy), or at the job's fallback, to which
+ * every copy of it is relayed; the cell keeps an away round's metadata
+ * (relay = SR_CELL_AWAY) so that its copies follow it. Returns 1 when the
+ * packet was relayed or dropped, 0 when the cell's round here takes it
+ * (refused() and contribute() then do as for any job; a new round here
+ * starts with seen cleared, as the workers cleared their bits in rounds
+ * that went away). The stale tests for a new round are refused()'s: a
+ * round open in the other version, or, for an away cell, a piece older
+ * than its round (the argument above sr_allreduce_data holds for rounds
+ * wherever they are summed: a worker's next piece for a slot follows the
+ * result of its last one).
+ */
+static int shared_data(sr_pipe *p, sr_pipe_job *j, size_t cell, const sr_hdr *h,
+                       const uint8_t *payload, sr_pipe_out *out)
+{
+    uint8_t r = j->relay[cell];
+
+    j->active_ms = p->now_ms;
+    if (r == SR_CELL_HERE && (j->cnt[cell] != 0 || meta_eq(j, cell, h)))
+        return 0;
+    if (meta_eq(j, cell, h)) {
+        if (r == SR_CELL_AWAY)
+            sr_fb_relay(p, j, h, payload, out);
+        else
+            j->c.lease_lost++; /* its block went back after the job idled */
+        return 1;
+    }
+    if (j->cnt[cell ^ 1u] != 0 || (r == SR_CELL_AWAY && older(j, cell, h))) {
+        j->c.stale_dropped++;
+        return 1;
+    }
+    if (sr_pool_round_here(p, j, h->slot, h->shadow)) {
+        j->relay[cell] = SR_CELL_HERE;
+        j->seen[cell] = 0;
+        return 0;
+    }
+    j->relay[cell] = SR_CELL_AWAY;
+    j->m_seq[cell] = h->seq;
+    j->m_off[cell] = h->offset;
+    j->m_total[cell] = h->aux;
+    j->m_count[cell] = h->count;
+    j->m_exp[cell] = h->exp;
+    j->c.fb_rounds++;
+    sr_fb_relay(p, j, h, payload, out);
+    return 1;
+}
+
+/* A shared job's probe: relayed when it names the cell's away round. */
+static int shared_probe(sr_pipe *p, sr_pipe_job *j, size_t cell, const sr_hdr *h,
+                        sr_pipe_out *out)
+{
+    j->active_ms = p->now_ms;
+    if (j->relay[cell] != SR_CELL_AWAY || h->seq != j->m_seq[cell] ||
+        h->offset != j->m_off[cell] || h->exp != j->m_exp[cell] || h->aux != j->m_total[cell])
+        return 0;
+    sr_fb_relay(p, j, h, NULL, out);
+    return 1;
+}
+
 /* Add the contribution of w (bit) to the cell, or start its round with it.
  * Returns 1 when it completed the round. */
-static int contribute(sr_pipe_job *j, size_t cell, uint64_t bit, const sr_hdr *h,
-                      const uint8_t *payload)
+static int contribute(const sr_pipe *p, sr_pipe_job *j, size_t cell, uint64_t bit,
+                      const sr_hdr *h, const uint8_t *payload)
 {
-    uint32_t *v = j->values + cell * j->elems;
+    uint32_t *v = sr_pool_cell(p, j, cell);
 
-    j->seen[cell] |= bit;
+    /* A new round's first contributor: in a slot whose rounds all meet
+     * here, the others cleared their bits in the rounds in between. */
+    j->seen[cell] = j->cnt[cell] == 0 ? bit : j->seen[cell] | bit;
     j->seen[cell ^ 1u] &= ~bit; /* w is done with the other version */
     if (j->cnt[cell] == 0) {
         /* A new round: whatever a leaf's parent still says about the
@@ -474,7 +551,9 @@ void sr_allreduce_data(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_
     }
     bit = UINT64_C(1) << w;
     cell = 2u * (size_t)h->slot + h->shadow;
-    if (refused(p, j, cell, bit, src, h, out) || !contribute(j, cell, bit, h, payload))
+    if (j->params.fallback && shared_data(p, j, cell, h, payload, out))
+        return;
+    if (refused(p, j, cell, bit, src, h, out) || !contribute(p, j, cell, bit, h, payload))
         return;
     /* A leaf's round complete: its sum goes up as one contribution, and
      * the parent's result comes down (sr_allreduce_up_answer). */
@@ -529,6 +608,8 @@ void sr_allreduce_probe(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr
     j->c.probes++;
     bit = UINT64_C(1) << h->worker;
     cell = 2u * (size_t)h->slot + h->shadow;
+    if (j->params.fallback && shared_probe(p, j, cell, h, out))
+        return;
     if (j->m_count[cell] == SR_WIRE_COUNT_POISON) {
         j->c.mismatches++;
         sr_svc_reply_error(p, j, src, h, SR_ST_MISMATCH, out);

@@ -134,6 +134,58 @@ static void cmd_status(reply *r, const sr_pipe *p, uint16_t job)
         held.ring_entries);
 }
 
+/* pool [policy NAME]: the shared pool and who holds it, as
+ * `ok pool blocks=B ... jobs=J:HELD:PRIO:AWAY:PREEMPTED:WAIT,...` (AWAY:
+ * rounds sent to the job's fallback; WAIT: of those, the ones before its
+ * first block in this incarnation; ` more=N` when the rest would not fit the
+ * reply), or the policy changed. */
+static void cmd_pool(reply *r, sr_pipe *p, char **w, unsigned n)
+{
+    sr_pipe_pool_state st;
+    enum sr_pool_policy pol;
+    unsigned k = 0, nj, listed = 0;
+
+    if (sr_pipe_pool_get(p, &st)) {
+        put(r, "error the switch has no pool (serene-switch --pool BLOCKS:ELEMS)");
+        return;
+    }
+    if (n == 3 && !strcasecmp(w[1], "policy")) {
+        if (sr_pool_policy_parse(w[2], &pol))
+            put(r, "error policy '%.32s' is not static, first, fair or priority", w[2]);
+        else {
+            sr_pipe_pool_set_policy(p, pol);
+            put(r, "ok pool policy=%s", sr_pool_policy_name(pol));
+        }
+        return;
+    }
+    if (n != 1) {
+        put(r, "error usage: pool [policy static|first|fair|priority]");
+        return;
+    }
+    put(r, "ok pool blocks=%" PRIu32 " elems=%" PRIu32 " policy=%s idle_ms=%" PRIu64
+           " free=%" PRIu32 " revoking=%" PRIu32 " peak=%" PRIu32 " grants=%" PRIu64
+           " revokes=%" PRIu64 " returns=%" PRIu64 " jobs=",
+        st.blocks, st.elems, sr_pool_policy_name(st.policy), st.idle_ms, st.free, st.revoking,
+        st.peak, st.grants, st.revokes, st.returns);
+    nj = sr_pipe_job_list(p, NULL, 0);
+    for (unsigned i = 0; i < 65536u && k < nj; i++) {
+        sr_pipe_job_info info;
+        sr_pipe_job_counters c;
+
+        if (sr_pipe_job_info_get(p, (uint16_t)i, &info))
+            continue;
+        k++;
+        if (!info.fallback || sr_pipe_job_counters_get(p, (uint16_t)i, &c))
+            continue;
+        if (r->len + 96 > SR_CTL_REPLY_MAX) { /* the rest would not fit the reply */
+            put(r, " more=%u", st.n_jobs - listed);
+            return;
+        }
+        put(r, "%s%u:%" PRIu32 ":%u:%" PRIu64 ":%" PRIu64 ":%" PRIu64, listed++ ? "," : "", i,
+            info.held, info.prio, c.fb_rounds, c.preempted, c.first_wait);
+    }
+}
+
 /* job add SPEC: the spec of --job (job_spec.h), token=env: refused. The
  * job's memory is allocated here, between two bursts of packets; every
  * array is calloc'ed, so its pages are mapped (and zeroed by the kernel)
@@ -352,9 +404,12 @@ size_t sr_ctl_exec(sr_pipe *p, const char *line, char *out, size_t cap)
         cmd_policy(&r, p, w, n);
     else if (!strcasecmp(w[0], "job"))
         cmd_job(&r, p, w, n);
+    else if (!strcasecmp(w[0], "pool"))
+        cmd_pool(&r, p, w, n);
     else if (!strcasecmp(w[0], "help"))
         put(&r, "ok commands: jobs | status JOB | reset JOB | policy JOB bsp|asp|ssp [S] "
-                "[from CLOCK] | job add SPEC | job remove JOB [force] | help");
+                "[from CLOCK] | job add SPEC | job remove JOB [force] | pool [policy NAME] | "
+                "help");
     else
         put(&r, "error unknown command '%.32s' (try 'help')", w[0]);
 done:

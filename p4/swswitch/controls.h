@@ -10,6 +10,9 @@
  *   step.c        STEP and STEP_PROBE on the store  step.p4
  *   upstream.c    a tree's leaf: relays, its parent upstream.p4
  *                 (a leaf's cells: allreduce.c)
+ *   pool.c        blocks shared by jobs at run time  (none yet: P4 jobs
+ *   fallback.c    a shared job's fallback aggregator  reserve their slots)
+ *                 (a shared job's cells: allreduce.c)
  *
  * What each offers the dispatch (ingress.c, which routes a parsed request
  * to its control, as ingress.p4 does) and the job table (job_table.c,
@@ -145,6 +148,51 @@ int sr_up_request(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *
 /* An answer op (not a request) from src: if it comes from a leaf's parent,
  * relay it down or hand it to the leaf's cells, and return 1; else 0. */
 int sr_up_answer(sr_pipe *p, const sr_peer *src, const sr_hdr *h, const uint8_t *payload,
+                 sr_pipe_out *out);
+
+/* ---- pool.c: blocks shared at run time ------------------------------------ */
+
+/* Free the pool (sr_pipe_destroy; after every job is freed). */
+void sr_pool_destroy(sr_pipe *p);
+
+/* A shared job's pool state (j->slots set): no block in any slot. Returns
+ * 0, -ENXIO (no pool, or another elems), -ENOSPC (SR_POOL_MAX_JOBS) or
+ * -ENOMEM; sr_pool_job_free is safe either way. */
+int sr_pool_job_alloc(sr_pipe *p, sr_pipe_job *j);
+void sr_pool_job_free(sr_pipe *p, sr_pipe_job *j);
+
+/* Every block of j back to the pool (a new incarnation, or every worker
+ * left): no cell answers from a block any more. */
+void sr_pool_job_release(sr_pipe *p, sr_pipe_job *j);
+
+/* The accumulators of j's cell: its own, or its slot's block. */
+uint32_t *sr_pool_cell(const sr_pipe *p, const sr_pipe_job *j, size_t cell);
+
+/* A round of shared job j starts in cell (slot, version): 1 if it is
+ * summed here (the slot holds a block, or got one by the policy), 0 if it
+ * goes to the fallback. */
+int sr_pool_round_here(sr_pipe *p, sr_pipe_job *j, uint32_t slot, unsigned version);
+
+/* The fallback's result for j's round in (slot, version) came by: if that
+ * round handed the slot's block over, the block moves now. */
+void sr_pool_away_done(sr_pipe *p, sr_pipe_job *j, uint32_t slot, unsigned version);
+
+/* The idle sweep (from sr_pipe_tick): idle jobs return their blocks. */
+void sr_pool_tick(sr_pipe *p);
+
+/* ---- fallback.c: a shared job's fallback aggregator ---------------------------- */
+
+/* A request of shared job j to its fallback, unchanged (JOIN and LEAVE
+ * too, so the fallback binds the workers at this switch's address); a
+ * worker's AR request goes after its JOIN again while the fallback has
+ * not acknowledged that. */
+void sr_fb_relay(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const uint8_t *payload,
+                 sr_pipe_out *out);
+
+/* An answer op from src: if it comes from a shared job's fallback, take
+ * it (JOIN_ACK), or pass it to the worker it names, marked
+ * SR_FLAG_FALLBACK, and return 1; else 0. */
+int sr_fb_answer(sr_pipe *p, const sr_peer *src, const sr_hdr *h, const uint8_t *payload,
                  sr_pipe_out *out);
 
 /* ---- store.c -------------------------------------------------------------- */

@@ -67,7 +67,9 @@ void sr_epoch_touch_slot(sr_pipe_job *j, uint32_t slot)
         j->nexp[k] = 0;
         j->up_wait[k] = 0;
     }
-    memset(j->values + c * j->elems, 0, 2u * j->elems * sizeof *j->values);
+    /* A shared job's blocks went back to the pool with its incarnation. */
+    if (!j->params.fallback)
+        memset(j->values + c * j->elems, 0, 2u * j->elems * sizeof *j->values);
     j->slot_epoch[slot] = j->epoch;
 }
 

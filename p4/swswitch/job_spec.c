@@ -138,11 +138,28 @@ static int parse_tree(const spec *sp, unsigned k, char *val)
     return 0;
 }
 
+/* fallback=ADDR:PORT; val is writable. */
+static int parse_fallback(const spec *sp, char *val)
+{
+    char *sep = strchr(val, ':');
+    struct in_addr in;
+    uint64_t port;
+
+    if (!sep || (*sep++ = '\0', inet_pton(AF_INET, val, &in) != 1) ||
+        parse_dec(sep, 65535, &port) || port == 0)
+        return bad(sp, "fallback in '%s' is not ADDR:PORT (IPv4, port 1..65535)", sp->s);
+    sp->jp->fallback = 1;
+    sp->jp->fb_peer.ip = ntohl(in.s_addr);
+    sp->jp->fb_peer.port = (uint16_t)port;
+    return 0;
+}
+
 /* One "key=value" option (opt, of len bytes, inside the spec). */
 static int parse_option(const spec *sp, const char *opt, size_t len, unsigned *seen)
 {
-    static const char *const keys[] = {"store", "ring", "policy", "token",
-                                       "local", "up",   "upjob",  "member"};
+    static const char *const keys[] = {"store", "ring",  "policy", "token",    "local",
+                                       "up",    "upjob", "member", "fallback", "prio"};
+    enum { NKEYS = sizeof keys / sizeof keys[0] };
     sr_pipe_job_params *jp = sp->jp;
     char buf[96], *val;
     unsigned k;
@@ -153,18 +170,18 @@ static int parse_option(const spec *sp, const char *opt, size_t len, unsigned *s
     if (len >= sizeof buf || !memchr(opt, '=', len))
         return bad(sp,
                    "'%.*s' in '%s' is not store=WORDS, ring=R, policy=MODE, token=T, "
-                   "local=A-B, up=ADDR:PORT, upjob=J or member=K",
+                   "local=A-B, up=ADDR:PORT, upjob=J, member=K, fallback=ADDR:PORT or prio=P",
                    (int)len, opt, sp->s);
     memcpy(buf, opt, len);
     buf[len] = '\0';
     val = strchr(buf, '=');
     *val++ = '\0';
-    for (k = 0; k < 8 && strcmp(buf, keys[k]); k++)
+    for (k = 0; k < NKEYS && strcmp(buf, keys[k]); k++)
         ;
-    if (k == 8)
+    if (k == NKEYS)
         return bad(sp,
                    "unknown option '%s' in '%s' (store=, ring=, policy=, token=, local=, up=, "
-                   "upjob= or member=)",
+                   "upjob=, member=, fallback= or prio=)",
                    buf, sp->s);
     if (*seen & 1u << k)
         return bad(sp, "'%s' given twice in '%s'", buf, sp->s);
@@ -181,6 +198,12 @@ static int parse_option(const spec *sp, const char *opt, size_t len, unsigned *s
         jp->ring = (uint32_t)v;
     } else if (k == 3) {
         return parse_token(sp, val);
+    } else if (k == 8) {
+        return parse_fallback(sp, val);
+    } else if (k == 9) {
+        if (parse_dec(val, 255, &v))
+            return bad(sp, "prio '%s' in '%s' is not a number in 0..255", val, sp->s);
+        jp->prio = (uint8_t)v;
     } else if (k >= 4) {
         return parse_tree(sp, k, val);
     } else {
@@ -250,6 +273,8 @@ int sw_job_spec_parse(const char *s, const char *(*env)(const char *name), uint1
         return bad(&sp, "a leaf ('%s') needs upjob=J and member=K with up=", s);
     if (jp->up && jp->up_job == *id)
         return bad(&sp, "upjob in '%s' must differ from the job's id (the root holds both)", s);
+    if ((seen & (1u << 9)) && !jp->fallback)
+        return bad(&sp, "prio= in '%s' needs fallback=ADDR:PORT (it ranks shared jobs)", s);
     if (jp->mode == SR_SYNC_SSP && jp->s > jp->ring - 2)
         return bad(&sp,
                    "policy ssp:%" PRIu32 " in '%s' needs ring >= %" PRIu32

@@ -4,11 +4,13 @@
  * control socket's `job add`:
  *
  *   ID:N[:ELEMS[:SLOTS]][,store=WORDS][,ring=R][,policy=bsp|asp|ssp:S][,token=T]
- *       [,local=A-B,up=ADDR:PORT,upjob=J,member=K]
+ *       [,local=A-B,up=ADDR:PORT,upjob=J,member=K][,fallback=ADDR:PORT[,prio=P]]
  *
  * The last four make a leaf of an aggregation tree (pipeline.h,
  * sr_pipe_job_params; p4/README.md, "Trees"): up= needs upjob= and member=,
- * upjob differs from ID, local= is a range of the N ids.
+ * upjob differs from ID, local= is a range of the N ids. fallback= makes
+ * a shared job (pipeline.h; the switch needs a pool of the job's ELEMS),
+ * prio= its rank under the pool's priority policy (0..255, default 0).
  * each field within the pipeline's limits (wire.h, pipeline.h,
  * barrier.h). token=T is 1 to 16 hex digits (not all zero), or env:NAME
  * to read them from the variable NAME where the caller allows it (the

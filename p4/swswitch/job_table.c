@@ -19,11 +19,12 @@
 
 /* ---- the pipeline ------------------------------------------------------------ */
 
-static void job_free(sr_pipe_job *j)
+static void job_free(sr_pipe *p, sr_pipe_job *j)
 {
     if (!j)
         return;
     sr_allreduce_free(j);
+    sr_pool_job_free(p, j);
     sr_store_free(j);
     sr_step_free(j);
     sr_epoch_free(j);
@@ -53,7 +54,8 @@ void sr_pipe_destroy(sr_pipe **pp)
         return;
     p = *pp;
     for (size_t i = 0; i < SR_PIPE_NJOBS; i++)
-        job_free(p->jobs[i]);
+        job_free(p, p->jobs[i]);
+    sr_pool_destroy(p);
     free(p);
     *pp = NULL;
 }
@@ -73,6 +75,7 @@ void sr_pipe_set_proof(sr_pipe *p, const uint64_t key[2])
 void sr_pipe_tick(sr_pipe *p, uint64_t now_ms)
 {
     p->now_ms = now_ms;
+    sr_pool_tick(p);
 }
 
 /* ---- job parameters -------------------------------------------------------- */
@@ -117,6 +120,8 @@ int sr_pipe_job_params_check(const sr_pipe_job_params *jp, const char **why)
         msg = "local workers must be a range within the job's workers";
     else if (jp->up && jp->up_member >= SR_WIRE_MAX_WORKERS)
         msg = "a leaf's member id must be in 0..63";
+    else if (jp->up && jp->fallback)
+        msg = "a leaf of a tree cannot be shared (fallback=): its parent holds its rounds";
     else if (((uint64_t)jp->store_words + jp->elems_per_pkt - 1) / jp->elems_per_pkt *
                  jp->n_workers >
              SR_PIPE_PUSH_TABLE_MAX)
@@ -143,6 +148,10 @@ int sr_pipe_job_add(sr_pipe *p, uint16_t job_id, const sr_pipe_job_params *jp)
         return -EEXIST;
     if (jp->up && p->n_leaves == SR_PIPE_MAX_LEAVES)
         return -ENOSPC;
+    if (jp->fallback && (!p->pool.blocks || p->pool.elems != jp->elems_per_pkt))
+        return -ENXIO;
+    if (jp->fallback && p->pool.n_jobs == SR_POOL_MAX_JOBS)
+        return -ENOSPC;
 
     j = calloc(1, sizeof *j);
     if (!j)
@@ -155,8 +164,8 @@ int sr_pipe_job_add(sr_pipe *p, uint16_t job_id, const sr_pipe_job_params *jp)
     j->n_local = jp->local_n ? jp->local_n : jp->n_workers;
     if (sr_allreduce_alloc(j) < 0 || sr_store_alloc(j) < 0 ||
         sr_step_alloc(j) < 0 || sr_epoch_alloc(j) < 0 ||
-        sr_barrier_job_alloc(j) < 0) {
-        job_free(j);
+        sr_barrier_job_alloc(j) < 0 || (jp->fallback && sr_pool_job_alloc(p, j) < 0)) {
+        job_free(p, j);
         return -ENOMEM;
     }
     p->jobs[job_id] = j;
@@ -173,7 +182,7 @@ int sr_pipe_job_remove(sr_pipe *p, uint16_t job_id)
     for (unsigned i = 0; i < p->n_leaves; i++)
         if (p->leaves[i] == job_id)
             p->leaves[i] = p->leaves[--p->n_leaves];
-    job_free(p->jobs[job_id]);
+    job_free(p, p->jobs[job_id]);
     p->jobs[job_id] = NULL;
     p->n_jobs--;
     return 0;
@@ -187,6 +196,8 @@ int sr_pipe_job_reset(sr_pipe *p, uint16_t job_id)
         return -ENOENT;
     if (sr_membership_renew(j) < 0)
         return -ENOMEM;
+    if (j->params.fallback)
+        sr_pool_job_release(p, j);
     j->c.resets++;
     return 0;
 }
@@ -240,6 +251,9 @@ int sr_pipe_job_info_get(const sr_pipe *p, uint16_t job_id, sr_pipe_job_info *in
     info->n_bound = (uint32_t)__builtin_popcountll(j->bound);
     info->n_live = (uint32_t)__builtin_popcountll(sr_membership_live(p, j));
     info->bytes = job_bytes(j);
+    info->fallback = j->params.fallback;
+    info->prio = j->params.prio;
+    info->held = j->held;
     return 0;
 }
 

@@ -537,6 +537,16 @@ static int setup(sw *s, sigset_t *wait_mask)
         return -1;
     }
     sr_pipe_set_lease(s->pipe, (uint64_t)(o->lease * 1e3));
+    if (o->pool_blocks) {
+        int err = sr_pipe_set_pool(s->pipe, o->pool_blocks, o->pool_elems, o->pool_policy);
+
+        if (err) {
+            sw_log(o, LOG_ERROR, "--pool: %s", strerror(-err));
+            return -1;
+        }
+        if (o->pool_idle >= 0)
+            sr_pipe_pool_set_idle(s->pipe, (uint64_t)(o->pool_idle * 1e3));
+    }
     /* The cookies' key: a fresh secret per run of the switch. */
     if (getrandom(key, sizeof key, 0) != (ssize_t)sizeof key) {
         sw_log(o, LOG_ERROR, "getrandom: %s", strerror(errno));

@@ -170,6 +170,8 @@ void sr_membership_join(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr
          * retransmits it, and the old incarnation stays whole meanwhile. */
         if (sr_membership_renew(j) < 0)
             return;
+        if (j->params.fallback)
+            sr_pool_job_release(p, j);
         j->nonce = h->aux;
         j->c.lapsed += (uint64_t)__builtin_popcountll(lapsed);
         j->c.resets++;
@@ -199,6 +201,9 @@ void sr_membership_join(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr
         sr_up_join(p, j, h, payload, out);
     else
         join_ack(p, j, src, h, out);
+    /* A shared job's fallback binds the worker too (at this address). */
+    if (j->params.fallback)
+        sr_fb_relay(p, j, h, payload, out);
 }
 
 /* Does j wait for worker bit in a call? An open allreduce round without

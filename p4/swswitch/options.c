@@ -27,7 +27,7 @@ const char *const sw_log_names[4] = {"error", "warn", "info", "debug"};
 
 /* ---- messages ----------------------------------------------------------- */
 
-static void usage(FILE *f)
+static void usage_jobs(FILE *f)
 {
     fprintf(f,
             "usage: " PROG " [--listen ADDR:PORT] --job SPEC... [options]\n"
@@ -58,6 +58,12 @@ static void usage(FILE *f)
             "                                        ADDR:PORT as member K, JOIN, LEAVE,\n"
             "                                        PUSH, PULL, CLOCK to job ID there\n"
             "                                        (p4/README.md, Trees; serene-ctl tree)\n"
+            "                           fallback=ADDR:PORT[,prio=P]\n"
+            "                                        a shared job: its rounds take blocks of\n"
+            "                                        the --pool; one that gets none goes to\n"
+            "                                        the job's host aggregator at ADDR:PORT\n"
+            "                                        (a serene-switch with job ID); P 0..255\n"
+            "                                        ranks it under --pool's priority\n"
             "  --dpdk EAL_ARGS        DPDK mode: start EAL with these arguments (split at\n"
             "                         blanks, e.g. \"--no-huge -m 256 --no-pci --no-shconf\n"
             "                         --vdev=net_memif0,role=server,socket=S0\"): workers'\n"
@@ -73,7 +79,12 @@ static void usage(FILE *f)
             SR_WIRE_MAX_WORKERS, SR_WIRE_MAX_ELEMS, SR_WIRE_DEF_ELEMS, SR_WIRE_MAX_SLOTS,
             SR_WIRE_DEF_SLOTS, SR_PIPE_STORE_MAX, SR_PIPE_STORE_DEFAULT, SR_BARRIER_RING_MAX,
             SR_BARRIER_RING_DEFAULT, SR_WIRE_UDP_PORT);
-    /* Three pieces: each string literal is kept under C's 4095 bytes. */
+}
+
+/* The control socket's part of the usage, and the rest. */
+static void usage_control(FILE *f)
+{
+    /* Pieces: each string literal is kept under C's 4095 bytes. */
     fprintf(f,
             "  --control PATH         serve a Unix stream socket at PATH (a stale one is\n"
             "                         replaced; removed at exit), mode 0600: only root and\n"
@@ -100,6 +111,10 @@ static void usage(FILE *f)
             "                                               refused while a worker of it is\n"
             "                                               live (bound, not left, lease not\n"
             "                                               lapsed) unless forced\n"
+            "                           pool [policy static|first|fair|priority]\n"
+            "                                               the shared pool: blocks free,\n"
+            "                                               taken back, held per job; or\n"
+            "                                               its policy changed\n"
             "                           help                list the commands\n"
             "                         At most %u connections at once: a newcomer closes the\n"
             "                         oldest (\"error busy\")\n",
@@ -119,13 +134,22 @@ static void usage(FILE *f)
             "                         packet from it, unless its job waits for it in a\n"
             "                         call; a lapsed binding no longer keeps a new run\n"
             "                         (JOIN with another nonce) out (default %u; 0: never)\n"
+            "  --pool BLOCKS:ELEMS[:POLICY]\n"
+            "                         a pool of BLOCKS slots of ELEMS accumulators each\n"
+            "                         (two cells), leased at run time to the jobs with\n"
+            "                         fallback= as their rounds start; a round that gets\n"
+            "                         none goes to the job's fallback aggregator. POLICY:\n"
+            "                         static, first (default), fair or priority\n"
+            "                         (p4/swswitch/README.md, \"Sharing the switch\")\n"
+            "  --pool-idle SEC        a shared job without an allreduce packet for SEC\n"
+            "                         seconds returns its blocks (default %.1f)\n"
             "  --log-level LEVEL      error, warn (default), info or debug\n"
             "  -h, --help             print this help and exit\n"
             "\n"
             "SIGINT or SIGTERM stops the switch; it prints one line of counters per job to\n"
             "stderr and exits 0. Exit status 1: setup failure; 2: bad command line.\n",
             (unsigned)(SR_CHAOS_HOLD_NS / 1000000u),
-            SR_PIPE_LEASE_DEFAULT_MS / 1000u);
+            SR_PIPE_LEASE_DEFAULT_MS / 1000u, SR_POOL_IDLE_DEFAULT_MS / 1000.0);
 }
 
 __attribute__((format(printf, 1, 2), noreturn)) static void usage_error(const char *fmt, ...)
@@ -233,6 +257,8 @@ enum {
     O_SEED,
     O_STATS,
     O_LEASE,
+    O_POOL,
+    O_POOL_IDLE,
     O_LOG,
     O_DPDK,
     O_DPDK_PORT
@@ -288,6 +314,31 @@ static void parse_dpdk(sw_opts *o, int c, const char *opt, const char *val)
         o->dpdk_ports[o->n_dpdk_ports++] = val;
 }
 
+/* --pool BLOCKS:ELEMS[:POLICY] */
+static void parse_pool(sw_opts *o, const char *val)
+{
+    char buf[64], *e = NULL, *pol;
+    uint64_t b, n;
+
+    snprintf(buf, sizeof buf, "%s", val);
+    pol = strchr(buf, ':');
+    if (pol && (e = strchr(pol + 1, ':')))
+        *e++ = '\0';
+    if (pol)
+        *pol++ = '\0';
+    if (!pol || parse_u64(buf, SR_POOL_MAX_BLOCKS, 1, &b) ||
+        parse_u64(pol, SR_WIRE_MAX_ELEMS, 1, &n))
+        usage_error("--pool: '%s' is not BLOCKS:ELEMS[:POLICY] (blocks 1..%u, elements per "
+                    "packet 1..%u)", val, SR_POOL_MAX_BLOCKS, SR_WIRE_MAX_ELEMS);
+    if (b * 2u * n * 4u > (UINT64_C(1) << 30))
+        usage_error("--pool: '%s' is more than 1 GiB of accumulators", val);
+    o->pool_policy = SR_POOL_FIRST;
+    if (e && sr_pool_policy_parse(e, &o->pool_policy))
+        usage_error("--pool: policy '%s' is not static, first, fair or priority", e);
+    o->pool_blocks = (uint32_t)b;
+    o->pool_elems = (uint32_t)n;
+}
+
 /* One option c with its value val (getopt's optarg); opt is the word that
  * named it, for messages. */
 static void parse_option(sw_opts *o, int c, const char *val, const char *opt)
@@ -317,11 +368,17 @@ static void parse_option(sw_opts *o, int c, const char *val, const char *opt)
         o->lease = parse_real("--lease", val, MAX_STATS_INTERVAL,
                               "a number of seconds in [0,86400]");
         break;
+    case O_POOL: parse_pool(o, val); break;
+    case O_POOL_IDLE:
+        o->pool_idle = parse_real("--pool-idle", val, MAX_STATS_INTERVAL,
+                                  "a number of seconds in [0,86400]");
+        break;
     case O_LOG: o->log_level = parse_level(val); break;
     case O_DPDK:
     case O_DPDK_PORT: parse_dpdk(o, c, opt, val); break;
     case 'h':
-        usage(stdout);
+        usage_jobs(stdout);
+        usage_control(stdout);
         exit(0);
     case ':': usage_error("option '%s' needs a value", opt);
     default: bad_option(opt);
@@ -342,6 +399,8 @@ void sw_parse_args(sw_opts *o, int argc, char **argv)
         {"seed", required_argument, NULL, O_SEED},
         {"stats-interval", required_argument, NULL, O_STATS},
         {"lease", required_argument, NULL, O_LEASE},
+        {"pool", required_argument, NULL, O_POOL},
+        {"pool-idle", required_argument, NULL, O_POOL_IDLE},
         {"log-level", required_argument, NULL, O_LOG},
         {"dpdk", required_argument, NULL, O_DPDK},
         {"dpdk-port", required_argument, NULL, O_DPDK_PORT},
@@ -358,6 +417,7 @@ void sw_parse_args(sw_opts *o, int argc, char **argv)
     }
     o->seed = 1;
     o->lease = SR_PIPE_LEASE_DEFAULT_MS / 1000.0;
+    o->pool_idle = -1;
     o->log_level = LOG_WARN;
     parse_listen(o, DEFAULT_LISTEN);
     opterr = 0; /* our messages, not getopt's */
@@ -369,6 +429,13 @@ void sw_parse_args(sw_opts *o, int argc, char **argv)
         usage_error("at least one --job ID:N[:ELEMS[:SLOTS]][,...] is required");
     if (o->ctl_group && !o->control)
         usage_error("--ctl-group needs --control PATH");
+    for (unsigned i = 0; i < o->n_jobs; i++)
+        if (o->jobs[i].params.fallback && o->jobs[i].params.elems_per_pkt != o->pool_elems)
+            usage_error("--job %s: a shared job (fallback=) needs --pool BLOCKS:%" PRIu32
+                        "[:POLICY] (the pool's blocks are of the job's elements per packet)",
+                        o->jobs[i].arg, o->jobs[i].params.elems_per_pkt);
+    if (o->pool_idle >= 0 && !o->pool_blocks)
+        usage_error("--pool-idle needs --pool");
     if (o->n_dpdk_ports && !o->dpdk_eal)
         usage_error("--dpdk-port needs --dpdk EAL_ARGS");
     /* The DPDK ports send only to peers whose Ethernet address they learnt
@@ -376,6 +443,10 @@ void sw_parse_args(sw_opts *o, int argc, char **argv)
     for (unsigned i = 0; o->dpdk_eal && i < o->n_jobs; i++)
         if (o->jobs[i].params.up)
             usage_error("--job %s: a leaf (up=) needs the UDP I/O, not --dpdk", o->jobs[i].arg);
+    for (unsigned i = 0; o->dpdk_eal && i < o->n_jobs; i++)
+        if (o->jobs[i].params.fallback)
+            usage_error("--job %s: a shared job (fallback=) needs the UDP I/O, not --dpdk",
+                        o->jobs[i].arg);
 }
 
 void sw_opts_free(sw_opts *o)

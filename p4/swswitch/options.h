@@ -38,6 +38,10 @@ typedef struct sw_opts {
     uint64_t seed;
     double stats_interval; /* seconds; 0: off */
     double lease;          /* seconds (sr_pipe_set_lease); 0: never lapse */
+    uint32_t pool_blocks;  /* --pool: 0 no pool (sr_pipe_set_pool) */
+    uint32_t pool_elems;
+    enum sr_pool_policy pool_policy;
+    double pool_idle;      /* seconds; < 0: the default */
     int log_level;
     const char *dpdk_eal;     /* DPDK mode: EAL arguments; NULL: UDP mode */
     const char **dpdk_ports;  /* argc entries at most */

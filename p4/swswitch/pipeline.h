@@ -138,7 +138,16 @@ typedef struct sr_pipe_out {
     X(step_answers)    /* STEP_RESP copies: rows sent to a sender or released to a waiter */   \
     X(step_probes)     /* STEP_PROBEs from bound workers */                                      \
     X(step_held)       /* STEP_HELD answers: the row waits, the piece is applied */             \
-    X(step_naks)       /* STEP_NAK answers: the probed piece is not applied, or ready */
+    X(step_naks)       /* STEP_NAK answers: the probed piece is not applied, or ready */ \
+    X(grants)          /* pool blocks leased to the job (a shared job: pool.c) */              \
+    X(preempted)       /* its blocks taken back for another job (fair share, priority) */      \
+    X(returned)        /* its blocks returned to the pool because the job was idle */         \
+    X(fb_rounds)       /* rounds sent to the fallback aggregator: no block for their slot */   \
+    X(fb_relayed)      /* requests relayed to the fallback: JOIN, LEAVE, AR_DATA, AR_PROBE */  \
+    X(fb_answers)      /* the fallback's answers relayed to a worker */                       \
+    X(fb_dropped)      /* the fallback's answers that match nothing: late, refused, unbound */ \
+    X(lease_lost)      /* requests for a round whose block went back to the pool: dropped */ \
+    X(first_wait)      /* rounds the incarnation sent to the fallback before its first block */
 
 typedef struct sr_pipe_job_counters {
 #define SR_PIPE_X_FIELD(name) uint64_t name;
@@ -193,6 +202,16 @@ typedef struct sr_pipe_job_params {
     uint8_t up;
     sr_peer up_peer;
     uint16_t up_job, up_member;
+    /* A shared job (pool.c; p4/swswitch/README.md, "Sharing the switch"):
+     * fallback 1: its cells take blocks from the switch's pool
+     * (sr_pipe_set_pool) as rounds start, instead of slots of its own, and
+     * a round that gets none goes to its fallback aggregator at fb_peer: a
+     * host serene-switch holding the same job id with the same workers,
+     * packets and at least its slots. prio: its rank under the priority
+     * policy (higher takes blocks from lower). Not with up. Default 0. */
+    uint8_t fallback;
+    sr_peer fb_peer;
+    uint8_t prio;
 } sr_pipe_job_params;
 
 /* Setup of a job, as given to sr_pipe_job_add, plus its current nonce. */
@@ -211,6 +230,9 @@ typedef struct sr_pipe_job_info {
     uint64_t bytes;    /* memory allocated for the job's state (slots, store, push
                           table, tags, barrier ring, the job itself); pages of it
                           are mapped only once touched. sr_pipe_job_remove frees it */
+    uint8_t fallback;  /* a shared job: its slots' accumulators are pool blocks */
+    uint8_t prio;
+    uint32_t held;     /* pool blocks it holds now */
 } sr_pipe_job_info;
 
 /* A job's barrier as of now (this incarnation). */
@@ -284,9 +306,12 @@ int sr_pipe_job_params_check(const sr_pipe_job_params *jp, const char **why);
 /* Add a job with the parameters jp (only read during the call; checked as
  * sr_pipe_job_params_check does). Its nonce starts at 0 and no worker is
  * bound. Allocates the job's slot pool (2 * pool_slots * elems_per_pkt
- * accumulators), its store (store_words), its push table and its barrier
- * ring. Returns 0, -EINVAL (jp NULL or a limit), -EEXIST (job id taken),
- * -ENOSPC (a leaf beyond SR_PIPE_MAX_LEAVES, services.h) or -ENOMEM. */
+ * accumulators; a shared job: none, its cells' round state only), its
+ * store (store_words), its push table and its barrier ring. Returns 0,
+ * -EINVAL (jp NULL or a limit), -EEXIST (job id taken), -ENOSPC (a leaf
+ * beyond SR_PIPE_MAX_LEAVES, services.h, or a shared job beyond
+ * SR_POOL_MAX_JOBS), -ENXIO (a shared job on a switch without a pool, or
+ * whose elems_per_pkt is not the pool's) or -ENOMEM. */
 int sr_pipe_job_add(sr_pipe *p, uint16_t job_id, const sr_pipe_job_params *jp);
 
 /* Remove a job and free its state; its counters are gone too. Later
@@ -330,6 +355,62 @@ int sr_pipe_job_held_get(const sr_pipe *p, uint16_t job_id, sr_pipe_job_held *h)
  * than SR_BARRIER_MAX_AHEAD past low), -ENOSPC (too many pending rules). */
 int sr_pipe_set_policy(sr_pipe *p, uint16_t job_id, enum sr_sync_mode mode, uint32_t s,
                        uint32_t want_from, uint32_t *effective);
+
+/* ---- The shared pool (pool.c) ---------------------------------------- */
+
+/* Who gets a block when a shared job's round finds none in its slot:
+ * STATIC   a job's first round takes one block per slot, all at once if
+ *          that many are free, else none for its incarnation (a fixed
+ *          reservation, as jobs that are not shared have);
+ * FIRST    any free block, first come; returned when the job is idle;
+ * FAIR     as FIRST, and a job below its share (blocks / active jobs)
+ *          takes one back from the job furthest above its share;
+ * PRIORITY as FIRST, and a job takes one back from the lowest-priority
+ *          job below its own that holds any.
+ * Taking back is at a round boundary: the holder's next round in that
+ * slot goes to its fallback, and the block moves once that round has
+ * completed (every worker then has the previous round's result, which
+ * the block kept as the shadow copy). */
+enum sr_pool_policy { SR_POOL_STATIC, SR_POOL_FIRST, SR_POOL_FAIR, SR_POOL_PRIORITY };
+#define SR_POOL_MAX_BLOCKS (1u << 20)
+#define SR_POOL_MAX_JOBS 256u          /* shared jobs per switch */
+#define SR_POOL_IDLE_DEFAULT_MS 500u   /* no allreduce packet for this long: idle */
+
+/* "static", "first", "fair", "priority"; NULL for another value. */
+const char *sr_pool_policy_name(enum sr_pool_policy policy);
+/* The policy named s (the names above, any case). Returns 0 or -EINVAL. */
+int sr_pool_policy_parse(const char *s, enum sr_pool_policy *policy);
+
+/* Give the switch a pool of blocks, each a slot's two cells of elems
+ * accumulators, for its shared jobs. Once, before the first shared job is
+ * added. Returns 0, -EINVAL (blocks not in 1..SR_POOL_MAX_BLOCKS, elems
+ * not in 1..SR_WIRE_MAX_ELEMS, more than 1 GiB, or an unknown policy),
+ * -EEXIST (the switch has a pool) or -ENOMEM. */
+int sr_pipe_set_pool(sr_pipe *p, uint32_t blocks, uint32_t elems, enum sr_pool_policy policy);
+
+/* Change the policy while jobs run: it rules the next block anyone asks
+ * for; what is held stays held. Returns 0, -ENOENT (no pool) or -EINVAL. */
+int sr_pipe_pool_set_policy(sr_pipe *p, enum sr_pool_policy policy);
+
+/* A shared job without an allreduce packet for ms is idle and returns
+ * its blocks (not under STATIC). ms must exceed the workers' longest wait
+ * between resends (a worker waiting for a lost result keeps probing).
+ * Returns 0 or -ENOENT (no pool). */
+int sr_pipe_pool_set_idle(sr_pipe *p, uint64_t ms);
+
+typedef struct sr_pipe_pool_state {
+    uint32_t blocks, elems;
+    enum sr_pool_policy policy;
+    uint64_t idle_ms;
+    uint32_t free;     /* blocks held by no job */
+    uint32_t revoking; /* blocks being taken back (their holder's next round is away) */
+    uint32_t peak;     /* most blocks held at once */
+    unsigned n_jobs;   /* shared jobs */
+    uint64_t grants, revokes, returns; /* blocks leased, taken back, returned idle */
+} sr_pipe_pool_state;
+
+/* Copy the pool's state. Returns 0, -EINVAL (st NULL) or -ENOENT (no pool). */
+int sr_pipe_pool_get(const sr_pipe *p, sr_pipe_pool_state *st);
 
 /* Copy a job's barrier state to *st (owned by the caller). Returns 0,
  * -EINVAL (st NULL) or -ENOENT (no such job). */

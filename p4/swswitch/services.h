@@ -102,8 +102,54 @@ typedef struct sr_pipe_job {
     uint8_t up_err;
     uint32_t up_err_nonce;
 
+    /* Shared job (pool.c; its cells in allreduce.c, its fallback in
+     * fallback.c). blk[slot]: the pool block whose two cells the slot's
+     * rounds use, or SR_POOL_NONE; revoke[slot] 1: that block is being
+     * taken back (2 + v once the round of version v
+     * that hands it over has gone to the fallback). Per cell, relay: SR_CELL_HERE (the round is, or was,
+     * summed here), SR_CELL_AWAY (at the fallback: its requests are
+     * relayed there) or SR_CELL_GONE (complete here, its block since
+     * returned). claims: blocks taken back on this job's behalf not yet
+     * handed over; spare: those handed over, not yet in a slot (a list
+     * through the pool's next[]). fb_bound bit w: the fallback
+     * acknowledged w's JOIN in this incarnation. */
+    uint32_t *blk;
+    uint64_t *slot_ms; /* when the slot's last round started */
+    uint8_t *revoke;
+    uint8_t *relay;
+    uint32_t held;
+    uint32_t n_revoke; /* slots with revoke set */
+    uint32_t claims;
+    uint32_t spare, n_spare;
+    uint8_t reserved; /* STATIC: 0 not decided yet, 1 holds every slot, 2 none */
+    uint64_t active_ms; /* last allreduce packet (sr_pipe_tick's clock) */
+    uint64_t fb_bound;
+    uint8_t got_block;  /* a block came in this incarnation (first_wait is set) */
+    uint64_t inc_away;  /* c.fb_rounds when the incarnation began */
+
     sr_pipe_job_counters c;
 } sr_pipe_job;
+
+#define SR_POOL_NONE UINT32_MAX
+enum { SR_CELL_HERE, SR_CELL_AWAY, SR_CELL_GONE };
+
+/* The switch's pool of blocks for shared jobs (pool.c). A block is two
+ * cells of elems accumulators; owner_job/owner_slot say whose slot holds
+ * it (owner_job SR_POOL_NOJOB: free or a job's spare), claim the job a
+ * taken-back block goes to (SR_POOL_NOJOB: the free list), next links the
+ * free list and the spare lists. */
+#define SR_POOL_NOJOB 0xffffffffu
+typedef struct sr_pool {
+    uint32_t blocks, elems;
+    enum sr_pool_policy policy;
+    uint64_t idle_ms, swept_ms;
+    uint32_t *values; /* blocks * 2 * elems */
+    uint32_t *owner_job, *owner_slot, *claim, *next;
+    uint32_t free_head, n_free, revoking, peak;
+    uint16_t jobs[SR_POOL_MAX_JOBS]; /* the shared jobs' ids */
+    unsigned n_jobs;
+    uint64_t grants, revokes, returns;
+} sr_pool;
 
 struct sr_pipe {
     sr_pipe_job *jobs[SR_PIPE_NJOBS];
@@ -115,6 +161,7 @@ struct sr_pipe {
     int lazy_payload;  /* sr_pipe_set_lazy_payload: AR_RESULT sums left in the slot */
     uint16_t leaves[SR_PIPE_MAX_LEAVES]; /* ids of the jobs with an upstream (upstream.c) */
     unsigned n_leaves;
+    sr_pool pool; /* blocks 0: no pool */
     sr_pipe_counters c;
 };
 

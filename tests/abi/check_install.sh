@@ -14,8 +14,8 @@ meson install -C "$build" --destdir "$dest" --no-rebuild --quiet >/dev/null
 fail() { echo "FAIL: $*"; exit 1; }
 pc=$(find "$dest" -name serene.pc | head -n 1)
 [ -n "$pc" ] || fail "serene.pc not installed"
-lib=$(find "$dest" -name 'libserene.so.0' | head -n 1)
-[ -n "$lib" ] || fail "libserene.so.0 not installed"
+lib=$(find "$dest" -name 'libserene.so.1' | head -n 1)
+[ -n "$lib" ] || fail "libserene.so.1 not installed"
 bindir=$(dirname "$(find "$dest" -name serene-run -type f | head -n 1)")
 [ -x "$bindir/serene-run" ] && [ -x "$bindir/serene-switch" ] || fail "serene-run/serene-switch not installed together"
 export PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_SYSROOT_DIR=$dest

@@ -248,12 +248,13 @@ static int report_stats(serene_ctx *ctx, const opts *o, int rank, int calls, dou
     serene_get_stats(ctx, &st);
     printf("rank %d: %d calls, worst call %.1f ms, worst err/bound %.3f, sent %llu recv %llu "
            "retrans %llu dup %llu rejected %llu timeouts %llu saturations %llu probes %llu "
-           "held %llu\n",
+           "held %llu results switch %llu fallback %llu\n",
            rank, calls, worst_call_ms, worst_rel, (unsigned long long)st.pkts_sent,
            (unsigned long long)st.pkts_recv, (unsigned long long)st.retransmissions,
            (unsigned long long)st.duplicates, (unsigned long long)st.rejected,
            (unsigned long long)st.timeouts, (unsigned long long)st.saturations,
-           (unsigned long long)st.probes, (unsigned long long)st.held);
+           (unsigned long long)st.probes, (unsigned long long)st.held,
+           (unsigned long long)st.results_switch, (unsigned long long)st.results_fallback);
     /* Waiting is not loss: no packet resent, and the ranks that waited for
      * the late one asked the switch, header only, and heard "held". */
     uint64_t resent = st.retransmissions - joined->retransmissions;

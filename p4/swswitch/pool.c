@@ -1,0 +1,471 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * pool.c - switch memory shared at run time: one pool of blocks (a slot's
+ * two cells of accumulators each) leased to the shared jobs' slots as
+ * their rounds start, returned when a job is idle or leaves, and taken
+ * back by the policy (pipeline.h, enum sr_pool_policy) for a job that
+ * has a better claim. A round that finds no block in its slot goes to the
+ * job's fallback aggregator (fallback.c) and is exact there.
+ *
+ * Invariants:
+ * - A block is in exactly one place: the free list, one job's spare list
+ *   (taken back on its behalf, not in a slot yet), or one slot of one
+ *   job (owner_job, owner_slot). held counts a job's slots with a block.
+ * - A slot gives its block up only when no worker can need the sums it
+ *   keeps: after its next round, summed at the fallback, completed (the
+ *   handover: every worker has the previous round's result before it
+ *   sends the next), when neither cell has had a round for idle_ms (the
+ *   workers' resends and probes are far more frequent), or with a new
+ *   incarnation. A round open in the block is never cut: taking back is
+ *   at a round boundary, and the round either completes here or is
+ *   summed at the fallback from its first contribution on.
+ * - The data path does O(1) work per packet, except taking a block back
+ *   (a pass over the shared jobs and one over the victim's slots, for a
+ *   round that finds no block while its job may claim one) and the idle
+ *   sweep (sr_pool_tick, at most every idle_ms / 4, over the jobs, and
+ *   over the slots of a job that is idle).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "controls.h"
+
+static const char *const policy_names[] = {"static", "first", "fair", "priority"};
+
+const char *sr_pool_policy_name(enum sr_pool_policy policy)
+{
+    return (unsigned)policy < 4 ? policy_names[policy] : NULL;
+}
+
+int sr_pool_policy_parse(const char *s, enum sr_pool_policy *policy)
+{
+    for (unsigned i = 0; s && i < 4; i++)
+        if (!strcasecmp(s, policy_names[i])) {
+            *policy = (enum sr_pool_policy)i;
+            return 0;
+        }
+    return -EINVAL;
+}
+
+int sr_pipe_set_pool(sr_pipe *p, uint32_t blocks, uint32_t elems, enum sr_pool_policy policy)
+{
+    sr_pool *pl = &p->pool;
+
+    if (blocks < 1 || blocks > SR_POOL_MAX_BLOCKS || elems < 1 || elems > SR_WIRE_MAX_ELEMS ||
+        (uint64_t)blocks * 2u * elems * sizeof(uint32_t) > (UINT64_C(1) << 30) ||
+        !sr_pool_policy_name(policy))
+        return -EINVAL;
+    if (pl->blocks)
+        return -EEXIST;
+    pl->values = calloc((size_t)blocks * 2u * elems, sizeof *pl->values);
+    pl->owner_job = malloc(blocks * sizeof *pl->owner_job);
+    pl->owner_slot = calloc(blocks, sizeof *pl->owner_slot);
+    pl->claim = malloc(blocks * sizeof *pl->claim);
+    pl->next = malloc(blocks * sizeof *pl->next);
+    if (!pl->values || !pl->owner_job || !pl->owner_slot || !pl->claim || !pl->next) {
+        sr_pool_destroy(p);
+        return -ENOMEM;
+    }
+    for (uint32_t b = 0; b < blocks; b++) {
+        pl->owner_job[b] = SR_POOL_NOJOB;
+        pl->claim[b] = SR_POOL_NOJOB;
+        pl->next[b] = b + 1 < blocks ? b + 1 : SR_POOL_NONE;
+    }
+    pl->free_head = 0;
+    pl->n_free = blocks;
+    pl->blocks = blocks;
+    pl->elems = elems;
+    pl->policy = policy;
+    pl->idle_ms = SR_POOL_IDLE_DEFAULT_MS;
+    return 0;
+}
+
+void sr_pool_destroy(sr_pipe *p)
+{
+    sr_pool *pl = &p->pool;
+
+    free(pl->values);
+    free(pl->owner_job);
+    free(pl->owner_slot);
+    free(pl->claim);
+    free(pl->next);
+    memset(pl, 0, sizeof *pl);
+}
+
+int sr_pipe_pool_set_policy(sr_pipe *p, enum sr_pool_policy policy)
+{
+    if (!p->pool.blocks)
+        return -ENOENT;
+    if (!sr_pool_policy_name(policy))
+        return -EINVAL;
+    p->pool.policy = policy;
+    return 0;
+}
+
+int sr_pipe_pool_set_idle(sr_pipe *p, uint64_t ms)
+{
+    if (!p->pool.blocks)
+        return -ENOENT;
+    p->pool.idle_ms = ms;
+    return 0;
+}
+
+int sr_pipe_pool_get(const sr_pipe *p, sr_pipe_pool_state *st)
+{
+    const sr_pool *pl = &p->pool;
+
+    if (!st)
+        return -EINVAL;
+    if (!pl->blocks)
+        return -ENOENT;
+    memset(st, 0, sizeof *st);
+    st->blocks = pl->blocks;
+    st->elems = pl->elems;
+    st->policy = pl->policy;
+    st->idle_ms = pl->idle_ms;
+    st->free = pl->n_free;
+    st->revoking = pl->revoking;
+    st->peak = pl->peak;
+    st->n_jobs = pl->n_jobs;
+    st->grants = pl->grants;
+    st->revokes = pl->revokes;
+    st->returns = pl->returns;
+    return 0;
+}
+
+/* ---- blocks --------------------------------------------------------------- */
+
+uint32_t *sr_pool_cell(const sr_pipe *p, const sr_pipe_job *j, size_t cell)
+{
+    if (!j->params.fallback)
+        return j->values + cell * j->elems;
+    return p->pool.values + ((size_t)j->blk[cell >> 1] * 2u + (cell & 1u)) * p->pool.elems;
+}
+
+static uint32_t pop(sr_pool *pl, uint32_t *head)
+{
+    uint32_t b = *head;
+
+    if (b != SR_POOL_NONE)
+        *head = pl->next[b];
+    return b;
+}
+
+/* A block leaves its slot (or a job's spare list): to the job that claimed
+ * it (its spare list), or to the free list. */
+static void block_put(sr_pipe *p, uint32_t b)
+{
+    sr_pool *pl = &p->pool;
+    uint32_t c = pl->claim[b];
+    sr_pipe_job *to = c != SR_POOL_NOJOB ? p->jobs[c] : NULL;
+
+    pl->owner_job[b] = SR_POOL_NOJOB;
+    pl->claim[b] = SR_POOL_NOJOB;
+    if (to && to->params.fallback) {
+        pl->next[b] = to->spare;
+        to->spare = b;
+        to->n_spare++;
+        if (to->claims)
+            to->claims--;
+        return;
+    }
+    pl->next[b] = pl->free_head;
+    pl->free_head = b;
+    pl->n_free++;
+}
+
+static uint32_t spare_pop(sr_pool *pl, sr_pipe_job *j)
+{
+    uint32_t b = pop(pl, &j->spare);
+
+    if (b != SR_POOL_NONE)
+        j->n_spare--;
+    return b;
+}
+
+static uint32_t in_use(const sr_pool *pl)
+{
+    return pl->blocks - pl->n_free;
+}
+
+/* Put block b in slot s of j, zeroed (whatever its last holder left). */
+static void slot_take(sr_pipe *p, sr_pipe_job *j, uint32_t s, uint32_t b)
+{
+    sr_pool *pl = &p->pool;
+
+    pl->owner_job[b] = j->id;
+    pl->owner_slot[b] = s;
+    memset(pl->values + (size_t)b * 2u * pl->elems, 0, 2u * pl->elems * sizeof *pl->values);
+    j->blk[s] = b;
+    j->held++;
+    if (!j->got_block) {
+        j->got_block = 1;
+        j->c.first_wait = j->c.fb_rounds - j->inc_away;
+    }
+    j->c.grants++;
+    pl->grants++;
+    if (in_use(pl) > pl->peak)
+        pl->peak = in_use(pl);
+}
+
+/* Slot s of j gives its block up; a cell whose round was summed in it
+ * can no longer answer (SR_CELL_GONE). */
+static void slot_release(sr_pipe *p, sr_pipe_job *j, uint32_t s)
+{
+    uint32_t b = j->blk[s];
+
+    for (size_t c = 2u * (size_t)s; c < 2u * (size_t)s + 2; c++)
+        if (j->relay[c] == SR_CELL_HERE)
+            j->relay[c] = SR_CELL_GONE;
+    if (j->revoke[s]) {
+        j->revoke[s] = 0;
+        j->n_revoke--;
+        p->pool.revoking--;
+    }
+    j->blk[s] = SR_POOL_NONE;
+    j->held--;
+    block_put(p, b);
+}
+
+static int slot_quiet(const sr_pipe *p, const sr_pipe_job *j, uint32_t s)
+{
+    return j->cnt[2u * s] == 0 && j->cnt[2u * s + 1] == 0 &&
+           p->now_ms - j->slot_ms[s] >= p->pool.idle_ms;
+}
+
+/* ---- jobs ----------------------------------------------------------------- */
+
+int sr_pool_job_alloc(sr_pipe *p, sr_pipe_job *j)
+{
+    size_t n = j->slots ? j->slots : 1;
+
+    if (!p->pool.blocks || p->pool.elems != j->elems)
+        return -ENXIO;
+    if (p->pool.n_jobs == SR_POOL_MAX_JOBS)
+        return -ENOSPC;
+    j->blk = malloc(n * sizeof *j->blk);
+    j->revoke = calloc(n, 1);
+    j->relay = malloc(2u * n);
+    j->slot_ms = calloc(n, sizeof *j->slot_ms);
+    if (!j->blk || !j->revoke || !j->relay || !j->slot_ms)
+        return -ENOMEM;
+    for (size_t s = 0; s < n; s++)
+        j->blk[s] = SR_POOL_NONE;
+    memset(j->relay, SR_CELL_GONE, 2u * n);
+    j->spare = SR_POOL_NONE;
+    p->pool.jobs[p->pool.n_jobs++] = j->id;
+    return 0;
+}
+
+void sr_pool_job_release(sr_pipe *p, sr_pipe_job *j)
+{
+    uint32_t b;
+
+    if (!j->blk)
+        return;
+    for (uint32_t s = 0; s < j->slots && j->held; s++)
+        if (j->blk[s] != SR_POOL_NONE)
+            slot_release(p, j, s);
+    while ((b = spare_pop(&p->pool, j)) != SR_POOL_NONE) {
+        p->pool.claim[b] = SR_POOL_NOJOB;
+        block_put(p, b);
+    }
+    memset(j->relay, SR_CELL_GONE, 2u * (size_t)(j->slots ? j->slots : 1));
+    j->n_revoke = 0;
+    j->claims = 0;
+    j->reserved = 0;
+    j->fb_bound = 0;
+    j->got_block = 0;
+    j->inc_away = j->c.fb_rounds;
+}
+
+void sr_pool_job_free(sr_pipe *p, sr_pipe_job *j)
+{
+    if (j->blk) {
+        sr_pool_job_release(p, j);
+        for (unsigned i = 0; i < p->pool.n_jobs; i++)
+            if (p->pool.jobs[i] == j->id) {
+                p->pool.jobs[i] = p->pool.jobs[--p->pool.n_jobs];
+                break;
+            }
+    }
+    free(j->blk);
+    free(j->revoke);
+    free(j->relay);
+    free(j->slot_ms);
+}
+
+/* ---- taking blocks back ----------------------------------------------------- */
+
+/* Take one block of victim v back for job to: a slot quiet for idle_ms
+ * gives it at once; otherwise the oldest-started slot hands it over after
+ * its next round (sr_pool_round_here, sr_pool_away_done). */
+static void revoke_one(sr_pipe *p, sr_pipe_job *v, sr_pipe_job *to)
+{
+    uint32_t best = SR_POOL_NONE;
+
+    for (uint32_t s = 0; s < v->slots; s++)
+        if (v->blk[s] != SR_POOL_NONE && !v->revoke[s] &&
+            (best == SR_POOL_NONE || v->slot_ms[s] < v->slot_ms[best]))
+            best = s;
+    if (best == SR_POOL_NONE)
+        return;
+    p->pool.claim[v->blk[best]] = to->id;
+    to->claims++;
+    v->c.preempted++;
+    p->pool.revokes++;
+    if (slot_quiet(p, v, best)) {
+        slot_release(p, v, best);
+        return;
+    }
+    v->revoke[best] = 1;
+    v->n_revoke++;
+    p->pool.revoking++;
+}
+
+static int active(const sr_pipe *p, const sr_pipe_job *j)
+{
+    return p->now_ms - j->active_ms < p->pool.idle_ms;
+}
+
+/* Blocks v holds that are not being taken back. */
+static uint32_t keeps(const sr_pipe_job *v)
+{
+    return v->held - v->n_revoke;
+}
+
+/* Under FAIR or PRIORITY, the job j may take a block back from: NULL if
+ * none. A STATIC reservation is never taken back. */
+static sr_pipe_job *victim(sr_pipe *p, const sr_pipe_job *j)
+{
+    sr_pool *pl = &p->pool;
+    sr_pipe_job *best = NULL;
+    uint32_t share, n_active = 0, best_keep = 0;
+
+    if (pl->policy == SR_POOL_FAIR) {
+        for (unsigned i = 0; i < pl->n_jobs; i++)
+            n_active += active(p, p->jobs[pl->jobs[i]]) || p->jobs[pl->jobs[i]] == j;
+        share = pl->blocks / (n_active ? n_active : 1);
+        if (j->held + j->claims + j->n_spare >= share)
+            return NULL;
+        for (unsigned i = 0; i < pl->n_jobs; i++) {
+            sr_pipe_job *v = p->jobs[pl->jobs[i]];
+            uint32_t k = v == j || v->reserved == 1 ? 0 : keeps(v);
+
+            if (k > share && k > best_keep) {
+                best = v;
+                best_keep = k;
+            }
+        }
+        return best;
+    }
+    for (unsigned i = 0; i < pl->n_jobs; i++) {
+        sr_pipe_job *v = p->jobs[pl->jobs[i]];
+        uint32_t k = v->params.prio < j->params.prio && v->reserved != 1 ? keeps(v) : 0;
+
+        if (k && (!best || v->params.prio < best->params.prio || (v->params.prio == best->params.prio && k > best_keep))) {
+            best = v;
+            best_keep = k;
+        }
+    }
+    return best;
+}
+
+/* STATIC: a block for every slot at once, or none for the incarnation. */
+static void reserve_all(sr_pipe *p, sr_pipe_job *j)
+{
+    j->reserved = 2;
+    if (p->pool.n_free < j->slots - j->held)
+        return;
+    for (uint32_t s = 0; s < j->slots; s++) {
+        if (j->blk[s] != SR_POOL_NONE)
+            continue;
+        p->pool.n_free--;
+        slot_take(p, j, s, pop(&p->pool, &p->pool.free_head));
+    }
+    j->reserved = 1;
+}
+
+int sr_pool_round_here(sr_pipe *p, sr_pipe_job *j, uint32_t slot, unsigned version)
+{
+    sr_pool *pl = &p->pool;
+    uint32_t b;
+
+    j->slot_ms[slot] = p->now_ms;
+    if (j->blk[slot] != SR_POOL_NONE) {
+        if (!j->revoke[slot])
+            return 1;
+        /* Being taken back: this round is summed at the fallback, and the
+         * block moves once it completes (sr_pool_away_done). */
+        if (j->revoke[slot] == 1)
+            j->revoke[slot] = (uint8_t)(2u + version);
+        return 0;
+    }
+    if (pl->policy == SR_POOL_STATIC) {
+        if (j->reserved == 0)
+            reserve_all(p, j);
+        return j->blk[slot] != SR_POOL_NONE;
+    }
+    b = spare_pop(pl, j);
+    if (b == SR_POOL_NONE && pl->n_free) {
+        b = pop(pl, &pl->free_head);
+        pl->n_free--;
+    }
+    if (b != SR_POOL_NONE) {
+        slot_take(p, j, slot, b);
+        return 1;
+    }
+    /* One more block taken back per round that finds none, until the
+     * blocks held, claimed and handed over cover the job's slots: the
+     * handovers run side by side. */
+    if ((pl->policy == SR_POOL_FAIR || pl->policy == SR_POOL_PRIORITY) &&
+        j->held + j->claims + j->n_spare < j->slots) {
+        sr_pipe_job *v = victim(p, j);
+
+        if (v)
+            revoke_one(p, v, j);
+        /* A quiet slot's block came at once. */
+        if ((b = spare_pop(pl, j)) != SR_POOL_NONE) {
+            slot_take(p, j, slot, b);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void sr_pool_away_done(sr_pipe *p, sr_pipe_job *j, uint32_t slot, unsigned version)
+{
+    if (slot < j->slots && j->blk[slot] != SR_POOL_NONE && j->revoke[slot] == 2u + version)
+        slot_release(p, j, slot);
+}
+
+void sr_pool_tick(sr_pipe *p)
+{
+    sr_pool *pl = &p->pool;
+
+    if (!pl->blocks || p->now_ms - pl->swept_ms < pl->idle_ms / 4u)
+        return;
+    pl->swept_ms = p->now_ms;
+    for (unsigned i = 0; i < pl->n_jobs; i++) {
+        sr_pipe_job *j = p->jobs[pl->jobs[i]];
+        uint32_t b;
+
+        if (active(p, j))
+            continue;
+        /* Blocks taken back for it that it no longer asks for. */
+        while ((b = spare_pop(pl, j)) != SR_POOL_NONE) {
+            pl->claim[b] = SR_POOL_NOJOB;
+            block_put(p, b);
+        }
+        if (!j->held || j->reserved == 1)
+            continue;
+        for (uint32_t s = 0; s < j->slots && j->held; s++)
+            if (j->blk[s] != SR_POOL_NONE && slot_quiet(p, j, s)) {
+                slot_release(p, j, s);
+                j->c.returned++;
+                pl->returns++;
+            }
+    }
+}

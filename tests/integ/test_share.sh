@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# test_share.sh CASE RUN AR_WORKER CTL - one switch shared by more jobs
+# than its memory holds (p4/swswitch/README.md, "Sharing the switch"): a
+# serene-switch with a pool of blocks and shared jobs, their fallback
+# aggregator (a second serene-switch holding the same jobs), and jobs of
+# 4 real worker processes each under serene-run. No privileges.
+#
+#   mix-POLICY  6 jobs of 4 workers, 16 slots each, against a pool of 32
+#               blocks (2 jobs at full window), policy first, fair or
+#               priority, 2% loss, 1% duplication and 1% reordering at
+#               both switches: every job's every call within the bound
+#               (ar_worker checks), every job done within 240 s and each
+#               call within 60 s (none starves), the blocks held (the
+#               pool's view, sampled every 100 ms, and its peak) never above
+#               the pool, and both paths used (results summed in the
+#               switch and at the fallback, as serene_get_stats counts
+#               them on the workers).
+#   preempt     priority: 2 low-priority jobs (prio 0) hold all 32 blocks
+#               in long calls when a high-priority job (prio 9) starts
+#               (3 calls of 1 Mi values: 12288 rounds): each of its rounds
+#               that finds no block claims one, which moves after the
+#               holder's next round in that slot; its first block comes
+#               within 1024 of its rounds (typically 16: its first window),
+#               at most a quarter of its results come from the fallback,
+#               and the low jobs lose blocks (preempted) and stay exact.
+#
+# Every wait is bounded; processes are stopped by PID; a failure prints
+# "FAIL: ..." and exits 1.
+set -uo pipefail
+
+if [ $# -ne 4 ]; then
+    echo "usage: $0 mix-first|mix-fair|mix-priority|preempt RUN AR_WORKER CTL" >&2
+    exit 2
+fi
+CASE=$1 RUN=$2 AR=$3 CTL=$4
+# shellcheck source=../common/harness.sh
+. "$(dirname "$0")/../common/harness.sh"
+harness_init "share-$CASE"
+HARNESS_LOGS=(shared.log fallback.log)
+SW=${SERENE_SWITCH_BIN:-}
+[ -n "$SW" ] && [ -x "$SW" ] || fail "no serene-switch at '$SW' (set SERENE_SWITCH_BIN)"
+
+BLOCKS=32 SLOTS=16 ELEMS=256
+case $CASE in
+mix-first | mix-fair | mix-priority) POLICY=${CASE#mix-} JOBS="1 2 3 4 5 6" ;;
+preempt) POLICY=priority JOBS="1 2 3" ;;
+*) fail "unknown case '$CASE'" ;;
+esac
+faults=()
+[ "$CASE" = preempt ] || faults=(--loss 0.02 --dup 0.01 --reorder 0.01)
+
+# The fallback: a plain serene-switch with every job at full window.
+fbjobs=()
+for j in $JOBS; do fbjobs+=(--job "$j:4:$ELEMS:$SLOTS,store=0"); done
+spawn "$work/fallback.log" "$SW" --listen 127.0.0.1:0 --port-file "$work/fb.port" \
+    "${fbjobs[@]}" "${faults[@]}" --seed 11
+wait_grep "$work/fb.port" '^[0-9]+$' 10 || fail "the fallback did not start"
+fb=127.0.0.1:$(cat "$work/fb.port")
+shjobs=()
+for j in $JOBS; do
+    prio=0
+    [ "$CASE" = preempt ] && [ "$j" = 3 ] && prio=9
+    shjobs+=(--job "$j:4:$ELEMS:$SLOTS,store=0,fallback=$fb,prio=$prio")
+done
+spawn "$work/shared.log" "$SW" --listen 127.0.0.1:0 --port-file "$work/sh.port" \
+    --control "$work/ctl" --pool "$BLOCKS:$ELEMS:$POLICY" "${shjobs[@]}" "${faults[@]}" --seed 12
+wait_grep "$work/sh.port" '^[0-9]+$' 10 || fail "the shared switch did not start"
+sh=127.0.0.1:$(cat "$work/sh.port")
+
+pool() { "$CTL" pool --control "$work/ctl" --raw; }
+
+# job J SIZES REPS [AR_WORKER ARGS...]: job J's 4 ranks under serene-run;
+# sets job_pid[J].
+declare -A job_pid
+job() {
+    local j=$1 sizes=$2 reps=$3
+    shift 3
+    spawn "$work/job$j.log" env -u SERENE_JOB_TOKEN SERENE_TIMEOUT_MS=60000 "$RUN" -n 4 --job "$j" \
+        --switch "$sh" -- "$AR" --elems "$ELEMS" --sizes "$sizes" --reps "$reps" --seed "$j" "$@"
+    job_pid[$j]=$spawned
+}
+
+# sample: the pool's view; fails when more blocks are held than it has.
+sample() {
+    local line held=0 h
+    line=$(pool) || fail "serene-ctl pool: $line"
+    echo "$line" >>"$work/pool.log"
+    for h in $(sed 's/.* jobs=//; s/,/ /g' <<<"$line"); do
+        held=$((held + $(cut -d: -f2 <<<"$h")))
+    done
+    [ "$held" -le "$BLOCKS" ] || fail "$held blocks held, the pool has $BLOCKS: $line"
+}
+
+# wait_jobs LIMIT_S: every job reaped (sampling the pool meanwhile), each
+# exit 0 within LIMIT_S.
+wait_jobs() {
+    local j t0 left
+    t0=$(date +%s)
+    for j in $JOBS; do
+        while kill -0 "${job_pid[$j]}" 2>/dev/null; do
+            sample
+            [ $(($(date +%s) - t0)) -lt "$1" ] || break
+            sleep 0.1
+        done
+        left=$(($1 - ($(date +%s) - t0)))
+        wait_pid "${job_pid[$j]}" $((left > 1 ? left : 1))
+        sed "s/^/    [job $j] /" "$work/job$j.log" | grep -v 'joined in'
+        [ "$rc" -eq 0 ] || fail "job $j: serene-run exited with $rc (124: past ${1} s)"
+    done
+}
+
+# results J: "SWITCH FALLBACK" results summed over job J's ranks.
+results() {
+    sed -n 's/.*results switch \([0-9]*\) fallback \([0-9]*\).*/\1 \2/p' "$work/job$1.log" |
+        awk '{s += $1; f += $2} END {print s + 0, f + 0}'
+}
+
+field() { sed -n "s/.* $1=\\([^ ]*\\).*/\\1/p" <<<"$2"; }
+
+if [ "$CASE" = preempt ]; then
+    job 1 1048576 400 --until "$work/stop"
+    job 2 1048576 400 --until "$work/stop"
+    for _ in $(seq 100); do
+        line=$(pool)
+        [ "$(field free "$line")" = 0 ] && break
+        sleep 0.1
+    done
+    [ "$(field free "$line")" = 0 ] || fail "the low-priority jobs did not take the pool: $line"
+    echo "before: $line"
+    job 3 1048576 3
+    JOBS=3 wait_jobs 120
+    [ -n "${SHARE_DEBUG:-}" ] && cat "$work/pool.log"
+    line=$(pool)
+    echo "after job 3: $line"
+    read -r s f <<<"$(results 3)"
+    wait3=$(sed 's/.* jobs=//; s/,/\n/g' <<<"$line" | awk -F: '$1 == 3 {print $6}')
+    pre=$(sed 's/.* jobs=//; s/,/\n/g' <<<"$line" | awk -F: '$1 != 3 {p += $5} END {print p + 0}')
+    echo "job 3 (prio 9): results switch $s fallback $f, rounds before its first block $wait3;" \
+        "blocks taken from jobs 1-2: $pre"
+    [ -n "$wait3" ] && [ "$wait3" -le 1024 ] ||
+        fail "job 3 waited $wait3 rounds for a block (at most 1024, a twelfth of its rounds)"
+    [ $((4 * f)) -le $((s + f)) ] ||
+        fail "job 3: $s results from the switch, $f from the fallback (at most a quarter there)"
+    [ "$pre" -gt 0 ] || fail "no block taken from the low-priority jobs"
+    touch "$work/stop"
+    JOBS="1 2" wait_jobs 120
+    echo "PASS: preempt"
+    exit 0
+fi
+
+for j in $JOBS; do job "$j" 1,4097,262144,1048576 2; done
+wait_jobs 240
+line=$(pool)
+echo "pool: $line"
+peak=$(field peak "$line")
+[ "$peak" -le "$BLOCKS" ] || fail "peak $peak blocks held, the pool has $BLOCKS"
+tot_s=0 tot_f=0
+for j in $JOBS; do
+    read -r s f <<<"$(results "$j")"
+    echo "job $j: results switch $s fallback $f"
+    [ $((s + f)) -gt 0 ] || fail "job $j: no results counted"
+    tot_s=$((tot_s + s)) tot_f=$((tot_f + f))
+    worst=$(sed -n 's/.*worst call \([0-9]*\).*/\1/p' "$work/job$j.log" | sort -n | tail -n 1)
+    [ "${worst:-99999}" -lt 60000 ] || fail "job $j: a call took $worst ms"
+done
+[ "$tot_s" -gt 0 ] && [ "$tot_f" -gt 0 ] ||
+    fail "one path unused: $tot_s results from the switch, $tot_f from the fallback"
+echo "PASS: $CASE: $(wc -l <"$work/pool.log") samples of the pool, peak $peak of $BLOCKS blocks," \
+    "$tot_s results from the switch, $tot_f from the fallback"
