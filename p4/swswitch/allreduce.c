@@ -400,6 +400,7 @@ static int shared_data(sr_pipe *p, sr_pipe_job *j, size_t cell, const sr_hdr *h,
     uint8_t r = j->relay[cell];
 
     j->active_ms = p->now_ms;
+    j->slot_ms[h->slot] = p->now_ms;
     if (r == SR_CELL_HERE && (j->cnt[cell] != 0 || meta_eq(j, cell, h)))
         return 0;
     if (meta_eq(j, cell, h)) {
@@ -434,6 +435,7 @@ static int shared_probe(sr_pipe *p, sr_pipe_job *j, size_t cell, const sr_hdr *h
                         sr_pipe_out *out)
 {
     j->active_ms = p->now_ms;
+    j->slot_ms[h->slot] = p->now_ms;
     if (j->relay[cell] != SR_CELL_AWAY || h->seq != j->m_seq[cell] ||
         h->offset != j->m_off[cell] || h->exp != j->m_exp[cell] || h->aux != j->m_total[cell])
         return 0;

@@ -538,8 +538,7 @@ static int setup(sw *s, sigset_t *wait_mask)
     }
     sr_pipe_set_lease(s->pipe, (uint64_t)(o->lease * 1e3));
     if (o->pool_blocks) {
-        int err = sr_pipe_set_pool(s->pipe, o->pool_blocks, o->pool_elems, o->pool_policy);
-
+        err = sr_pipe_set_pool(s->pipe, o->pool_blocks, o->pool_elems, o->pool_policy);
         if (err) {
             sw_log(o, LOG_ERROR, "--pool: %s", strerror(-err));
             return -1;

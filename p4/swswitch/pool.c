@@ -14,8 +14,9 @@
  * - A slot gives its block up only when no worker can need the sums it
  *   keeps: after its next round, summed at the fallback, completed (the
  *   handover: every worker has the previous round's result before it
- *   sends the next), when neither cell has had a round for idle_ms (the
- *   workers' resends and probes are far more frequent), or with a new
+ *   sends the next), when the slot has had no packet for idle_ms and no
+ *   round is open in it (a worker missing a result keeps resending or
+ *   probing far more often), when every worker left, or with a new
  *   incarnation. A round open in the block is never cut: taking back is
  *   at a round boundary, and the round either completes here or is
  *   summed at the fallback from its first contribution on.
@@ -299,9 +300,11 @@ void sr_pool_job_free(sr_pipe *p, sr_pipe_job *j)
 
 /* ---- taking blocks back ----------------------------------------------------- */
 
-/* Take one block of victim v back for job to: a slot quiet for idle_ms
- * gives it at once; otherwise the oldest-started slot hands it over after
- * its next round (sr_pool_round_here, sr_pool_away_done). */
+/* Take one block of victim v back for job to, from the slot it used
+ * least recently: one without a packet (contribution or probe) for
+ * idle_ms gives it at once, as no worker asks about it; otherwise it
+ * hands it over after its next round (sr_pool_round_here,
+ * sr_pool_away_done). */
 static void revoke_one(sr_pipe *p, sr_pipe_job *v, sr_pipe_job *to)
 {
     uint32_t best = SR_POOL_NONE;
@@ -393,7 +396,6 @@ int sr_pool_round_here(sr_pipe *p, sr_pipe_job *j, uint32_t slot, unsigned versi
     sr_pool *pl = &p->pool;
     uint32_t b;
 
-    j->slot_ms[slot] = p->now_ms;
     if (j->blk[slot] != SR_POOL_NONE) {
         if (!j->revoke[slot])
             return 1;

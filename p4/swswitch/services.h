@@ -114,7 +114,7 @@ typedef struct sr_pipe_job {
      * through the pool's next[]). fb_bound bit w: the fallback
      * acknowledged w's JOIN in this incarnation. */
     uint32_t *blk;
-    uint64_t *slot_ms; /* when the slot's last round started */
+    uint64_t *slot_ms; /* the slot's last packet (contribution or probe) */
     uint8_t *revoke;
     uint8_t *relay;
     uint32_t held;
