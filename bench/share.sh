@@ -34,7 +34,7 @@
 # the same seed.
 #
 #   bench/share.sh [--build DIR] [--net rack|loopback] [--seeds 1,2,3]
-#                  [--policies LIST] [--jobs J] [--rate MBIT]
+#                  [--policies LIST] [--jobs J] [--rate MBIT] [--pool-idle SEC]
 #                  [--fallback-pps P] [--out DIR]
 #
 #   --build DIR        a meson build with the tests (default build)
@@ -43,6 +43,8 @@
 #   --policies LIST    default static,first,fair,priority
 #   --jobs J           jobs per mix (default 8; 1..15 on the rack)
 #   --rate MBIT        the rack's links (default 50)
+#   --pool-idle SEC    the switch's --pool-idle (default 0.25: 2.5 times
+#                      the workers' longest resend interval, rto_max)
 #   --fallback-pps P   loopback: the fallback's packets per second, both
 #                      ways (default 50000)
 #   --out DIR          results.csv, runs.csv, table.md and logs (default
@@ -55,7 +57,7 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$ROOT/build NET=rack SEEDS=1,2,3 POLICIES=static,first,fair,priority JOBS=8 RATE=50 PPS=50000 OUT=
+BUILD=$ROOT/build NET=rack SEEDS=1,2,3 POLICIES=static,first,fair,priority JOBS=8 RATE=50 PPS=50000 IDLE=0.25 OUT=
 die() { echo "share: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -65,6 +67,7 @@ while [ $# -gt 0 ]; do
     --policies) POLICIES=${2:?}; shift ;;
     --jobs) JOBS=${2:?}; shift ;;
     --rate) RATE=${2:?}; shift ;;
+    --pool-idle) IDLE=${2:?}; shift ;;
     --fallback-pps) PPS=${2:?}; shift ;;
     --out) OUT=${2:?}; shift ;;
     -h | --help) awk 'NR > 2 && !/^#/ { exit } NR > 2 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
@@ -80,6 +83,7 @@ done
 [ "$NET" = loopback ] || [ "$JOBS" -le 15 ] || die "--jobs $JOBS: the rack has hosts for 15 jobs"
 [[ $RATE =~ ^[1-9][0-9]*$ ]] || die "bad --rate '$RATE'"
 [[ $PPS =~ ^[1-9][0-9]*$ ]] || die "bad --fallback-pps '$PPS'"
+[[ $IDLE =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "bad --pool-idle '$IDLE'"
 BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || die "no build directory $BUILD"
 SW=$BUILD/p4/swswitch/serene-switch RUN=$BUILD/lib/launch/serene-run
 AR=$BUILD/tests/integ/ar_worker RELAY=$BUILD/tests/integ/slow_relay CTL=$BUILD/lib/ctl/serene-ctl
@@ -148,12 +152,12 @@ switches() {
     done <"$d/plan"
     if [ "$NET" = rack ]; then
         fab_spawn "$d/shared.log" "$(fab_ns_sw)" "$SW" --listen "$FAB_SWITCH_IP:48200" \
-            --port-file "$d/sh.port" --control "$d/ctl" --pool "$BLOCKS:$ELEMS:$pol" "${shjobs[@]}"
+            --port-file "$d/sh.port" --control "$d/ctl" --pool "$BLOCKS:$ELEMS:$pol" --pool-idle "$IDLE" "${shjobs[@]}"
         procs+=("$FAB_SPAWNED")
         SH=$FAB_SWITCH_IP:48200
     else
         "$SW" --listen 127.0.0.1:0 --port-file "$d/sh.port" --control "$d/ctl" \
-            --pool "$BLOCKS:$ELEMS:$pol" "${shjobs[@]}" 2>"$d/shared.log" &
+            --pool "$BLOCKS:$ELEMS:$pol" --pool-idle "$IDLE" "${shjobs[@]}" 2>"$d/shared.log" &
         procs+=($!)
     fi
     wait_port "$d/sh.port" || die "the shared switch did not start ($d/shared.log)"

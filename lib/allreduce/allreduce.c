@@ -56,6 +56,7 @@
 static int ar_on_join(void *self, sr_engine *e)
 {
     sr_ar *ar = self;
+    ar->lease_w = 0;
     ar->slots = calloc(e->window, sizeof *ar->slots);
     if (!ar->slots)
         return SERENE_ERR_NOMEM;
@@ -213,6 +214,8 @@ static void ar_begin(void *self, sr_engine *e, serene_op *op, uint64_t now)
     ar->aux = (uint32_t)op->count | (op->wire16 ? SR_WIRE_AUX_V16 : 0u);
     ar->call_seq++;
     ar->w_eff = ar->n_chunks < e->window ? ar->n_chunks : e->window;
+    if (ar->lease_w && ar->lease_w < ar->w_eff)
+        ar->w_eff = ar->lease_w;
     /* A call of 0 values still meets the others' call in slot 0 (one hint
      * round): calls pair up the same on every worker, and a count that
      * differs is reported there. */
@@ -363,9 +366,12 @@ static void on_ar_answer(void *self, sr_engine *e, serene_op *op, const sr_hdr *
     sl->done_offset = sl->offset;
     sr_rel_ack(&e->rel, h->slot, now);
     if (h->count) {
-        decode_result(ar, e, op, h, payload,
-                      chunk_len(e, op, h->offset / chunk_vals(e, op)));
+        uint32_t chunk = h->offset / chunk_vals(e, op);
+
+        decode_result(ar, e, op, h, payload, chunk_len(e, op, chunk));
         ar->chunks_done++;
+        if (chunk + 1 == ar->n_chunks)
+            ar->lease_w = h->status;
     }
     if (!sl->probe_ns && !sl->resent)
         sr_arw_rtt(&ar->win, now - sl->sent_ns, now);

@@ -48,6 +48,10 @@ typedef struct sr_ar {
     sr_ar_slot *slots;  /* the engine's window of slots */
     uint32_t call_seq;  /* calls started; the switch pairs calls by it */
     uint32_t n_chunks, chunks_done, w_eff;
+    /* The window the last call's last result announced (its status: a
+     * shared job's switch memory; 0: every slot). Every worker reads the
+     * same result, so the next call uses the same slots on all. */
+    uint32_t lease_w;
     sr_arw win;        /* which ready round goes next (window.h); persists across calls */
     int nonfinite; /* the current call met a NaN/Inf chunk (own or reduced) */
     int stream;    /* the current call's result is decoded with decode_stream */

@@ -138,7 +138,10 @@ _Static_assert(SR_WIRE_COUNT_POISON > SR_WIRE_MAX_ELEMS, "the poison mark is no 
     /* aux = the call's total count of values, so workers that disagree on it                     \
      * meet a MISMATCH, and SR_WIRE_AUX_V16 for 16-bit values. */                                 \
     X(AR_DATA, 16, "allreduce contribution for (slot, shadow bit); aux = call's total, V16")      \
-    /* aux echoes the round's total count. */                                                     \
+    /* aux echoes the round's total count. status: 0, or for a job that                           \
+     * shares the switch's memory (p4/swswitch/README.md, "Sharing the                            \
+     * switch") the slots its next call should use (1..255): every worker                         \
+     * takes it from the call's last chunk, whose result all receive alike. */                    \
     X(AR_RESULT, 17, "the slot's sum, sent to every worker of the job")                           \
     /* Sent instead of a contribution whose timer expired: its header with                        \
      * op AR_PROBE, count 0 and no payload. It changes no state. The switch                       \

@@ -101,6 +101,9 @@ static void result_fill(const sr_pipe *p, sr_pipe_action *a, const sr_pipe_job *
     a->hdr.next_exp = j->nexp[cell];
     a->hdr.offset = j->m_off[cell];
     a->hdr.aux = j->m_total[cell];
+    /* A shared job's result announces the window of its next call. */
+    if (j->params.fallback && j->stamp[cell] != SR_STAMP_UNSET)
+        a->hdr.status = (uint8_t)j->stamp[cell];
     a->payload_len = 4u * (size_t)count;
     a->words = v;
     if (!p->lazy_payload)
@@ -420,6 +423,7 @@ static int shared_data(sr_pipe *p, sr_pipe_job *j, size_t cell, const sr_hdr *h,
         return 0;
     }
     j->relay[cell] = SR_CELL_AWAY;
+    j->stamp[cell] = SR_STAMP_UNSET;
     j->m_seq[cell] = h->seq;
     j->m_off[cell] = h->offset;
     j->m_total[cell] = h->aux;
@@ -567,6 +571,8 @@ void sr_allreduce_data(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_
     /* Round complete: the sums go to every worker. All n are bound: each
      * contributed, which needs a binding, and only a reset (which also
      * clears this cell) removes bindings. */
+    if (j->params.fallback)
+        j->stamp[cell] = sr_pool_stamp(p, j);
     if (send_result(p, j, cell, src, w, 1, out))
         j->c.results++;
 }

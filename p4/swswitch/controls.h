@@ -177,8 +177,15 @@ int sr_pool_round_here(sr_pipe *p, sr_pipe_job *j, uint32_t slot, unsigned versi
  * round handed the slot's block over, the block moves now. */
 void sr_pool_away_done(sr_pipe *p, sr_pipe_job *j, uint32_t slot, unsigned version);
 
-/* The idle sweep (from sr_pipe_tick): idle jobs return their blocks. */
+/* The idle sweep (from sr_pipe_tick): idle jobs return their blocks, and
+ * a running job the blocks of slots it no longer uses. */
 void sr_pool_tick(sr_pipe *p);
+
+/* The window a result of shared job j announces for its next call (the
+ * AR_RESULT's status): the blocks it holds or may get by the policy, 1 to
+ * 255; 0 for every slot (the job may have them all, or has none: then
+ * every round goes to the fallback anyway). */
+uint8_t sr_pool_stamp(const sr_pipe *p, const sr_pipe_job *j);
 
 /* ---- fallback.c: a shared job's fallback aggregator ---------------------------- */
 

@@ -87,6 +87,8 @@ int sr_fb_answer(sr_pipe *p, const sr_peer *src, const sr_hdr *h, const uint8_t 
     sr_pipe_job *j = p->jobs[h->job];
     sr_pipe_action *a;
     uint16_t w = h->worker;
+    size_t cell;
+    int stamp = -1;
 
     if (!j || !j->params.fallback || !sr_svc_peer_eq(&j->params.fb_peer, src))
         return 0;
@@ -109,11 +111,17 @@ int sr_fb_answer(sr_pipe *p, const sr_peer *src, const sr_hdr *h, const uint8_t 
         }
         break;
     case SR_OP_AR_RESULT:
-        /* A round that handed its slot's block over is complete. */
-        if (h->slot < j->slots && j->relay[2u * (size_t)h->slot + h->shadow] == SR_CELL_AWAY &&
-            h->seq == j->m_seq[2u * (size_t)h->slot + h->shadow] &&
-            h->offset == j->m_off[2u * (size_t)h->slot + h->shadow])
+        cell = 2u * (size_t)h->slot + h->shadow;
+        if (h->slot < j->slots && j->relay[cell] == SR_CELL_AWAY && h->seq == j->m_seq[cell] &&
+            h->offset == j->m_off[cell]) {
+            /* The window its next call may use, fixed by the first copy
+             * so that every worker reads the same; and a round that handed
+             * its slot's block over is complete. */
+            if (j->stamp[cell] == SR_STAMP_UNSET)
+                j->stamp[cell] = sr_pool_stamp(p, j);
+            stamp = (int)j->stamp[cell];
             sr_pool_away_done(p, j, h->slot, h->shadow);
+        }
         break;
     case SR_OP_AR_HELD:
     case SR_OP_AR_NAK:
@@ -127,6 +135,8 @@ int sr_fb_answer(sr_pipe *p, const sr_peer *src, const sr_hdr *h, const uint8_t 
         return 1;
     a->hdr = *h;
     a->hdr.flags |= SR_FLAG_FALLBACK;
+    if (stamp >= 0)
+        a->hdr.status = (uint8_t)stamp;
     a->payload_len = 4u * (size_t)h->count;
     if (a->payload_len)
         memcpy(a->payload, payload, a->payload_len);

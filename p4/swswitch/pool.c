@@ -247,13 +247,16 @@ int sr_pool_job_alloc(sr_pipe *p, sr_pipe_job *j)
     if (p->pool.n_jobs == SR_POOL_MAX_JOBS)
         return -ENOSPC;
     j->blk = malloc(n * sizeof *j->blk);
+    j->stamp = malloc(2u * n * sizeof *j->stamp);
     j->revoke = calloc(n, 1);
     j->relay = malloc(2u * n);
     j->slot_ms = calloc(n, sizeof *j->slot_ms);
-    if (!j->blk || !j->revoke || !j->relay || !j->slot_ms)
+    if (!j->blk || !j->stamp || !j->revoke || !j->relay || !j->slot_ms)
         return -ENOMEM;
     for (size_t s = 0; s < n; s++)
         j->blk[s] = SR_POOL_NONE;
+    for (size_t c = 0; c < 2u * n; c++)
+        j->stamp[c] = SR_STAMP_UNSET;
     memset(j->relay, SR_CELL_GONE, 2u * n);
     j->spare = SR_POOL_NONE;
     p->pool.jobs[p->pool.n_jobs++] = j->id;
@@ -293,6 +296,7 @@ void sr_pool_job_free(sr_pipe *p, sr_pipe_job *j)
             }
     }
     free(j->blk);
+    free(j->stamp);
     free(j->revoke);
     free(j->relay);
     free(j->slot_ms);
@@ -443,6 +447,56 @@ void sr_pool_away_done(sr_pipe *p, sr_pipe_job *j, uint32_t slot, unsigned versi
         slot_release(p, j, slot);
 }
 
+/* A running job's slots it no longer uses (a smaller window, sr_pool_stamp)
+ * give their blocks back once quiet: SR_POOL_SWEEP_SLOTS slots per job and
+ * sweep, from where the last sweep stopped. */
+#define SR_POOL_SWEEP_SLOTS 64u
+
+static void sweep_slots(sr_pipe *p, sr_pipe_job *j)
+{
+    for (uint32_t k = 0; k < SR_POOL_SWEEP_SLOTS && k < j->slots && j->held; k++) {
+        uint32_t s = j->sweep_at++ % j->slots;
+
+        if (j->blk[s] != SR_POOL_NONE && slot_quiet(p, j, s)) {
+            slot_release(p, j, s);
+            j->c.returned++;
+            p->pool.returns++;
+        }
+    }
+}
+
+uint8_t sr_pool_stamp(const sr_pipe *p, const sr_pipe_job *j)
+{
+    const sr_pool *pl = &p->pool;
+    uint64_t l = 0;
+    uint32_t n_active = 0;
+
+    switch (pl->policy) {
+    case SR_POOL_STATIC:
+        return 0;
+    case SR_POOL_FIRST:
+        l = (uint64_t)j->held + j->n_spare + pl->n_free;
+        break;
+    case SR_POOL_FAIR:
+        for (unsigned i = 0; i < pl->n_jobs; i++)
+            n_active += active(p, p->jobs[pl->jobs[i]]) || p->jobs[pl->jobs[i]] == j;
+        l = pl->blocks / (n_active ? n_active : 1);
+        if (l < j->held)
+            l = j->held;
+        break;
+    case SR_POOL_PRIORITY:
+        l = (uint64_t)j->held + j->n_spare + pl->n_free;
+        for (unsigned i = 0; i < pl->n_jobs; i++) {
+            const sr_pipe_job *v = p->jobs[pl->jobs[i]];
+
+            if (v->params.prio < j->params.prio && v->reserved != 1)
+                l += keeps(v);
+        }
+        break;
+    }
+    return l == 0 || l >= j->slots ? 0 : l > 255 ? 255 : (uint8_t)l;
+}
+
 void sr_pool_tick(sr_pipe *p)
 {
     sr_pool *pl = &p->pool;
@@ -454,8 +508,11 @@ void sr_pool_tick(sr_pipe *p)
         sr_pipe_job *j = p->jobs[pl->jobs[i]];
         uint32_t b;
 
-        if (active(p, j))
+        if (active(p, j)) {
+            if (j->reserved != 1)
+                sweep_slots(p, j);
             continue;
+        }
         /* Blocks taken back for it that it no longer asks for. */
         while ((b = spare_pop(pl, j)) != SR_POOL_NONE) {
             pl->claim[b] = SR_POOL_NOJOB;

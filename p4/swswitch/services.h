@@ -114,6 +114,8 @@ typedef struct sr_pipe_job {
      * through the pool's next[]). fb_bound bit w: the fallback
      * acknowledged w's JOIN in this incarnation. */
     uint32_t *blk;
+    uint16_t *stamp;   /* per cell: the window its result announced (SR_STAMP_UNSET: none yet) */
+    uint32_t sweep_at; /* the idle sweep's next slot */
     uint64_t *slot_ms; /* the slot's last packet (contribution or probe) */
     uint8_t *revoke;
     uint8_t *relay;
@@ -131,6 +133,7 @@ typedef struct sr_pipe_job {
 } sr_pipe_job;
 
 #define SR_POOL_NONE UINT32_MAX
+#define SR_STAMP_UNSET 0xffffu
 enum { SR_CELL_HERE, SR_CELL_AWAY, SR_CELL_GONE };
 
 /* The switch's pool of blocks for shared jobs (pool.c). A block is two

@@ -179,11 +179,13 @@ static void add_shared(fx *f, uint16_t job, unsigned slots, uint8_t prio)
 
 /* One round of job in (slot, v), piece seq/off: worker w sends base + w + e
  * as value e; every worker must get the exact sums, marked as summed at
- * the fallback iff want_away. */
-static void round_of(fx *f, uint16_t job, uint16_t slot, uint8_t v, uint32_t seq, uint32_t off,
+ * the fallback iff want_away, all with one window stamp (status), which
+ * it returns. */
+static unsigned round_of(fx *f, uint16_t job, uint16_t slot, uint8_t v, uint32_t seq, uint32_t off,
                      int base, int want_away)
 {
     int32_t vals[ELEMS];
+    int stamp = -1;
 
     for (unsigned w = 0; w < NW; w++) {
         sr_hdr h = ar_hdr(job, slot, v, seq, off, ELEMS);
@@ -203,7 +205,11 @@ static void round_of(fx *f, uint16_t job, uint16_t slot, uint8_t v, uint32_t seq
         assert_int_equal(!!(m.h.flags & SR_FLAG_FALLBACK), want_away);
         for (unsigned e = 0; e < ELEMS; e++)
             assert_int_equal(m.v[e], (int32_t)NW * (base + (int)e) + (int32_t)(NW * (NW - 1) / 2));
+        if (stamp >= 0)
+            assert_int_equal(m.h.status, stamp);
+        stamp = m.h.status;
     }
+    return (unsigned)stamp;
 }
 
 static sr_pipe_pool_state pool(fx *f)
@@ -366,6 +372,33 @@ static void test_fair(void **state)
     assert_int_equal(jc(f, 1).preempted, 1);
 }
 
+/* Each result announces the window of the job's next call: the blocks it
+ * holds or may get (first: held + free), 0 for all its slots; the same on
+ * every worker's copy, from the switch and through the fallback; a lost
+ * result's shadow copy carries it too. */
+static void test_stamps(void **state)
+{
+    fx *f = *state;
+    sr_hdr h;
+
+    assert_int_equal(sr_pipe_set_pool(f->p, 3, ELEMS, SR_POOL_FIRST), 0);
+    add_shared(f, 1, 4, 0);
+    add_shared(f, 2, 4, 0);
+    assert_int_equal(round_of(f, 1, 0, 0, 1, 0, 1, 0), 3); /* held 1 + free 2 */
+    assert_int_equal(round_of(f, 2, 0, 0, 1, 0, 1, 0), 2); /* held 1 + free 1 */
+    assert_int_equal(round_of(f, 2, 1, 0, 1, 4, 1, 0), 2); /* held 2 + free 0 */
+    assert_int_equal(round_of(f, 2, 2, 0, 1, 8, 1, 1), 2); /* away, stamped as it passed */
+    assert_int_equal(round_of(f, 1, 1, 0, 1, 4, 1, 1), 1);
+    h = ar_hdr(2, 2, 0, 1, 8, ELEMS); /* a lost result, resent through the fallback */
+    send_w(f, &h, 0, (const int32_t[]){1, 2, 3, 4});
+    assert_int_equal(last(f, 2, 0).h.status, 2);
+    h = ar_hdr(1, 0, 0, 1, 0, ELEMS); /* and from the switch's shadow copy */
+    send_w(f, &h, 1, (const int32_t[]){2, 3, 4, 5});
+    assert_int_equal(last(f, 1, 1).h.status, 3);
+    assert_int_equal(sr_pipe_pool_set_policy(f->p, SR_POOL_STATIC), 0);
+    assert_int_equal(round_of(f, 1, 0, 1, 2, 0, 1, 0), 0); /* static: every slot */
+}
+
 /* What is refused, and how. */
 static void test_refusals(void **state)
 {
@@ -428,6 +461,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fallback_gaps, setup_pool, teardown_pool),
         cmocka_unit_test_setup_teardown(test_static, setup_pool, teardown_pool),
         cmocka_unit_test_setup_teardown(test_fair, setup_pool, teardown_pool),
+        cmocka_unit_test_setup_teardown(test_stamps, setup_pool, teardown_pool),
         cmocka_unit_test_setup_teardown(test_refusals, setup_pool, teardown_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
