@@ -34,7 +34,8 @@
 # the same seed.
 #
 #   bench/share.sh [--build DIR] [--net rack|loopback] [--seeds 1,2,3]
-#                  [--policies LIST] [--jobs J] [--rate MBIT] [--pool-idle SEC]
+#                  [--policies LIST] [--jobs J] [--rate MBIT] [--prio MODE]
+#                  [--pool-idle SEC]
 #                  [--fallback-pps P] [--out DIR]
 #
 #   --build DIR        a meson build with the tests (default build)
@@ -43,6 +44,9 @@
 #   --policies LIST    default static,first,fair,priority
 #   --jobs J           jobs per mix (default 8; 1..15 on the rack)
 #   --rate MBIT        the rack's links (default 50)
+#   --prio MODE        random (default: 0..2 per job, seeded) or arrival
+#                      (the earlier a job arrives, the higher its priority,
+#                      as a queue ranks it)
 #   --pool-idle SEC    the switch's --pool-idle (default 0.25: 2.5 times
 #                      the workers' longest resend interval, rto_max)
 #   --fallback-pps P   loopback: the fallback's packets per second, both
@@ -57,7 +61,7 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$ROOT/build NET=rack SEEDS=1,2,3 POLICIES=static,first,fair,priority JOBS=8 RATE=50 PPS=50000 IDLE=0.25 OUT=
+BUILD=$ROOT/build NET=rack SEEDS=1,2,3 POLICIES=static,first,fair,priority JOBS=8 RATE=50 PPS=50000 IDLE=0.25 PRIO=random OUT=
 die() { echo "share: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -68,6 +72,7 @@ while [ $# -gt 0 ]; do
     --jobs) JOBS=${2:?}; shift ;;
     --rate) RATE=${2:?}; shift ;;
     --pool-idle) IDLE=${2:?}; shift ;;
+    --prio) PRIO=${2:?}; shift ;;
     --fallback-pps) PPS=${2:?}; shift ;;
     --out) OUT=${2:?}; shift ;;
     -h | --help) awk 'NR > 2 && !/^#/ { exit } NR > 2 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
@@ -83,6 +88,9 @@ done
 [ "$NET" = loopback ] || [ "$JOBS" -le 15 ] || die "--jobs $JOBS: the rack has hosts for 15 jobs"
 [[ $RATE =~ ^[1-9][0-9]*$ ]] || die "bad --rate '$RATE'"
 [[ $PPS =~ ^[1-9][0-9]*$ ]] || die "bad --fallback-pps '$PPS'"
+[[ $PRIO =~ ^(random|arrival)$ ]] || die "bad --prio '$PRIO' (random or arrival)"
+PRIO_ARRIVAL=0
+[ "$PRIO" = random ] || PRIO_ARRIVAL=1
 [[ $IDLE =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "bad --pool-idle '$IDLE'"
 BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || die "no build directory $BUILD"
 SW=$BUILD/p4/swswitch/serene-switch RUN=$BUILD/lib/launch/serene-run
@@ -95,11 +103,14 @@ BLOCKS=32 SLOTS=16 ELEMS=256 BIG=1048576
 
 # The mix of a seed: "JOB ARRIVAL_MS SIZE REPS PRIO" lines.
 plan() {
-    awk -v seed="$1" -v n="$JOBS" -v big="$BIG" 'BEGIN {
+    awk -v seed="$1" -v n="$JOBS" -v big="$BIG" -v byarr="$PRIO_ARRIVAL" 'BEGIN {
         srand(seed); t = 0
         for (j = 1; j <= n; j++) {
             size = rand() < 0.5 ? big / 4 : big
-            printf "%d %d %d %d %d\n", j, t, size, 4 + int(rand() * 9), int(rand() * 3)
+            reps = 4 + int(rand() * 9)
+            prio = int(rand() * 3)
+            if (byarr) prio = n - j + 1
+            printf "%d %d %d %d %d\n", j, t, size, reps, prio
             t += 100 + int(rand() * 800)
         }
     }'
