@@ -132,8 +132,14 @@ SERENE_API int serene_stale_start(serene_ctx *ctx, const void *sendbuf, void *re
     sr_stale *st = &ck->stale;
     /* The clock is announced (started + 1) as its allreduce is queued:
      * the engine, woken by the submission, sends the announcement first. */
+    int fresh = atomic_load(&st->used) == SR_STALE_UNUSED;
     if (!(rc = sr_stale_claim(ck, e, SR_STALE_STREAM)) && (rc = atomic_load(&st->err)) == 0)
         rc = sr_allreduce_submit(e, sendbuf, recvbuf, count, dtype, op, flags, &h, &st->started);
+    /* A first call refused (its arguments) leaves the context's mode open. */
+    if (rc && fresh && atomic_load(&st->started) == 0) {
+        int want = SR_STALE_STREAM;
+        atomic_compare_exchange_strong(&st->used, &want, SR_STALE_UNUSED);
+    }
     if (!rc)
         atomic_store(&ck->sync.clock, atomic_load(&st->started));
     return sr_call_end(e, rc, h, op_out);

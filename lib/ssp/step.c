@@ -300,15 +300,16 @@ static int step_start(sr_engine *e, const void *req, serene_op **h)
         return SERENE_ERR_INVAL;
     }
     sr_step *sp = sr_engine_self(e, &sr_step_class);
-    int rc = sr_stale_claim(sp->clock, e, SR_STALE_CLASSIC);
-    if (rc)
-        return rc;
     size_t cap = atomic_load(&sp->store->words);
     if (r->offset > cap || r->count > cap - r->offset) {
         SR_ERR(&e->log, "step of %zu words at offset %zu is beyond the store's %zu words",
                r->count, r->offset, cap);
         return SERENE_ERR_RANGE;
     }
+    /* Only a step that is valid fixes the context's mode. */
+    int rc = sr_stale_claim(sp->clock, e, SR_STALE_CLASSIC);
+    if (rc)
+        return rc;
     serene_op *o = sr_op_alloc(e, &sr_step_class, sp);
     if (!o)
         return SERENE_ERR_BUSY;

@@ -317,6 +317,12 @@ static void test_typed_and_stream(void **state)
     assert_int_equal(hy[63], 0x3c00);
     assert_int_equal(serene_allreduce_typed_start(c, x, y, 64, SERENE_FLOAT32, SERENE_SUM,
                                                   SERENE_WIRE16, NULL), SERENE_ERR_INVAL);
+    /* Refused calls fix no mode: a step beyond the store, a stream call
+     * without a buffer; the stream mode is still open below. */
+    assert_int_equal(serene_step(c, (size_t)1 << 40, x, y, 64, 0), SERENE_ERR_RANGE);
+    assert_int_equal(serene_stale_start(c, NULL, y, 64, SERENE_FLOAT32, SERENE_SUM, 0, &op),
+                     SERENE_ERR_INVAL);
+    assert_null(op);
     /* The stream mode: no clock started yet. */
     assert_int_equal(serene_stale_bound(c, 0, &mode, &s), SERENE_ERR_INVAL);
     assert_int_equal(serene_stale_start(c, x, y, 64, SERENE_FLOAT32, SERENE_SUM, 0, &op), 0);
@@ -331,6 +337,8 @@ static void test_typed_and_stream(void **state)
     destroy_job(ctx, 1);
     /* serene_clock first: the stream mode is refused. */
     create_job(ctx, 3, 1);
+    assert_int_equal(serene_stale_start(ctx[0], x, y, 0, (serene_dtype)9, SERENE_SUM, 0, &op),
+                     SERENE_ERR_INVAL); /* refused: the classic calls stay open */
     assert_int_equal(serene_clock(ctx[0]), 0);
     assert_int_equal(serene_stale_start(ctx[0], x, y, 64, SERENE_FLOAT32, SERENE_SUM, 0, &op),
                      SERENE_ERR_INVAL);
