@@ -10,7 +10,7 @@
  * Invariants:
  * - A block is in exactly one place: the free list, one job's spare list
  *   (taken back on its behalf, not in a slot yet), or one slot of one
- *   job (owner_job, owner_slot). held counts a job's slots with a block.
+ *   job (its blk[]). held counts a job's slots with a block.
  * - A slot gives its block up only when no worker can need the sums it
  *   keeps: after its next round, summed at the fallback, completed (the
  *   handover: every worker has the previous round's result before it
@@ -61,16 +61,13 @@ int sr_pipe_set_pool(sr_pipe *p, uint32_t blocks, uint32_t elems, enum sr_pool_p
     if (pl->blocks)
         return -EEXIST;
     pl->values = calloc((size_t)blocks * 2u * elems, sizeof *pl->values);
-    pl->owner_job = malloc(blocks * sizeof *pl->owner_job);
-    pl->owner_slot = calloc(blocks, sizeof *pl->owner_slot);
     pl->claim = malloc(blocks * sizeof *pl->claim);
     pl->next = malloc(blocks * sizeof *pl->next);
-    if (!pl->values || !pl->owner_job || !pl->owner_slot || !pl->claim || !pl->next) {
+    if (!pl->values || !pl->claim || !pl->next) {
         sr_pool_destroy(p);
         return -ENOMEM;
     }
     for (uint32_t b = 0; b < blocks; b++) {
-        pl->owner_job[b] = SR_POOL_NOJOB;
         pl->claim[b] = SR_POOL_NOJOB;
         pl->next[b] = b + 1 < blocks ? b + 1 : SR_POOL_NONE;
     }
@@ -88,8 +85,6 @@ void sr_pool_destroy(sr_pipe *p)
     sr_pool *pl = &p->pool;
 
     free(pl->values);
-    free(pl->owner_job);
-    free(pl->owner_slot);
     free(pl->claim);
     free(pl->next);
     memset(pl, 0, sizeof *pl);
@@ -162,7 +157,6 @@ static void block_put(sr_pipe *p, uint32_t b)
     uint32_t c = pl->claim[b];
     sr_pipe_job *to = c != SR_POOL_NOJOB ? p->jobs[c] : NULL;
 
-    pl->owner_job[b] = SR_POOL_NOJOB;
     pl->claim[b] = SR_POOL_NOJOB;
     if (to && to->params.fallback) {
         pl->next[b] = to->spare;
@@ -186,6 +180,27 @@ static uint32_t spare_pop(sr_pool *pl, sr_pipe_job *j)
     return b;
 }
 
+static uint32_t free_pop(sr_pool *pl)
+{
+    uint32_t b = pop(pl, &pl->free_head);
+
+    if (b != SR_POOL_NONE)
+        pl->n_free--;
+    return b;
+}
+
+/* Blocks taken back for j that it has not put in a slot: to the free list
+ * (j idles or ends, so nobody claims them any more). */
+static void spares_return(sr_pipe *p, sr_pipe_job *j)
+{
+    uint32_t b;
+
+    while ((b = spare_pop(&p->pool, j)) != SR_POOL_NONE) {
+        p->pool.claim[b] = SR_POOL_NOJOB;
+        block_put(p, b);
+    }
+}
+
 static uint32_t in_use(const sr_pool *pl)
 {
     return pl->blocks - pl->n_free;
@@ -196,8 +211,6 @@ static void slot_take(sr_pipe *p, sr_pipe_job *j, uint32_t s, uint32_t b)
 {
     sr_pool *pl = &p->pool;
 
-    pl->owner_job[b] = j->id;
-    pl->owner_slot[b] = s;
     memset(pl->values + (size_t)b * 2u * pl->elems, 0, 2u * pl->elems * sizeof *pl->values);
     j->blk[s] = b;
     j->held++;
@@ -265,17 +278,12 @@ int sr_pool_job_alloc(sr_pipe *p, sr_pipe_job *j)
 
 void sr_pool_job_release(sr_pipe *p, sr_pipe_job *j)
 {
-    uint32_t b;
-
     if (!j->blk)
         return;
     for (uint32_t s = 0; s < j->slots && j->held; s++)
         if (j->blk[s] != SR_POOL_NONE)
             slot_release(p, j, s);
-    while ((b = spare_pop(&p->pool, j)) != SR_POOL_NONE) {
-        p->pool.claim[b] = SR_POOL_NOJOB;
-        block_put(p, b);
-    }
+    spares_return(p, j);
     memset(j->relay, SR_CELL_GONE, 2u * (size_t)(j->slots ? j->slots : 1));
     j->n_revoke = 0;
     j->claims = 0;
@@ -337,6 +345,18 @@ static int active(const sr_pipe *p, const sr_pipe_job *j)
     return p->now_ms - j->active_ms < p->pool.idle_ms;
 }
 
+/* A fair share of the pool for j: its blocks over the jobs active now,
+ * j counted as one. */
+static uint32_t fair_share(const sr_pipe *p, const sr_pipe_job *j)
+{
+    const sr_pool *pl = &p->pool;
+    uint32_t n_active = 0;
+
+    for (unsigned i = 0; i < pl->n_jobs; i++)
+        n_active += active(p, p->jobs[pl->jobs[i]]) || p->jobs[pl->jobs[i]] == j;
+    return pl->blocks / (n_active ? n_active : 1);
+}
+
 /* Blocks v holds that are not being taken back. */
 static uint32_t keeps(const sr_pipe_job *v)
 {
@@ -349,12 +369,10 @@ static sr_pipe_job *victim(sr_pipe *p, const sr_pipe_job *j)
 {
     sr_pool *pl = &p->pool;
     sr_pipe_job *best = NULL;
-    uint32_t share, n_active = 0, best_keep = 0;
+    uint32_t share, best_keep = 0;
 
     if (pl->policy == SR_POOL_FAIR) {
-        for (unsigned i = 0; i < pl->n_jobs; i++)
-            n_active += active(p, p->jobs[pl->jobs[i]]) || p->jobs[pl->jobs[i]] == j;
-        share = pl->blocks / (n_active ? n_active : 1);
+        share = fair_share(p, j);
         if (j->held + j->claims + j->n_spare >= share)
             return NULL;
         for (unsigned i = 0; i < pl->n_jobs; i++) {
@@ -389,8 +407,7 @@ static void reserve_all(sr_pipe *p, sr_pipe_job *j)
     for (uint32_t s = 0; s < j->slots; s++) {
         if (j->blk[s] != SR_POOL_NONE)
             continue;
-        p->pool.n_free--;
-        slot_take(p, j, s, pop(&p->pool, &p->pool.free_head));
+        slot_take(p, j, s, free_pop(&p->pool));
     }
     j->reserved = 1;
 }
@@ -415,10 +432,8 @@ int sr_pool_round_here(sr_pipe *p, sr_pipe_job *j, uint32_t slot, unsigned versi
         return j->blk[slot] != SR_POOL_NONE;
     }
     b = spare_pop(pl, j);
-    if (b == SR_POOL_NONE && pl->n_free) {
-        b = pop(pl, &pl->free_head);
-        pl->n_free--;
-    }
+    if (b == SR_POOL_NONE)
+        b = free_pop(pl);
     if (b != SR_POOL_NONE) {
         slot_take(p, j, slot, b);
         return 1;
@@ -447,14 +462,15 @@ void sr_pool_away_done(sr_pipe *p, sr_pipe_job *j, uint32_t slot, unsigned versi
         slot_release(p, j, slot);
 }
 
-/* A running job's slots it no longer uses (a smaller window, sr_pool_stamp)
- * give their blocks back once quiet: SR_POOL_SWEEP_SLOTS slots per job and
- * sweep, from where the last sweep stopped. */
+/* Quiet slots give their blocks back: every slot of an idle job, and of a
+ * running one the slots it no longer uses (a smaller window,
+ * sr_pool_stamp), SR_POOL_SWEEP_SLOTS per sweep from where the last one
+ * stopped. n: how many slots to look at. */
 #define SR_POOL_SWEEP_SLOTS 64u
 
-static void sweep_slots(sr_pipe *p, sr_pipe_job *j)
+static void sweep_slots(sr_pipe *p, sr_pipe_job *j, uint32_t n)
 {
-    for (uint32_t k = 0; k < SR_POOL_SWEEP_SLOTS && k < j->slots && j->held; k++) {
+    for (uint32_t k = 0; k < n && k < j->slots && j->held; k++) {
         uint32_t s = j->sweep_at++ % j->slots;
 
         if (j->blk[s] != SR_POOL_NONE && slot_quiet(p, j, s)) {
@@ -469,7 +485,6 @@ uint8_t sr_pool_stamp(const sr_pipe *p, const sr_pipe_job *j)
 {
     const sr_pool *pl = &p->pool;
     uint64_t l = 0;
-    uint32_t n_active = 0;
 
     switch (pl->policy) {
     case SR_POOL_STATIC:
@@ -478,9 +493,7 @@ uint8_t sr_pool_stamp(const sr_pipe *p, const sr_pipe_job *j)
         l = (uint64_t)j->held + j->n_spare + pl->n_free;
         break;
     case SR_POOL_FAIR:
-        for (unsigned i = 0; i < pl->n_jobs; i++)
-            n_active += active(p, p->jobs[pl->jobs[i]]) || p->jobs[pl->jobs[i]] == j;
-        l = pl->blocks / (n_active ? n_active : 1);
+        l = fair_share(p, j);
         if (l < j->held)
             l = j->held;
         break;
@@ -506,25 +519,12 @@ void sr_pool_tick(sr_pipe *p)
     pl->swept_ms = p->now_ms;
     for (unsigned i = 0; i < pl->n_jobs; i++) {
         sr_pipe_job *j = p->jobs[pl->jobs[i]];
-        uint32_t b;
+        int idle = !active(p, j);
 
-        if (active(p, j)) {
-            if (j->reserved != 1)
-                sweep_slots(p, j);
-            continue;
-        }
-        /* Blocks taken back for it that it no longer asks for. */
-        while ((b = spare_pop(pl, j)) != SR_POOL_NONE) {
-            pl->claim[b] = SR_POOL_NOJOB;
-            block_put(p, b);
-        }
-        if (!j->held || j->reserved == 1)
-            continue;
-        for (uint32_t s = 0; s < j->slots && j->held; s++)
-            if (j->blk[s] != SR_POOL_NONE && slot_quiet(p, j, s)) {
-                slot_release(p, j, s);
-                j->c.returned++;
-                pl->returns++;
-            }
+        /* Blocks taken back for an idle job: it no longer asks for them. */
+        if (idle)
+            spares_return(p, j);
+        if (j->reserved != 1)
+            sweep_slots(p, j, idle ? j->slots : SR_POOL_SWEEP_SLOTS);
     }
 }

@@ -137,17 +137,17 @@ typedef struct sr_pipe_job {
 enum { SR_CELL_HERE, SR_CELL_AWAY, SR_CELL_GONE };
 
 /* The switch's pool of blocks for shared jobs (pool.c). A block is two
- * cells of elems accumulators; owner_job/owner_slot say whose slot holds
- * it (owner_job SR_POOL_NOJOB: free or a job's spare), claim the job a
- * taken-back block goes to (SR_POOL_NOJOB: the free list), next links the
- * free list and the spare lists. */
+ * cells of elems accumulators, held by a job's slot (its blk[]), free, or
+ * in a job's spare list; claim is the job a taken-back block goes to
+ * (SR_POOL_NOJOB: the free list), next links the free list and the spare
+ * lists. */
 #define SR_POOL_NOJOB 0xffffffffu
 typedef struct sr_pool {
     uint32_t blocks, elems;
     enum sr_pool_policy policy;
     uint64_t idle_ms, swept_ms;
     uint32_t *values; /* blocks * 2 * elems */
-    uint32_t *owner_job, *owner_slot, *claim, *next;
+    uint32_t *claim, *next;
     uint32_t free_head, n_free, revoking, peak;
     uint16_t jobs[SR_POOL_MAX_JOBS]; /* the shared jobs' ids */
     unsigned n_jobs;
@@ -187,6 +187,12 @@ void sr_svc_unicast(sr_pipe_action *a, const sr_peer *src, uint16_t worker);
 /* Make a a multicast to every bound worker of j (not left), each replica
  * with its own worker id. */
 void sr_svc_multicast(sr_pipe_action *a, const sr_pipe_job *j);
+
+/* A copy of message h and its len payload bytes, unicast to `to` as
+ * worker h->worker and counted (a relay: a tree's, a fallback's); the
+ * caller may still change its header. NULL if out has no room. */
+sr_pipe_action *sr_svc_forward(sr_pipe *p, sr_pipe_job *j, const sr_peer *to, const sr_hdr *h,
+                               const uint8_t *payload, size_t len, sr_pipe_out *out);
 
 /* Count the copies a will send, switch-wide and in j (may be NULL). */
 void sr_svc_count_tx(sr_pipe *p, sr_pipe_job *j, const sr_pipe_action *a);
