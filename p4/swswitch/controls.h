@@ -57,8 +57,9 @@ void sr_membership_seen(const sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const
  * UNPROVEN? Counts it. */
 int sr_membership_unproven(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const sr_peer *src);
 
-/* LEAVE: the worker's context ended. No answer. */
-void sr_membership_leave(sr_pipe_job *j, const sr_peer *src, const sr_hdr *h);
+/* LEAVE: the worker's context ended. No answer. Returns 1 when it matched
+ * the worker's binding (a repeat too; the worker has left), else 0. */
+int sr_membership_leave(sr_pipe_job *j, const sr_peer *src, const sr_hdr *h);
 
 /* A new incarnation: every binding, every cell, the store, the push table
  * and the barrier back to the state of a freshly added job (the nonce and

@@ -14,24 +14,13 @@
  * to the worker they name, marked SR_FLAG_FALLBACK. The workers' engines
  * drive recovery on that path as on any other: this switch keeps no timer.
  */
-#include <string.h>
-
 #include "controls.h"
 
 static void relay(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const uint8_t *payload,
                   size_t len, sr_pipe_out *out)
 {
-    sr_pipe_action *a = sr_svc_action_new(out);
-
-    if (!a)
-        return;
-    a->hdr = *h;
-    a->payload_len = len;
-    if (len)
-        memcpy(a->payload, payload, len);
-    sr_svc_unicast(a, &j->params.fb_peer, h->worker);
-    sr_svc_count_tx(p, j, a);
-    j->c.fb_relayed++;
+    if (sr_svc_forward(p, j, &j->params.fb_peer, h, payload, len, out))
+        j->c.fb_relayed++;
 }
 
 /* Worker w's JOIN as it bound here: its context token and the job's
@@ -130,18 +119,12 @@ int sr_fb_answer(sr_pipe *p, const sr_peer *src, const sr_hdr *h, const uint8_t 
         j->c.fb_dropped++;
         return 1;
     }
-    a = sr_svc_action_new(out);
+    a = sr_svc_forward(p, j, &j->peer[w], h, payload, 4u * (size_t)h->count, out);
     if (!a)
         return 1;
-    a->hdr = *h;
     a->hdr.flags |= SR_FLAG_FALLBACK;
     if (stamp >= 0)
         a->hdr.status = (uint8_t)stamp;
-    a->payload_len = 4u * (size_t)h->count;
-    if (a->payload_len)
-        memcpy(a->payload, payload, a->payload_len);
-    sr_svc_unicast(a, &j->peer[w], w);
-    sr_svc_count_tx(p, j, a);
     j->c.fb_answers++;
     return 1;
 }

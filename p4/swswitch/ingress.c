@@ -31,19 +31,6 @@ static int is_request(uint8_t op)
     }
 }
 
-/* A shared job's LEAVE that matched its binding goes to the fallback too;
- * with the last worker gone, the job's blocks go back to the pool. */
-static void shared_leave(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
-                         const uint8_t *payload, sr_pipe_out *out)
-{
-    if (h->worker >= j->n || !(j->left & (UINT64_C(1) << h->worker)) ||
-        j->token[h->worker] != h->seq || !sr_svc_peer_eq(&j->peer[h->worker], src))
-        return;
-    sr_fb_relay(p, j, h, payload, out);
-    if (!(j->bound & ~j->left))
-        sr_pool_job_release(p, j);
-}
-
 void sr_pipe_process(sr_pipe *p, const sr_peer *src, const uint8_t *msg, size_t len,
                      sr_pipe_out *out)
 {
@@ -101,9 +88,13 @@ void sr_pipe_process(sr_pipe *p, const sr_peer *src, const uint8_t *msg, size_t 
     switch (h.op) {
     case SR_OP_JOIN: sr_membership_join(p, j, src, &h, payload, out); break;
     case SR_OP_LEAVE:
-        sr_membership_leave(j, src, &h);
-        if (j->params.fallback)
-            shared_leave(p, j, src, &h, payload, out);
+        /* A shared job's LEAVE that matched its binding goes to the
+         * fallback too; with the last worker gone, its blocks go back. */
+        if (sr_membership_leave(j, src, &h) && j->params.fallback) {
+            sr_fb_relay(p, j, &h, payload, out);
+            if (!(j->bound & ~j->left))
+                sr_pool_job_release(p, j);
+        }
         break;
     case SR_OP_AR_DATA: sr_allreduce_data(p, j, src, &h, payload, out); break;
     case SR_OP_AR_PROBE: sr_allreduce_probe(p, j, src, &h, out); break;

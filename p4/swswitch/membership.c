@@ -261,16 +261,17 @@ void sr_membership_seen(const sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const
  * not join again), but it no longer keeps the job from being restarted. No
  * answer: the worker is gone, and a forged LEAVE that does not match the
  * binding changes nothing. */
-void sr_membership_leave(sr_pipe_job *j, const sr_peer *src, const sr_hdr *h)
+int sr_membership_leave(sr_pipe_job *j, const sr_peer *src, const sr_hdr *h)
 {
     uint64_t bit = h->worker < j->n ? UINT64_C(1) << h->worker : 0;
 
     if (!bit || !(j->bound & bit) || j->token[h->worker] != h->seq ||
         !sr_svc_peer_eq(&j->peer[h->worker], src)) {
         j->c.dropped_unbound++;
-        return;
+        return 0;
     }
     if (!(j->left & bit))
         j->c.leaves++;
     j->left |= bit;
+    return 1;
 }

@@ -73,6 +73,22 @@ void sr_svc_count_tx(sr_pipe *p, sr_pipe_job *j, const sr_pipe_action *a)
         j->c.tx += a->n_dests;
 }
 
+sr_pipe_action *sr_svc_forward(sr_pipe *p, sr_pipe_job *j, const sr_peer *to, const sr_hdr *h,
+                               const uint8_t *payload, size_t len, sr_pipe_out *out)
+{
+    sr_pipe_action *a = sr_svc_action_new(out);
+
+    if (!a)
+        return NULL;
+    a->hdr = *h;
+    a->payload_len = len;
+    if (len)
+        memcpy(a->payload, payload, len);
+    sr_svc_unicast(a, to, h->worker);
+    sr_svc_count_tx(p, j, a);
+    return a;
+}
+
 sr_pipe_action *sr_svc_reply_hdr(sr_pipe *p, sr_pipe_job *j, const sr_peer *src,
                                  const sr_hdr *h, uint8_t op, sr_pipe_out *out)
 {

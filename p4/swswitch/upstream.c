@@ -26,8 +26,6 @@
  * matched against it; what matches nothing is counted (up_dropped) and
  * dropped.
  */
-#include <string.h>
-
 #include "controls.h"
 
 int sr_up_bound(const sr_pipe_job *j)
@@ -45,17 +43,8 @@ unsigned sr_up_refused(const sr_pipe_job *j)
 static void relay_up(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const uint8_t *payload,
                      sr_pipe_out *out)
 {
-    sr_pipe_action *a = sr_svc_action_new(out);
-
-    if (!a)
-        return;
-    a->hdr = *h;
-    a->payload_len = 4u * (size_t)h->count;
-    if (a->payload_len)
-        memcpy(a->payload, payload, a->payload_len);
-    sr_svc_unicast(a, &j->params.up_peer, h->worker);
-    sr_svc_count_tx(p, j, a);
-    j->c.up_relayed++;
+    if (sr_svc_forward(p, j, &j->params.up_peer, h, payload, 4u * (size_t)h->count, out))
+        j->c.up_relayed++;
 }
 
 /* The leaf's JOIN or LEAVE in its parent's job: member up_member, its
@@ -98,8 +87,6 @@ void sr_up_join(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const uint8_t *payl
 int sr_up_request(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
                   const uint8_t *payload, sr_pipe_out *out)
 {
-    uint64_t bit = h->worker < j->n ? UINT64_C(1) << h->worker : 0;
-
     switch (h->op) {
     case SR_OP_PUSH:
     case SR_OP_PULL:
@@ -116,11 +103,9 @@ int sr_up_request(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *
         relay_up(p, j, h, payload, out);
         return 1;
     case SR_OP_LEAVE:
-        sr_membership_leave(j, src, h);
         /* Relayed only if it matches the binding (a repeat too: the root
          * may have lost the first), never one with another token. */
-        if (!bit || !(j->left & bit) || j->token[h->worker] != h->seq ||
-            !sr_svc_peer_eq(&j->peer[h->worker], src))
+        if (!sr_membership_leave(j, src, h))
             return 1;
         relay_up(p, j, h, payload, out);
         /* The last local worker gone: the leaf leaves its parent's job
@@ -164,11 +149,11 @@ static void relay_down(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const uint8_
     sr_pipe_action *a;
 
     if (w >= j->n || !(j->bound & ~j->left & (UINT64_C(1) << w)) ||
-        !(a = sr_svc_action_new(out))) {
+        !(a = sr_svc_forward(p, j, &j->peer[w], h, payload, misfit ? 0 : 4u * (size_t)h->count,
+                             out))) {
         j->c.up_dropped++;
         return;
     }
-    a->hdr = *h;
     if (misfit) {
         /* The tree is configured wrong: the worker is told at once (its
          * library logs the refused JOIN and its status), and counted. */
@@ -180,11 +165,6 @@ static void relay_down(sr_pipe *p, sr_pipe_job *j, const sr_hdr *h, const uint8_
         j->c.up_dropped++;
         j->c.errors_sent++;
     }
-    a->payload_len = 4u * (size_t)a->hdr.count;
-    if (a->payload_len)
-        memcpy(a->payload, payload, a->payload_len);
-    sr_svc_unicast(a, &j->peer[w], w);
-    sr_svc_count_tx(p, j, a);
     j->c.down_relayed++;
 }
 
