@@ -60,6 +60,8 @@ static int ar_on_join(void *self, sr_engine *e)
     ar->slots = calloc(e->window, sizeof *ar->slots);
     if (!ar->slots)
         return SERENE_ERR_NOMEM;
+    for (uint32_t s = 0; s < e->window; s++)
+        ar->slots[s].next_round = 1;
     ar->bits = sr_quant_bits(e->params.n_workers);
     ar->bits16 = sr_quant16_bits(e->params.n_workers);
     ar->scratch = malloc(2 * sizeof(float) * (e->params.elems_per_pkt ? e->params.elems_per_pkt : 1));
@@ -156,6 +158,7 @@ static void send_round(sr_ar *ar, sr_engine *e, const serene_op *op, uint32_t s,
     h.seq = ar->call_seq;
     h.slot = (uint16_t)s;
     h.shadow = sl->next_ver;
+    h.status = sl->next_round; /* the Tofino program's round identity */
     h.count = (uint16_t)(op->wire16 ? sr_wire_v16_words(n) : n);
     h.exp = (int8_t)(data ? exp : 0);
     h.next_exp = hint_chunk < ar->n_chunks ? hint_exp(e, op, hint_chunk) : SR_WIRE_EXP_NONE;
@@ -175,6 +178,7 @@ static void send_round(sr_ar *ar, sr_engine *e, const serene_op *op, uint32_t s,
     }
     sl->ver = sl->next_ver;
     sl->next_ver ^= 1;
+    sl->next_round++;
     sl->busy = 1;
     sl->probe_ns = 0;
     sl->probe_out_ns = 0;
@@ -391,10 +395,18 @@ static void fail_broken(sr_ar *ar, sr_engine *e, serene_op *op, int rc)
     sr_op_finish(e, op, rc);
 }
 
+/* An ERROR echoes the refused request (aux = its op): it fails the call
+ * only if that was the slot's round in flight. The Tofino program answers
+ * MISMATCH to a copy of an older round of the slot (p4/tna/README.md), a
+ * copy the network delayed past the round's result: not this call's
+ * failure (counted as a duplicate). */
 static int ar_on_error(void *self, sr_engine *e, serene_op *op, const sr_hdr *h)
 {
     sr_ar *ar = self;
     if ((h->aux != SR_OP_AR_DATA && h->aux != SR_OP_AR_PROBE) || h->seq != ar->call_seq)
+        return 0;
+    const sr_ar_slot *sl = h->slot < e->window ? &ar->slots[h->slot] : NULL;
+    if (sl && (!sl->busy || h->shadow != sl->ver || h->offset != sl->offset))
         return 0;
     fail_broken(ar, e, op, sr_op_refused(e, h));
     return 1;

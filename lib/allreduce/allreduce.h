@@ -18,6 +18,7 @@
 /* Worker-side state of one switch slot (one packet in flight at most). */
 typedef struct sr_ar_slot {
     uint8_t next_ver;    /* shadow bit of the slot's next new round; persists across calls */
+    uint8_t next_round;  /* its round number mod 256, from 1: the request's status (wire.h) */
     uint8_t ver;         /* shadow bit of the round in flight */
     uint8_t busy;        /* a round is in flight */
     uint8_t held;        /* the switch answered AR_HELD for it: it waited for a peer */

@@ -136,7 +136,11 @@ _Static_assert(SR_WIRE_COUNT_POISON > SR_WIRE_MAX_ELEMS, "the poison mark is no 
      * count = 0 and there is no payload. */                                                      \
     X(ERROR, 3, "status = SR_ST_*, aux = the refused op")                                         \
     /* aux = the call's total count of values, so workers that disagree on it                     \
-     * meet a MISMATCH, and SR_WIRE_AUX_V16 for 16-bit values. */                                 \
+     * meet a MISMATCH, and SR_WIRE_AUX_V16 for 16-bit values. status = the                       \
+     * slot's round number mod 256 (from 1 at the join, one more per round in                     \
+     * the slot: the same on every worker; an AR_PROBE keeps its round's):                        \
+     * the Tofino program's round identity (p4/tna/README.md); serene-switch                      \
+     * and BMv2 compare the round's fields instead. */                                            \
     X(AR_DATA, 16, "allreduce contribution for (slot, shadow bit); aux = call's total, V16")      \
     /* aux echoes the round's total count. status: 0, or for a job that                           \
      * shares the switch's memory (p4/swswitch/README.md, "Sharing the                            \
