@@ -155,7 +155,8 @@ int sr_engine_join(sr_engine *e, const sr_join_params *p)
         if (m->cls->on_join && (rc = m->cls->on_join(m->self, e)))
             return rc;
     }
-    SR_INFO(&e->log, "joined job %d as worker %d/%u: %u elements per packet, pool %u, window %u",
-            e->cfg.job_id, e->cfg.rank, p->n_workers, p->elems_per_pkt, p->pool_slots, w);
+    SR_INFO(&e->log, "joined job %d as worker %d/%u: %u elements per packet, pool %u, window %u%s",
+            e->cfg.job_id, e->cfg.rank, p->n_workers, p->elems_per_pkt, p->pool_slots, w,
+            e->whole_rows ? ", store in whole rows" : "");
     return 0;
 }

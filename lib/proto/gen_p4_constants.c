@@ -110,6 +110,7 @@ static const struct constant constants[] = {
     SEC("Flags (serene_h.flags): informational, never change the switch's semantics"),
     CONST(SR_FLAG_RETRANSMIT, 8, 1, "set by a worker on a retransmitted packet"),
     CONST(SR_FLAG_FALLBACK, 8, 1, "set by a switch on an answer relayed from the job's fallback"),
+    CONST(SR_FLAG_WHOLE_ROWS, 8, 1, "set by a switch on JOIN_ACK: its store takes whole rows"),
 
     SEC("Slot field: serene_h splits it into shadow (bit 15) and slot (bits 14..0)"),
     CONST(SR_WIRE_SLOT_SHADOW, 16, 1, "shadow-copy bit of the 16-bit slot field"),

@@ -213,6 +213,11 @@ enum sr_wire_op { SR_WIRE_OPS(SR_WIRE_ENUM_OP) };
  * aggregator (the round had no switch memory): workers count the two
  * paths apart (serene_stats). */
 #define SR_FLAG_FALLBACK 0x02u
+/* Set by a switch on JOIN_ACK when its store takes whole rows only: a PUSH
+ * of elems_per_pkt words from a row's first word, a PULL of one whole row
+ * (the Tofino program, and serene-switch's rows=whole). The library then
+ * pads each store request to its row (a push's other words are 0). */
+#define SR_FLAG_WHOLE_ROWS 0x04u
 
 /* Status codes carried by SR_OP_ERROR (status 0 = OK in other answers). */
 #define SR_WIRE_STATUSES(X)                                                                        \

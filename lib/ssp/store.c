@@ -19,6 +19,11 @@
  *
  * Delta pulls subtract, modulo 2^32, the value this worker saw at its last
  * pull of the word, so they stay exact across wraps of the accumulators.
+ *
+ * A switch whose store takes whole rows only (JOIN_ACK's
+ * SR_FLAG_WHOLE_ROWS: the Tofino program) gets each piece as its whole
+ * row: a push's words outside the piece are 0 (adding 0 changes nothing),
+ * a pull's answer is read for the piece's words only.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -100,23 +105,37 @@ static void push_payload(sr_engine *e, const serene_op *op, uint8_t *pl, size_t 
     sr_store_encode(e, pl, op->src ? op->src + k : NULL, op->src_i32 ? op->src_i32 + k : NULL, n);
 }
 
+/* What request j puts on the wire: its piece, or with whole rows the
+ * piece's row ([*wire_off, *wire_off + *wire_n) holds [start, end)). */
+static void wire_range(const sr_engine *e, size_t start, size_t end, size_t *wire_off,
+                       uint32_t *wire_n)
+{
+    size_t w = e->params.elems_per_pkt;
+    *wire_off = e->whole_rows ? start - start % w : start;
+    *wire_n = (uint32_t)(e->whole_rows ? w : end - start);
+}
+
 static void send_request(sr_store *st, sr_engine *e, const serene_op *op, uint32_t j,
                          uint64_t now)
 {
     uint32_t w = j % st->w_eff;
     sr_req_slot *sl = &st->slots[w];
     uint8_t *msg = sr_slot_msg(e, w);
-    size_t start, end;
+    size_t start, end, off;
+    uint32_t n;
     sr_store_piece(e, op, j, &start, &end);
-    uint32_t n = (uint32_t)(end - start);
+    wire_range(e, start, end, &off, &n);
     sr_hdr h;
     sr_hdr_base(e, &h, op->kind == STORE_PUSH ? SR_OP_PUSH : SR_OP_PULL);
     h.seq = st->req_base + j;
-    h.offset = (uint32_t)start;
+    h.offset = (uint32_t)off;
     if (op->kind == STORE_PUSH) {
+        uint8_t *pl = msg + SR_WIRE_HDR_LEN;
         h.count = (uint16_t)n;
         h.aux = atomic_load_explicit(&st->clock->sync.clock, memory_order_relaxed);
-        push_payload(e, op, msg + SR_WIRE_HDR_LEN, start, n);
+        if (n != end - start)
+            memset(pl, 0, 4u * (size_t)n);
+        push_payload(e, op, pl + 4u * (start - off), start, (uint32_t)(end - start));
     } else {
         h.count = 0;
         h.aux = n;
@@ -233,11 +252,15 @@ void sr_store_read(const sr_store *st, const sr_engine *e, uint32_t word, uint32
     memcpy(seen, payload, 4u * (size_t)n);
 }
 
+/* Request j's answer: its piece's words (the payload may be the whole row). */
 static void pull_copy(const sr_store *st, const sr_engine *e, const serene_op *op,
-                      const sr_hdr *h, const uint8_t *payload)
+                      const sr_hdr *h, const uint8_t *payload, uint32_t j)
 {
-    size_t k = h->offset - op->offset;
-    sr_store_read(st, e, h->offset, h->count, payload, NULL, op->flags,
+    size_t start, end;
+    sr_store_piece(e, op, j, &start, &end);
+    size_t k = start - op->offset;
+    sr_store_read(st, e, (uint32_t)start, (uint32_t)(end - start),
+                  payload + 4u * (start - h->offset), NULL, op->flags,
                   op->dst ? op->dst + k : NULL, op->dst_i32 ? op->dst_i32 + k : NULL);
 }
 
@@ -253,7 +276,7 @@ static void store_on_message(void *self, sr_engine *e, serene_op *op, const sr_h
         return;
     }
     if (!push)
-        pull_copy(st, e, op, h, payload);
+        pull_copy(st, e, op, h, payload, j);
     req_done(st, e, op, sl, j, now);
 }
 

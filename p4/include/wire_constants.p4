@@ -114,6 +114,8 @@ const bit<32> SR_SYNC_ASP = 2;
 const bit<8> SR_FLAG_RETRANSMIT = 0x01;
 // set by a switch on an answer relayed from the job's fallback
 const bit<8> SR_FLAG_FALLBACK = 0x02;
+// set by a switch on JOIN_ACK: its store takes whole rows
+const bit<8> SR_FLAG_WHOLE_ROWS = 0x04;
 
 /* ---- Slot field: serene_h splits it into shadow (bit 15) and slot (bits 14..0) */
 

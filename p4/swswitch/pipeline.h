@@ -212,6 +212,12 @@ typedef struct sr_pipe_job_params {
     uint8_t fallback;
     sr_peer fb_peer;
     uint8_t prio;
+    /* whole_rows 1: the store takes whole rows only, as the Tofino program
+     * does: a PUSH of elems_per_pkt words from a row's first word, a PULL
+     * of one row (else BAD_COUNT, or RANGE for a row not begun at its
+     * first word); JOIN_ACK says so (SR_FLAG_WHOLE_ROWS) and the library
+     * pads its requests. Default 0. */
+    uint8_t whole_rows;
 } sr_pipe_job_params;
 
 /* Setup of a job, as given to sr_pipe_job_add, plus its current nonce. */

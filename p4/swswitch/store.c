@@ -77,9 +77,9 @@ static int in_one_row(const sr_pipe_job *j, uint32_t off, uint32_t n)
  * RANGE. Returns the status, SR_ST_OK when the access is fine. */
 static unsigned check_access(sr_pipe_job *j, uint32_t off, uint32_t n)
 {
-    if (n < 1 || n > j->elems)
+    if (n < 1 || n > j->elems || (j->params.whole_rows && n != j->elems))
         return SR_ST_BAD_COUNT;
-    if (!in_one_row(j, off, n)) {
+    if (!in_one_row(j, off, n) || (j->params.whole_rows && off % j->elems)) {
         j->c.range_errors++;
         return SR_ST_RANGE;
     }

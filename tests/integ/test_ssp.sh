@@ -39,7 +39,8 @@
 #               (SR_TNA_ELEMS values per packet and SR_TNA_AR_SLOTS slots,
 #               read from p4/tna/tna_headers.p4: 32 and 256) with 5% loss
 #               and 2% duplication, its store (SR_TNA_STORE_ROWS rows of a
-#               packet's values, accessed in whole rows as it requires),
+#               packet's values; rows=whole: whole rows only, as the
+#               program; the library pads requests of any offset and count),
 #               and what that program serves: every
 #               rank joins with those values from JOIN_ACK (its log line);
 #               the barrier under BSP and SSP(3), rank 3 slowed, checked by
@@ -178,9 +179,9 @@ case_tofino_params() {
         fail "no SR_TNA_ELEMS / SR_TNA_AR_SLOTS / SR_TNA_STORE_ROWS in $h"
     fi
     echo "the Tofino program's job values: $e values per packet, $s slots, a store of $rows rows of $e"
-    start_switch 127.0.0.1:0 --job "0:$N:$e:$s,store=$((rows * e)),policy=bsp" \
-        --job "1:$N:$e:$s,store=$((rows * e)),policy=ssp:3" \
-        --job "2:$N:$e:$s,store=$((rows * e)),policy=bsp" \
+    start_switch 127.0.0.1:0 --job "0:$N:$e:$s,store=$((rows * e)),policy=bsp,rows=whole" \
+        --job "1:$N:$e:$s,store=$((rows * e)),policy=ssp:3,rows=whole" \
+        --job "2:$N:$e:$s,store=$((rows * e)),policy=bsp,rows=whole" \
         --job "3:$N:$e:$s,policy=bsp" --loss 0.05 --dup 0.02 --seed 9 ||
         fail "serene-switch did not start"
     export SERENE_LOG_LEVEL=info
@@ -196,12 +197,23 @@ case_tofino_params() {
         sed "s/^/    /" <<<"$out"
         [ "$crc" -eq 0 ] || fail "barrier under $pol: the logs break the barrier (see above)"
     done
-    # The store as the program serves it: whole rows (offset and count
-    # multiples of a row), here rows 3 to 34.
-    ranks tofino-store 90 "$N" --job 2 -- "$WORKER" store --iters 20 --offset $((3 * e)) \
-        --count $((32 * e)) --capacity $((rows * e)) --seed 5 --expect-retrans
-    [ "$(grep -c 'store: 20 iterations' "$work/tofino-store.out")" -eq "$N" ] ||
-        fail "not every rank reported its 20 iterations"
+    # The store as the program serves it: whole rows only (rows=whole, as
+    # JOIN_ACK says), so the library pads each request to its row: rows 3
+    # to 34 exactly, then 1000 words from word 100 (rows 3 to 34, both
+    # ends partial), and 20 words across two rows near the end (the
+    # worker also pushes 300 words after them and keeps the last 5 at 0).
+    local st
+    for st in "$((3 * e)):$((32 * e))" "100:1000" "$((rows * e - 398)):20"; do
+        ranks "tofino-store-${st%%:*}" 90 "$N" --job 2 -- "$WORKER" store --iters 20 \
+            --offset "${st%%:*}" --count "${st##*:}" --capacity $((rows * e)) --seed 5 \
+            --expect-retrans
+        [ "$(grep -c 'store: 20 iterations' "$work/tofino-store-${st%%:*}.out")" -eq "$N" ] ||
+            fail "store at $st: not every rank reported its 20 iterations"
+    done
+    for r in $(seq 0 $((N - 1))); do
+        grep -q "joined job 2 as worker $r/$N: .*, store in whole rows" "$work"/tofino-store-100.out ||
+            fail "worker $r of job 2 did not log a store in whole rows from JOIN_ACK"
+    done
     # Allreduce at the program's values per packet and slots, under loss:
     # sizes around a packet and past a window of slots, each result within
     # its bound (ar_worker).

@@ -450,6 +450,12 @@ static void test_refusals(void **state)
     assert_int_equal(sw_job_spec_parse("3:4,fallback=1.2.3.4:5,up=1.2.3.4:6,upjob=4,member=0",
                                        NULL, &id, &jp, why, sizeof why), -EINVAL);
     assert_non_null(strstr(why, "cannot be shared"));
+    /* rows= (the store's whole rows; test_pipeline_ssp.c has its use). */
+    assert_int_equal(sw_job_spec_parse("3:1,rows=some", NULL, &id, &jp, why, sizeof why),
+                     -EINVAL);
+    assert_string_equal(why, "rows 'some' in '3:1,rows=some' is not whole or any");
+    assert_int_equal(sw_job_spec_parse("3:1,rows=any", NULL, &id, &jp, why, sizeof why), 0);
+    assert_int_equal(jp.whole_rows, 0);
 }
 
 int main(void)

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "control.h"
+#include "job_spec.h"
 #include "pipeline.h"
 #include "pipeline_helpers.h"
 #include "proto/wire.h"
@@ -302,6 +303,42 @@ static void test_store_range(void **state)
         pull(f, 3, 0, 1, off, 8, (const uint32_t[8]){0});
     push(f, 3, 0, 5, 16, 4, V(1, 2, 3, 4), 1); /* the whole short row */
     pull(f, 3, 0, 2, 16, 4, tail);
+    assert_int_equal(jc(f, 3).pushes, 1);
+}
+
+/* rows=whole (the Tofino program's store): JOIN_ACK says so, a piece of a
+ * row or a row not begun at its first word is refused and uses up no push
+ * number, a whole row is applied. */
+static void test_store_whole_rows(void **state)
+{
+    fx *f = *state;
+    sr_pipe_job_params jp;
+    uint16_t id;
+    char why[256];
+    /* A piece of row 0; a row's count not at a row's first word (PUSH, PULL). */
+    static const struct {
+        uint8_t op;
+        uint32_t off, n;
+        unsigned status;
+    } bad[] = {{SR_OP_PUSH, 0, 4, SR_ST_BAD_COUNT}, {SR_OP_PUSH, 4, 8, SR_ST_RANGE},
+               {SR_OP_PULL, 8, 7, SR_ST_BAD_COUNT}, {SR_OP_PULL, 3, 8, SR_ST_RANGE}};
+
+    assert_int_equal(sw_job_spec_parse("3:1:8:2,store=16,rows=whole", NULL, &id, &jp, why,
+                                       sizeof why),
+                     0);
+    assert_int_equal(jp.whole_rows, 1);
+    assert_int_equal(sr_pipe_job_add(f->p, id, &jp), 0);
+    join(f, 3, 0, 2000u, 0);
+    assert_int_equal(f->out->act[0].hdr.flags & SR_FLAG_WHOLE_ROWS, SR_FLAG_WHOLE_ROWS);
+    for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        sr_hdr h = bad[i].op == SR_OP_PUSH ? push_hdr(3, 5, bad[i].off, (uint16_t)bad[i].n)
+                                           : pull_hdr(3, 5, bad[i].off, bad[i].n);
+
+        ar(f, &h, 0, NULL);
+        expect_error_w(f, &h, bad[i].status);
+    }
+    push(f, 3, 0, 5, 8, 8, V(1, 2, 3, 4, 5, 6, 7, 8), 1);
+    pull(f, 3, 0, 1, 8, 8, (const uint32_t[]){1, 2, 3, 4, 5, 6, 7, 8});
     assert_int_equal(jc(f, 3).pushes, 1);
 }
 
@@ -715,7 +752,7 @@ static void test_control_jobs(void **state)
         "error policy ssp:7 in '4:1,ring=8,policy=ssp:7' needs ring >= 9 (s + 2; ring is 8)");
     ctl(f, "job add 4:1,color=red",
         "error unknown option 'color' in '4:1,color=red' (store=, ring=, policy=, token=, "
-        "local=, up=, upjob=, member=, fallback= or prio=)");
+        "local=, up=, upjob=, member=, fallback=, prio= or rows=)");
     ctl_starts(f, "job add", "error usage: job add ID:N");
     ctl_starts(f, "job", "error usage: job add ID:N");
     ctl(f, "job remove", "error usage: job remove JOB [force]");
@@ -742,6 +779,7 @@ int main(void)
         T(test_push_duplicate),
         T(test_push_order_and_wrap),
         T(test_store_range),
+        T(test_store_whole_rows),
         T(test_no_store),
         T(test_pull_every_row),
         T(test_clock_bsp),
