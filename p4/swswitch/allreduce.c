@@ -555,6 +555,10 @@ void sr_allreduce_data(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_
         sr_svc_reply_error(p, j, src, h, SR_ST_BAD_COUNT, out);
         return;
     }
+    if (j->params.tna_model) {
+        sr_tna_run(p, j, src, h, payload, out);
+        return;
+    }
     bit = UINT64_C(1) << w;
     cell = 2u * (size_t)h->slot + h->shadow;
     if (j->params.fallback && shared_data(p, j, cell, h, payload, out))
@@ -614,6 +618,10 @@ void sr_allreduce_probe(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr
         return;
     }
     j->c.probes++;
+    if (j->params.tna_model) {
+        sr_tna_run(p, j, src, h, NULL, out);
+        return;
+    }
     bit = UINT64_C(1) << h->worker;
     cell = 2u * (size_t)h->slot + h->shadow;
     if (j->params.fallback && shared_probe(p, j, cell, h, out))

@@ -100,6 +100,19 @@ void sr_allreduce_clear(sr_pipe_job *j);
 /* AR_DATA: one contribution to a slot; AR_RESULT to every worker when it
  * completes the round, the shadow copy to a retransmission to a complete
  * round, AR_HELD to one to an open round that holds it, or ERROR. */
+/* tna_run.c: a model=tna job's AR_DATA, AR_PROBE, PUSH or PULL on the
+ * Tofino program's model, after the worker check (and the slot and count
+ * checks of sr_allreduce_data and _probe). sr_tna_job_check: may the job
+ * run on it (32 values per packet, at most 256 slots, 32 workers and 512
+ * rows of store, not shared, not a leaf)? sr_tna_job_added: its block
+ * cleared (-1: no memory for the model); sr_tna_free: the model, at
+ * sr_pipe_destroy. */
+void sr_tna_run(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
+                const uint8_t *payload, sr_pipe_out *out);
+int sr_tna_job_check(const sr_pipe_job_params *jp);
+int sr_tna_job_added(sr_pipe *p, const sr_pipe_job *j);
+void sr_tna_free(sr_pipe *p);
+
 void sr_allreduce_data(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr *h,
                        const uint8_t *payload, sr_pipe_out *out);
 

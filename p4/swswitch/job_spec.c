@@ -157,8 +157,8 @@ static int parse_fallback(const spec *sp, char *val)
 /* One "key=value" option (opt, of len bytes, inside the spec). */
 static int parse_option(const spec *sp, const char *opt, size_t len, unsigned *seen)
 {
-    static const char *const keys[] = {"store", "ring",   "policy",   "token", "local", "up",
-                                       "upjob", "member", "fallback", "prio",  "rows"};
+    static const char *const keys[] = {"store",  "ring",     "policy", "token", "local", "up",
+                                       "upjob",  "member",   "fallback", "prio", "rows", "model"};
     enum { NKEYS = sizeof keys / sizeof keys[0] };
     sr_pipe_job_params *jp = sp->jp;
     char buf[96], *val;
@@ -170,8 +170,8 @@ static int parse_option(const spec *sp, const char *opt, size_t len, unsigned *s
     if (len >= sizeof buf || !memchr(opt, '=', len))
         return bad(sp,
                    "'%.*s' in '%s' is not store=WORDS, ring=R, policy=MODE, token=T, "
-                   "local=A-B, up=ADDR:PORT, upjob=J, member=K, fallback=ADDR:PORT, prio=P "
-                   "or rows=whole|any",
+                   "local=A-B, up=ADDR:PORT, upjob=J, member=K, fallback=ADDR:PORT, prio=P, "
+                   "rows=whole|any or model=tna|none",
                    (int)len, opt, sp->s);
     memcpy(buf, opt, len);
     buf[len] = '\0';
@@ -182,7 +182,7 @@ static int parse_option(const spec *sp, const char *opt, size_t len, unsigned *s
     if (k == NKEYS)
         return bad(sp,
                    "unknown option '%s' in '%s' (store=, ring=, policy=, token=, local=, up=, "
-                   "upjob=, member=, fallback=, prio= or rows=)",
+                   "upjob=, member=, fallback=, prio=, rows= or model=)",
                    buf, sp->s);
     if (*seen & 1u << k)
         return bad(sp, "'%s' given twice in '%s'", buf, sp->s);
@@ -209,6 +209,10 @@ static int parse_option(const spec *sp, const char *opt, size_t len, unsigned *s
         if (strcmp(val, "whole") && strcmp(val, "any"))
             return bad(sp, "rows '%s' in '%s' is not whole or any", val, sp->s);
         jp->whole_rows = !strcmp(val, "whole");
+    } else if (k == 11) {
+        if (strcmp(val, "tna") && strcmp(val, "none"))
+            return bad(sp, "model '%s' in '%s' is not tna or none", val, sp->s);
+        jp->tna_model = !strcmp(val, "tna");
     } else if (k >= 4) {
         return parse_tree(sp, k, val);
     } else {

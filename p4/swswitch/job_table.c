@@ -56,6 +56,7 @@ void sr_pipe_destroy(sr_pipe **pp)
     for (size_t i = 0; i < SR_PIPE_NJOBS; i++)
         job_free(p, p->jobs[i]);
     sr_pool_destroy(p);
+    sr_tna_free(p);
     free(p);
     *pp = NULL;
 }
@@ -122,6 +123,9 @@ int sr_pipe_job_params_check(const sr_pipe_job_params *jp, const char **why)
         msg = "a leaf's member id must be in 0..63";
     else if (jp->up && jp->fallback)
         msg = "a leaf of a tree cannot be shared (fallback=): its parent holds its rounds";
+    else if (jp->tna_model && !sr_tna_job_check(jp))
+        msg = "model=tna takes ELEMS 32, at most 256 slots, 32 workers and a store of 16384 "
+              "words, not shared, not a leaf";
     else if (((uint64_t)jp->store_words + jp->elems_per_pkt - 1) / jp->elems_per_pkt *
                  jp->n_workers >
              SR_PIPE_PUSH_TABLE_MAX)
@@ -164,7 +168,8 @@ int sr_pipe_job_add(sr_pipe *p, uint16_t job_id, const sr_pipe_job_params *jp)
     j->n_local = jp->local_n ? jp->local_n : jp->n_workers;
     if (sr_allreduce_alloc(j) < 0 || sr_store_alloc(j) < 0 ||
         sr_step_alloc(j) < 0 || sr_epoch_alloc(j) < 0 ||
-        sr_barrier_job_alloc(j) < 0 || (jp->fallback && sr_pool_job_alloc(p, j) < 0)) {
+        sr_barrier_job_alloc(j) < 0 || (jp->fallback && sr_pool_job_alloc(p, j) < 0) ||
+        (jp->tna_model && sr_tna_job_added(p, j) < 0)) {
         job_free(p, j);
         return -ENOMEM;
     }

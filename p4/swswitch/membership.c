@@ -115,7 +115,7 @@ static void join_ack(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hd
     a->hdr.worker = h->worker;
     a->hdr.seq = h->seq;
     a->hdr.aux = j->nonce;
-    a->hdr.flags = j->params.whole_rows ? SR_FLAG_WHOLE_ROWS : 0;
+    a->hdr.flags = j->params.whole_rows || j->params.tna_model ? SR_FLAG_WHOLE_ROWS : 0;
     if (p->proof && !(j->proven & (UINT64_C(1) << h->worker)))
         a->hdr.offset = cookie(p, j, h->worker, src);
     a->hdr.count = SR_JOIN_PARAMS_WORDS;

@@ -218,6 +218,12 @@ typedef struct sr_pipe_job_params {
      * first word); JOIN_ACK says so (SR_FLAG_WHOLE_ROWS) and the library
      * pads its requests. Default 0. */
     uint8_t whole_rows;
+    /* tna_model 1: the job's allreduce runs on the Tofino program's model
+     * (p4/tna/model; tna_run.c), for tests of that program with real
+     * workers: ELEMS 32, at most 256 slots and 32 workers, not shared, not
+     * a leaf; its cells are block id mod 4 of the switch's one model.
+     * Default 0. */
+    uint8_t tna_model;
 } sr_pipe_job_params;
 
 /* Setup of a job, as given to sr_pipe_job_add, plus its current nonce. */

@@ -165,6 +165,7 @@ struct sr_pipe {
     uint16_t leaves[SR_PIPE_MAX_LEAVES]; /* ids of the jobs with an upstream (upstream.c) */
     unsigned n_leaves;
     sr_pool pool; /* blocks 0: no pool */
+    struct tna_model *tna; /* the Tofino program's model (tna_run.c), at its first use */
     sr_pipe_counters c;
 };
 

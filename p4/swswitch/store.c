@@ -99,6 +99,10 @@ void sr_store_push(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr 
         j->c.dropped_unbound++;
         return;
     }
+    if (j->params.tna_model) {
+        sr_tna_run(p, j, src, h, payload, out);
+        return;
+    }
     st = check_access(j, h->offset, h->count);
     if (st != SR_ST_OK) {
         sr_svc_reply_error(p, j, src, h, st, out);
@@ -142,6 +146,10 @@ void sr_store_pull(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hdr 
 
     if (!sr_svc_worker_ok(j, w, src)) {
         j->c.dropped_unbound++;
+        return;
+    }
+    if (j->params.tna_model) {
+        sr_tna_run(p, j, src, h, NULL, out);
         return;
     }
     st = check_access(j, h->offset, h->aux);

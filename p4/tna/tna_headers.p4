@@ -38,6 +38,15 @@
 #define SR_TNA_STORE_ROWS 512
 #define SR_TNA_STORE_ROWS_LOG2 9
 #define SR_TNA_MAX_JOBS 4
+// A cell's round when no round has been through it (power-on, and what
+// serene-ctl's script writes when it clears a job's block): lo 2 is no
+// fingerprint (bit 0 clear) and is older than the rounds 1..127 a new
+// context starts with (tna_ingress.p4, "A cell's round").
+#define SR_TNA_ROUND_IDLE 2
+// The allreduce events counted per job block (ar_ctr's index blk * 4 + e).
+#define SR_TNA_EV_DONE 1     // a round completed (its result multicast)
+#define SR_TNA_EV_DUP 2      // a copy of a contribution the round holds
+#define SR_TNA_EV_MISMATCH 3 // a piece no round of its cell takes
 // offset & SR_TNA_OFF_MASK == 0: a row's first word, below
 // SR_TNA_STORE_ROWS rows; slot & SR_TNA_SLOT_MASK != 0: a slot index past
 // SR_TNA_AR_SLOTS (of the 15 bits).
@@ -85,8 +94,9 @@ header val_h {
     bit<32> v;
 }
 
-// A cell's round: lo its fingerprint (0: poisoned), hi the workers of the
-// job that have not yet contributed (0: complete, or idle).
+// A cell's round: lo its fingerprint {round number, CRC, 1}
+// (SR_TNA_ROUND_IDLE before the first), hi the workers of the job that
+// have not yet contributed (0: complete).
 struct round_t {
     bit<32> lo;
     bit<32> hi;
@@ -165,19 +175,21 @@ struct ig_meta_t {
     bit<1> k_same;     // the round's fingerprint is the piece's
     bit<1> k_dup;      // the round already had the worker's contribution
     bit<1> k_done;     // the round is complete after this packet
-    bit<1> k_free;     // the round was complete (or idle) before it
-    bit<1> k_poison;   // the round is poisoned (fingerprint 0)
+    bit<1> k_free;     // a probe: the round is complete
+    bit<1> k_new;      // the piece's round is newer than the cell's
     bit<1> k_range;    // a store row at or past the job's store_words
     bit<1> resub_go;   // pass 1 of an advancing CLOCK: resubmitted, no answer
     // Allreduce (tna_ingress.p4): the fingerprint of the piece's round;
     // what the round's three copies answered; next_exp.
-    bit<32> fp;        // a CRC of seq, offset, count, exp, aux; bit 0 set
+    bit<32> fp;        // {status: the slot's round number, CRC of seq, offset, exp, aux, 1}
     bit<32> r_new;     // round_t.hi after this packet
     bit<32> r_old;     // round_t.hi before it
-    bit<32> r_fp;      // round_t.lo before it
+    bit<32> r_fp;      // round_t.lo before it, 0 if the piece's round is newer
     bit<32> p_hw;      // a probe: round_t.hi & ~fx (0: the worker is in)
-    bit<32> nexp_in;   // next_exp ^ 0x80: its signed order as unsigned
+    bit<32> nexp_in;   // {the round number, 0, next_exp ^ 0x80}: serial, then signed order
     bit<32> nexp;
+    bit<2> ev;         // SR_TNA_EV_* to count (0: none)
+    bit<16> ev_idx;    // blk * 4 + ev: ar_ctr's index
     // Tofino's gateways compare a field with a constant (or two fields for
     // equality) but not two fields for order, so the comparisons of the
     // barrier and the store's range check are differences whose sign bit

@@ -8,15 +8,19 @@
  *
  * Allreduce (p4/tna/README.md, "The allreduce"). A cell is (job block,
  * slot, shadow bit); its round is one pair register, round_t: lo the
- * fingerprint of the round's piece (bit 0 set; 0: poisoned), hi the
- * workers not yet in. The same fingerprint is the open round (hi loses the
- * worker's bit); another one opens a new round if the cell's is complete,
- * else poisons it. Three copies (round_a, _b, _c) answer hi after, hi
- * before and lo before; nexp_reg keeps next_exp's max. Their flags pick
- * the 32 lanes' actions (set, add, read: the shadow copy) and the answer
- * (answer_tbl). classify checks the header first. No if/else tree follows
- * the registers: on Tofino 1 a table after a join follows every branch,
- * and the lanes need stages 4 to 11.
+ * round's fingerprint {the slot's round number (the request's status),
+ * a CRC of the piece, 1}, hi the workers not yet in. The round number
+ * decides: a newer one opens a new round whatever the cell held (complete,
+ * or a failed round nobody finishes); the same fingerprint is the round
+ * (hi loses the worker's bit); anything else (an older round's copy, or a
+ * piece that disagrees with the round) changes nothing and is answered
+ * MISMATCH. So the CRC can only fail a round, never answer one. Three
+ * copies (round_a, _b, _c) answer hi after, hi before and lo before (0
+ * when the piece's round is newer); nexp_reg keeps next_exp's max per
+ * round number. Their flags pick the 32 lanes' actions (set, add, read:
+ * the shadow copy) and the answer (answer_tbl). classify checks the header
+ * first. No if/else tree follows the registers: on Tofino 1 a table after
+ * a join follows every branch, and the lanes need stages 4 to 11.
  *
  * Barrier in two passes. Pass 1 reads low (low_reg), checks the clock,
  * sets the worker's bit in ring entry c mod R (ring_reg, returning the old
@@ -39,72 +43,7 @@
 
 #include "tna_headers.p4"
 
-// Lane i: an allreduce cell's sum of word i, or store row word i.
-#define SR_TNA_LANE(i)                                                      \
-    Register<bit<32>, bit<16>>(SR_TNA_LANE_ENTRIES, 0) lane_reg_##i;        \
-    RegisterAction<bit<32>, bit<16>, bit<32>>(lane_reg_##i) lane_set_##i = { \
-        void apply(inout bit<32> value, out bit<32> rv) {                   \
-            value = hdr.vals[i].v;                                          \
-            rv = value;                                                     \
-        }                                                                   \
-    };                                                                      \
-    RegisterAction<bit<32>, bit<16>, bit<32>>(lane_reg_##i) lane_add_##i = { \
-        void apply(inout bit<32> value, out bit<32> rv) {                   \
-            value = value + hdr.vals[i].v;                                  \
-            rv = value;                                                     \
-        }                                                                   \
-    };                                                                      \
-    RegisterAction<bit<32>, bit<16>, bit<32>>(lane_reg_##i) lane_read_##i = { \
-        void apply(inout bit<32> value, out bit<32> rv) {                   \
-            rv = value;                                                     \
-        }                                                                   \
-    };
-// Lane i's one table: lop and the round's flags (or the push number and
-// the row check) pick the access at lidx, for the words the packet has.
-// One table per lane (Tofino 1 has 16 logical tables per stage).
-#define SR_TNA_LANE_TABLE(i)                                                \
-    action l_set_##i() { hdr.vals[i].v = lane_set_##i.execute(md.lidx); }   \
-    action l_add_##i() { hdr.vals[i].v = lane_add_##i.execute(md.lidx); }   \
-    action l_read_##i() { hdr.vals[i].v = lane_read_##i.execute(md.lidx); } \
-    table lane_tbl_##i {                                                    \
-        key = {                                                             \
-            md.lop: ternary;                                                \
-            md.k_same: ternary;                                             \
-            md.k_dup: ternary;                                              \
-            md.k_done: ternary;                                             \
-            md.k_free: ternary;                                             \
-            md.push_new: ternary;                                           \
-            md.k_range: ternary;                                            \
-            hdr.vals[i].isValid(): ternary;                                 \
-        }                                                                   \
-        actions = { l_set_##i; l_add_##i; l_read_##i; NoAction; }           \
-        const default_action = NoAction();                                  \
-        size = 8;                                                           \
-        const entries = {                                                   \
-            (SR_TNA_LOP_AR, 1, 0, _, _, _, _, true) : l_add_##i();          \
-            (SR_TNA_LOP_AR, 1, 1, 1, _, _, _, true) : l_read_##i();         \
-            (SR_TNA_LOP_AR, 0, _, _, 1, _, _, true) : l_set_##i();          \
-            (SR_TNA_LOP_PUSH, _, _, _, _, 1, 0, true) : l_add_##i();        \
-            (SR_TNA_LOP_PULL, _, _, _, _, _, 0, true) : l_read_##i();       \
-        }                                                                   \
-    }
-#define SR_TNA_LANE_APPLY(i) lane_tbl_##i.apply();
-#define SR_TNA_LANES(X)                                                     \
-    X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12)    \
-    X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23)      \
-    X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31)
-
-// A cell's round (round_t): the contribution's update, the same in the
-// three copies; a probe's read writes nothing.
-#define SR_TNA_ROUND_UPDATE                                                 \
-    if (value.lo == md.fp) {                                                \
-        value.hi = value.hi & md.fx; /* the open round: the worker in */    \
-    } else if (value.hi == 0) {                                             \
-        value.lo = md.fp; /* complete or idle: a new round */               \
-        value.hi = md.fx;                                                   \
-    } else {                                                                \
-        value.lo = 0; /* disagrees with the open round: poisoned */         \
-    }
+#include "tna_cells.p4"
 
 control Ingress(inout headers_t hdr, inout ig_meta_t md,
                 in ingress_intrinsic_metadata_t ig_intr_md,
@@ -130,8 +69,13 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
         size = 1024;
     }
 
+    // The job's packets (every request with a known job id), per entry:
+    // serene-ctl counters reads it with ar_ctr.
+    DirectCounter<bit<32>>(CounterType_t.PACKETS) job_pkts;
+
     action set_job(bit<8> n_workers, bit<32> full_mask, bit<32> ring_mask,
                    bit<16> store_words, bit<16> mgrp) {
+        job_pkts.count();
         md.n_workers = n_workers;
         md.full_mask = full_mask;
         md.ring_mask = ring_mask;
@@ -142,9 +86,10 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
 
     table job_table {
         key = { hdr.serene.job: exact @name("job"); }
-        actions = { set_job; NoAction; }
+        actions = { set_job; @defaultonly NoAction; }
         default_action = NoAction();
         size = 64;
+        counters = job_pkts;
     }
 
     action set_policy(bit<8> mode, bit<32> s) {
@@ -297,9 +242,9 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
 
     // ---- allreduce cells and the lanes (the store's rows too) ----
 
-    Register<round_t, bit<16>>(SR_TNA_CELLS) round_a;
-    Register<round_t, bit<16>>(SR_TNA_CELLS) round_b;
-    Register<round_t, bit<16>>(SR_TNA_CELLS) round_c;
+    Register<round_t, bit<16>>(SR_TNA_CELLS, { SR_TNA_ROUND_IDLE, 0 }) round_a;
+    Register<round_t, bit<16>>(SR_TNA_CELLS, { SR_TNA_ROUND_IDLE, 0 }) round_b;
+    Register<round_t, bit<16>>(SR_TNA_CELLS, { SR_TNA_ROUND_IDLE, 0 }) round_c;
     RegisterAction<round_t, bit<16>, bit<32>>(round_a) round_a_data = {
         void apply(inout round_t value, out bit<32> rv) {
             SR_TNA_ROUND_UPDATE
@@ -312,10 +257,19 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
             SR_TNA_ROUND_UPDATE
         }
     };
+    // lo before, or 0 when the piece's round is newer (lo is never 0).
     RegisterAction<round_t, bit<16>, bit<32>>(round_c) round_c_data = {
         void apply(inout round_t value, out bit<32> rv) {
-            rv = value.lo;
-            SR_TNA_ROUND_UPDATE
+            rv = 0;
+            if (SR_TNA_ROUND_NEWER) {
+                value.lo = md.fp;
+                value.hi = md.fx;
+            } else {
+                rv = value.lo;
+                if (value.lo == md.fp) {
+                    value.hi = value.hi & md.fx;
+                }
+            }
         }
     };
     // A probe: hi and lo (nothing written).
@@ -326,32 +280,39 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
     };
     RegisterAction<round_t, bit<16>, bit<32>>(round_c) round_c_probe = {
         void apply(inout round_t value, out bit<32> rv) {
-            rv = value.lo;
+            rv = 0;
+            if (!SR_TNA_ROUND_NEWER) {
+                rv = value.lo;
+            }
         }
     };
 
-    // The round's next_exp max (next_exp ^ 0x80: its signed order as
-    // unsigned), beside the fingerprint of the round it is for: a piece of
-    // another round starts it again. Where the round itself is decided
-    // does not matter here: a poisoned round has no result, and a
-    // contribution counted once changes no max twice.
-    Register<round_t, bit<16>>(SR_TNA_CELLS) nexp_reg;
-    RegisterAction<round_t, bit<16>, bit<32>>(nexp_reg) nexp_data = {
-        void apply(inout round_t value, out bit<32> rv) {
-            if (value.lo != md.fp) {
-                value.lo = md.fp;
-                value.hi = md.nexp_in;
-            } else if ((int<32>)(md.nexp_in - value.hi) > 0) {
-                value.hi = md.nexp_in;
+    // The round's next_exp max: one serial max of {round number, 0,
+    // next_exp ^ 0x80}, so a newer round number starts it again at the
+    // piece's next_exp, the same number takes the max (signed order as
+    // unsigned) and an older round's copy changes nothing. A piece the
+    // round refuses (MISMATCH) may raise it: that round has no result.
+    Register<bit<32>, bit<16>>(SR_TNA_CELLS, 0) nexp_reg;
+    RegisterAction<bit<32>, bit<16>, bit<32>>(nexp_reg) nexp_data = {
+        void apply(inout bit<32> value, out bit<32> rv) {
+            if ((int<32>)(md.nexp_in - value) > 0) {
+                value = md.nexp_in;
             }
-            rv = value.hi;
+            rv = value;
         }
     };
+
+    // Per job block: SR_TNA_EV_* at blk * 4 + event (serene-ctl counters).
+    Counter<bit<32>, bit<16>>(SR_TNA_MAX_JOBS * 4, CounterType_t.PACKETS) ar_ctr;
+    action count_ev() {
+        ar_ctr.count(md.ev_idx);
+    }
 
     SR_TNA_LANES(SR_TNA_LANE)
     SR_TNA_LANES(SR_TNA_LANE_TABLE)
 
-    Hash<bit<31>>(HashAlgorithm_t.CRC32) fp_hash;
+    Hash<bit<23>>(HashAlgorithm_t.CRC32) fp_hash;
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) ev_hash;
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) cell_hash;
 
     action unicast_back() {
@@ -423,9 +384,19 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
         md.lidx = md.row_idx;
     }
 
+    // Not count: an AR_PROBE has count 0 and must find its round (the
+    // count follows from offset, aux and the job's values per packet).
     action ar_fp() {
-        md.fp[31:1] = fp_hash.get({ hdr.serene.seq, hdr.serene.offset, hdr.serene.count,
-                              hdr.serene.exp, hdr.serene.aux });
+        md.fp[23:1] = fp_hash.get({ hdr.serene.seq, hdr.serene.offset, hdr.serene.exp,
+                                    hdr.serene.aux });
+    }
+
+    action ar_round() {
+        md.fp[31:24] = hdr.serene.status;
+    }
+
+    action ev_index() {
+        md.ev_idx = ev_hash.get({ md.blk[SR_TNA_JOB_BITS - 1:0], md.ev });
     }
 
     action push_index() {
@@ -513,7 +484,8 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
     }
 
     action ar_prep() {
-        md.nexp_in = (bit<32>)(hdr.serene.next_exp ^ 0x80);
+        md.nexp_in[7:0] = hdr.serene.next_exp ^ 0x80;
+        md.nexp_in[31:24] = hdr.serene.status;
     }
 
     // AR_HELD, AR_NAK: the request's header, count 0, back to the sender.
@@ -540,6 +512,7 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
         ar_result();
         ig_tm_md.mcast_grp_a = md.mgrp;
         hdr.bridge.mc = 1;
+        md.ev = SR_TNA_EV_DONE;
     }
 
     // A retransmission to the complete round: its result again, from the
@@ -547,6 +520,21 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
     action ar_result_back() {
         ar_result();
         unicast_back();
+        md.ev = SR_TNA_EV_DUP;
+    }
+
+    // A retransmission to the open round that holds it.
+    action ar_held_dup() {
+        ar_answer(SR_OP_AR_HELD);
+        md.ev = SR_TNA_EV_DUP;
+    }
+
+    // A piece no round of its cell takes: an older round's copy (the
+    // library ignores the answer: no round of its is in flight there) or
+    // one that disagrees with the round (the call fails).
+    action ar_mismatch() {
+        error_code(SR_ST_MISMATCH);
+        md.ev = SR_TNA_EV_MISMATCH;
     }
 
     action push_ack(bit<32> applied) {
@@ -572,32 +560,36 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
             md.k_dup: ternary;
             md.k_done: ternary;
             md.k_free: ternary;
-            md.k_poison: ternary;
+            md.k_new: ternary;
             md.p_hw: ternary;
             md.push_new: ternary;
             md.k_range: ternary;
         }
         actions = {
-            ar_multicast; ar_result_back; ar_answer; drop_packet; error_code; error_answer;
-            push_ack; pull_resp;
+            ar_multicast; ar_result_back; ar_held_dup; ar_mismatch; ar_answer; drop_packet;
+            error_code; error_answer; push_ack; pull_resp;
         }
         const default_action = drop_packet();
         size = 32;
         const entries = {
-            // AR_DATA: the open round (the same fingerprint)...
+            // AR_DATA: a newer round number opened a new round...
+            (SR_TNA_LOP_AR, _, _, 1, _, 1, _, _, _) : ar_multicast(); // one worker
+            (SR_TNA_LOP_AR, _, _, 0, _, 1, _, _, _) : drop_packet();
+            // ... the round (the same fingerprint) ...
             (SR_TNA_LOP_AR, 1, 0, 1, _, _, _, _, _) : ar_multicast(); // the last one in
             (SR_TNA_LOP_AR, 1, 0, 0, _, _, _, _, _) : drop_packet(); // waiting for the others
             (SR_TNA_LOP_AR, 1, 1, 1, _, _, _, _, _) : ar_result_back();
-            (SR_TNA_LOP_AR, 1, 1, 0, _, _, _, _, _) : ar_answer(SR_OP_AR_HELD); // counted
-            // ... a new round in a complete cell, or a poisoned one.
-            (SR_TNA_LOP_AR, 0, _, 1, 1, _, _, _, _) : ar_multicast();
-            (SR_TNA_LOP_AR, 0, _, 0, 1, _, _, _, _) : drop_packet();
-            (SR_TNA_LOP_AR, 0, _, _, 0, _, _, _, _) : error_code(SR_ST_MISMATCH);
-            // AR_PROBE (sr_allreduce_probe): nothing written.
-            (SR_TNA_LOP_PROBE, _, _, _, 1, _, _, _, _) : ar_answer(SR_OP_AR_NAK);
-            (SR_TNA_LOP_PROBE, _, _, _, _, 1, _, _, _) : error_code(SR_ST_MISMATCH);
-            (SR_TNA_LOP_PROBE, _, _, _, _, _, 0, _, _) : ar_answer(SR_OP_AR_HELD);
-            (SR_TNA_LOP_PROBE, _, _, _, _, _, _, _, _) : ar_answer(SR_OP_AR_NAK);
+            (SR_TNA_LOP_AR, 1, 1, 0, _, _, _, _, _) : ar_held_dup(); // counted
+            // ... or nothing: an older round's copy, or a disagreeing piece.
+            (SR_TNA_LOP_AR, _, _, _, _, _, _, _, _) : ar_mismatch();
+            // AR_PROBE (sr_allreduce_probe): nothing written. Its round
+            // not yet in the cell, or complete: NAK (the resend opens it,
+            // or is answered with the shadow copy).
+            (SR_TNA_LOP_PROBE, _, _, _, _, 1, _, _, _) : ar_answer(SR_OP_AR_NAK);
+            (SR_TNA_LOP_PROBE, 1, _, _, 1, _, _, _, _) : ar_answer(SR_OP_AR_NAK);
+            (SR_TNA_LOP_PROBE, 1, _, _, _, _, 0, _, _) : ar_answer(SR_OP_AR_HELD);
+            (SR_TNA_LOP_PROBE, 1, _, _, _, _, _, _, _) : ar_answer(SR_OP_AR_NAK);
+            (SR_TNA_LOP_PROBE, _, _, _, _, _, _, _, _) : error_code(SR_ST_MISMATCH);
             // The store: a row at or past store_words is RANGE first.
             (SR_TNA_LOP_PUSH, _, _, _, _, _, _, _, 1) : error_code(SR_ST_RANGE);
             (SR_TNA_LOP_PUSH, _, _, _, _, _, _, 1, _) : push_ack(1);
@@ -624,7 +616,7 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
         md.lop = SR_TNA_LOP_NONE;
         md.resub_go = 0;
         md.k_same = 0; md.k_dup = 0; md.k_done = 0; md.k_free = 0;
-        md.k_poison = 0; md.k_range = 0; md.push_new = 0;
+        md.k_new = 0; md.k_range = 0; md.push_new = 0;
         // Lookups, indices and checks, whatever the op, in the first
         // stages: the rounds go in stage 2, the lanes in 4 to 11.
         worker_table.apply();
@@ -633,7 +625,8 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
         set_blk(); // blk = job mod SR_TNA_MAX_JOBS: low and high's index
         ar_cell(); // cell
         push_index();
-        ar_fp(); // fp[31:1] (fp[0] = 1 from the parser)
+        ar_fp(); // fp[23:1] (fp[0] = 1 from the parser)
+        ar_round(); // fp[31:24] = the slot's round number
         store_row(); // row_idx
         ar_prep(); // nexp_in = next_exp ^ 0x80
         clock_bits(); // fx = full_mask ^ wbit: the others; fw = full_mask & wbit
@@ -762,6 +755,9 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
             if (md.r_fp == md.fp) {
                 md.k_same = 1; // the open (or complete) round
             }
+            if (md.r_fp == 0) {
+                md.k_new = 1; // a newer round number: the cell's round was older
+            }
             if (md.r_new == md.r_old) {
                 md.k_dup = 1; // not a new contribution
             }
@@ -769,18 +765,21 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
                 md.k_done = 1; // the round is complete
             }
             if (md.r_old == 0) {
-                md.k_free = 1; // it was complete before: a new round
-            }
-            if (md.r_fp == 0) {
-                md.k_poison = 1;
+                md.k_free = 1; // a probe: the round is complete
             }
             probe_bits(); // p_hw = r_old & ~fx
             answer_tbl.apply();
             SR_TNA_LANES(SR_TNA_LANE_APPLY) // the lanes lop and the flags pick
+            if (md.ev != 0) {
+                ev_index(); // ev_idx = blk * 4 + ev
+                count_ev();
+            }
         } else if (hdr.serene.op == SR_OP_JOIN) {
             hdr.bridge.serene = 1;
-            // Stateless JOIN_ACK: bindings are the job file's (worker_table).
+            // Stateless JOIN_ACK: bindings are the job file's (worker_table);
+            // the store takes whole rows (the library pads its requests).
             answer_hdr(SR_OP_JOIN_ACK, SR_JOIN_PARAMS_WORDS, hdr.serene.aux);
+            hdr.serene.flags = SR_FLAG_WHOLE_ROWS;
             hdr.serene.offset = 0;
             hdr.vals[0].setValid();
             hdr.vals[0].v = (bit<32>)md.n_workers;

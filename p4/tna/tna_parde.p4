@@ -22,6 +22,8 @@ parser IngressParser(packet_in pkt, out headers_t hdr, out ig_meta_t md,
         md.w_hit = 0;
         md.j_hit = 0;
         md.fp = 1; // bit 0 of a fingerprint (tna_ingress.p4): never 0
+        md.nexp_in = 0; // the round number in 31:24, next_exp in 7:0
+        md.ev = 0;
         pkt.extract(ig_intr_md);
         transition select(ig_intr_md.resubmit_flag) {
             1: parse_resubmit;

@@ -752,7 +752,7 @@ static void test_control_jobs(void **state)
         "error policy ssp:7 in '4:1,ring=8,policy=ssp:7' needs ring >= 9 (s + 2; ring is 8)");
     ctl(f, "job add 4:1,color=red",
         "error unknown option 'color' in '4:1,color=red' (store=, ring=, policy=, token=, "
-        "local=, up=, upjob=, member=, fallback=, prio= or rows=)");
+        "local=, up=, upjob=, member=, fallback=, prio=, rows= or model=)");
     ctl_starts(f, "job add", "error usage: job add ID:N");
     ctl_starts(f, "job", "error usage: job add ID:N");
     ctl(f, "job remove", "error usage: job remove JOB [force]");
