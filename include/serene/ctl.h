@@ -227,6 +227,19 @@ SERENE_CTL_API int serene_ctl_emit(FILE *f, serene_ctl_target t, const serene_ct
 SERENE_CTL_API int serene_ctl_emit_tree(FILE *f, serene_ctl_target t, const serene_ctl_policy *p,
                                         const serene_ctl_job *job, char *err, size_t errcap);
 
+/* serene_ctl_emit_counters - write a script that prints a Tofino job's counters.
+ * The bfrt_python script prints one line "serene job J: packets P, rounds
+ * completed R, duplicates D, mismatches M" (its job_table entry's packets;
+ * the program's ar_ctr events for the job's register block).
+ * Returns:
+ *   0                      written and flushed
+ *   -EINVAL                f or job NULL: message in err[errcap]
+ *   -EIO                   the write or flush failed
+ * Blocks: on f's writes only.
+ * Threads: any (job is only read). */
+SERENE_CTL_API int serene_ctl_emit_counters(FILE *f, const serene_ctl_job *job, char *err,
+                                            size_t errcap);
+
 /* ---- the software switch: control socket and status --------------------- */
 
 /* serene_ctl_sw_command - send one command line to serene-switch's socket.

@@ -49,6 +49,7 @@ static int usage(void)
     fprintf(stderr,
             "usage: " PROG " compile --target sw|bmv2|tofino --job-file JOB.conf POLICY\n"
             "       " PROG " tree [--target sw|bmv2] --job-file JOB.conf [POLICY]\n"
+            "       " PROG " counters --target tofino --job-file JOB.conf\n"
             "       " PROG " check [--ring R] POLICY\n"
             "       " PROG " status --control PATH --job J [--json]\n"
             "       " PROG " job add --control PATH ID:N[:ELEMS[:SLOTS]][,OPTION=VALUE...]\n"
@@ -207,6 +208,36 @@ static int cmd_compile(int argc, char **argv)
     if (rc) {
         msg("%s: %s", target, err);
         return rc == -EINVAL ? 2 : 1;
+    }
+    return 0;
+}
+
+/* serene-ctl counters --target tofino --job-file JOB.conf: the bfrt_python
+ * script that prints the job's counters on the switch. A software switch's
+ * are in `serene-ctl status`. */
+static int cmd_counters(int argc, char **argv)
+{
+    const char *target = NULL, *job_file = NULL, *policy = NULL;
+    serene_ctl_target t;
+    serene_ctl_job job;
+    char err[SERENE_CTL_ERR_MAX];
+    int rc;
+
+    if ((rc = target_args(argc, argv, &target, &job_file, &policy)))
+        return rc;
+    if (!target || !job_file || policy)
+        return usage();
+    if ((rc = target_and_job(target, job_file, &t, &job)))
+        return rc;
+    if (t != SERENE_CTL_TARGET_TOFINO) {
+        msg("counters: target %s: a software switch's counters are in `" PROG
+            " status`, BMv2's in simple_switch_CLI",
+            target);
+        return 2;
+    }
+    if ((rc = serene_ctl_emit_counters(stdout, &job, err, sizeof err))) {
+        msg("counters: %s", err);
+        return 1;
     }
     return 0;
 }
@@ -712,6 +743,8 @@ int main(int argc, char **argv)
         return cmd_check(argc, argv);
     if (!strcmp(argv[1], "tree"))
         return cmd_tree(argc, argv);
+    if (!strcmp(argv[1], "counters"))
+        return cmd_counters(argc, argv);
     if (!strcmp(argv[1], "status"))
         return cmd_status(argc, argv);
     if (!strcmp(argv[1], "run"))
@@ -724,6 +757,7 @@ int main(int argc, char **argv)
         usage();
         return 0;
     }
-    msg("unknown command '%s' (compile, tree, check, status, job, run or pool)", argv[1]);
+    msg("unknown command '%s' (compile, tree, counters, check, status, job, run or pool)",
+        argv[1]);
     return 2;
 }
