@@ -69,14 +69,16 @@ int sr_roce_from_msg(const uint8_t *msg, size_t len, uint32_t src_qpn, sr_roce_m
         return SR_ROCE_BAD_MSG;
     if (h.op == SR_OP_AR_DATA) {
         /* What the RoCE fields cannot carry must be what the receiver
-         * assumes: the wire version, flags informational (dropped), status 0. */
+         * assumes or does not read: the wire version; flags, informational;
+         * status, the slot's round number, which only the Tofino program
+         * reads, and it takes no RoCE (both dropped: the receiver sees 0). */
         r->opcode = SR_ROCE_WRITE_ONLY_IMM;
         r->imm = imm_of(&h);
         r->va = (uint64_t)h.seq << 32 | h.offset;
         r->rkey = h.aux;
         r->payload = payload;
         r->payload_len = 4u * (size_t)h.count;
-        return h.status ? SR_ROCE_BAD_MSG : SR_ROCE_OK;
+        return SR_ROCE_OK;
     }
     r->opcode = SR_ROCE_SEND_ONLY_IMM;
     r->imm = src_qpn;

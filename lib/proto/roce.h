@@ -34,8 +34,9 @@
  *     RETH.R_Key  = aux (the call's total count, and SR_WIRE_AUX_V16)
  *     RETH.DMALen = 4 * count = the payload's length
  *     ImmDt       = shadow << 31 | slot << 16 | (u8)exp << 8 | (u8)next_exp
- *   version is SR_WIRE_VERSION, flags and status are 0: flags are
- *   informational (wire.h) and a request has no status.
+ *   version is SR_WIRE_VERSION, flags and status arrive as 0: flags are
+ *   informational (wire.h), and a request's status (the slot's round
+ *   number) is read only by the Tofino program, which takes no RoCE.
  * - Every other message, both ways: UC SEND Only with Immediate (0x25).
  *     BTH.DestQP  = the receiver's QP (the switch's SR_ROCE_QPN(job,
  *                   worker), or the worker's own QP number)
