@@ -123,9 +123,11 @@ int sr_pipe_job_params_check(const sr_pipe_job_params *jp, const char **why)
         msg = "a leaf's member id must be in 0..63";
     else if (jp->up && jp->fallback)
         msg = "a leaf of a tree cannot be shared (fallback=): its parent holds its rounds";
+    else if (jp->whole_rows && jp->store_words % jp->elems_per_pkt)
+        msg = "rows=whole needs a store of whole rows (a multiple of ELEMS words)";
     else if (jp->tna_model && !sr_tna_job_check(jp))
-        msg = "model=tna takes ELEMS 32, at most 256 slots, 32 workers and a store of 16384 "
-              "words, not shared, not a leaf";
+        msg = "model=tna takes ELEMS 32, at most 256 slots, 32 workers and a store of whole "
+              "rows, at most 16384 words, not shared, not a leaf";
     else if (((uint64_t)jp->store_words + jp->elems_per_pkt - 1) / jp->elems_per_pkt *
                  jp->n_workers >
              SR_PIPE_PUSH_TABLE_MAX)

@@ -22,7 +22,7 @@ int sr_tna_job_check(const sr_pipe_job_params *jp)
 {
     return jp->elems_per_pkt == TNA_ELEMS && jp->pool_slots <= TNA_AR_SLOTS &&
            jp->n_workers <= TNA_MAX_WORKERS && !jp->fallback && !jp->up &&
-           jp->store_words <= TNA_STORE_ROWS * TNA_ELEMS;
+           jp->store_words <= TNA_STORE_ROWS * TNA_ELEMS && jp->store_words % TNA_ELEMS == 0;
 }
 
 /* The switch's model, made at its first job. */

@@ -456,6 +456,10 @@ static void test_refusals(void **state)
     assert_string_equal(why, "rows 'some' in '3:1,rows=some' is not whole or any");
     assert_int_equal(sw_job_spec_parse("3:1,rows=any", NULL, &id, &jp, why, sizeof why), 0);
     assert_int_equal(jp.whole_rows, 0);
+    assert_int_equal(sw_job_spec_parse("3:1:8,store=20,rows=whole", NULL, &id, &jp, why,
+                                       sizeof why),
+                     -EINVAL);
+    assert_non_null(strstr(why, "whole rows"));
 }
 
 int main(void)
