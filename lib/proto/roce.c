@@ -33,7 +33,7 @@
 #define R64(i) R16(i), R16((i) + 16), R16((i) + 32), R16((i) + 48)
 static const uint32_t crc_table[256] = {R64(0), R64(64), R64(128), R64(192)};
 
-static uint32_t crc32_update(uint32_t crc, const uint8_t *p, size_t n)
+uint32_t sr_crc32_update(uint32_t crc, const uint8_t *p, size_t n)
 {
     while (n--)
         crc = crc_table[(crc ^ *p++) & 0xffu] ^ (crc >> 8);
@@ -146,9 +146,9 @@ uint32_t sr_roce_icrc(const uint8_t *ip, size_t len)
     masked[10] = masked[11] = 0xff;
     masked[SR_IPV4_HLEN + 6] = masked[SR_IPV4_HLEN + 7] = 0xff;
     masked[SR_IPV4_HLEN + SR_UDP_HLEN + BTH_QPN] = 0xff;
-    uint32_t crc = crc32_update(0xffffffffu, lrh_ones, sizeof lrh_ones);
-    crc = crc32_update(crc, masked, sizeof masked);
-    crc = crc32_update(crc, ip + sizeof masked, len - sizeof masked);
+    uint32_t crc = sr_crc32_update(0xffffffffu, lrh_ones, sizeof lrh_ones);
+    crc = sr_crc32_update(crc, masked, sizeof masked);
+    crc = sr_crc32_update(crc, ip + sizeof masked, len - sizeof masked);
     return ~crc;
 }
 

@@ -150,6 +150,10 @@ int sr_roce_to_msg(const sr_roce_msg *r, uint32_t dst_qpn, uint8_t *out, size_t 
  * the end of its payload (the ICRC itself excluded); the value to write
  * least significant byte first. */
 uint32_t sr_roce_icrc(const uint8_t *ip, size_t len);
+/* The CRC-32 of IEEE 802.3 (reflected, polynomial 0xedb88320) over n
+ * bytes from crc, without its initial or final inversion: the ICRC's, and
+ * the Tofino model's crc_32 (p4/tna/model). */
+uint32_t sr_crc32_update(uint32_t crc, const uint8_t *p, size_t n);
 
 /* Write the frame of p (a.dst_port is taken as given: SR_ROCE_UDP_PORT for
  * a real packet) into frame: Ethernet/IPv4 as sr_frame_pack writes them,

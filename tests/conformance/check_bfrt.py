@@ -214,8 +214,6 @@ def extract(bfrt):
                    for a in t.get("action_specs", [])}
         data = [(d["singleton"]["name"], d["singleton"]["type"].get("width", 32))
                 for d in t.get("data", []) if "singleton" in d]
-        data += [(d["name"], d["type"].get("width", 32)) for d in t.get("data", [])
-                 if "name" in d and "type" in d]
         out[name] = {"type": t["table_type"], "size": t["size"], "keys": keys,
                      "actions": actions, "data": data}
     return out

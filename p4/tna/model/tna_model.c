@@ -10,18 +10,14 @@
 
 #include <string.h>
 
+#include "proto/roce.h"
+
 /* CRC-32 as bf-p4c's crc_32 (polynomial 0x04c11db7 reflected, init and
- * final xor 0xffffffff) over the fields' big-endian bytes in list order;
- * the Hash<bit<W>> takes the low W bits. */
+ * final xor 0xffffffff: IEEE 802.3's, sr_crc32_update) over the fields'
+ * big-endian bytes in list order; the Hash<bit<W>> takes the low W bits. */
 static uint32_t crc32(const uint8_t *p, size_t n)
 {
-    uint32_t c = 0xffffffffu;
-    for (size_t i = 0; i < n; i++) {
-        c ^= p[i];
-        for (int k = 0; k < 8; k++)
-            c = c & 1u ? (c >> 1) ^ 0xedb88320u : c >> 1;
-    }
-    return c ^ 0xffffffffu;
+    return sr_crc32_update(0xffffffffu, p, n) ^ 0xffffffffu;
 }
 
 static size_t put32(uint8_t *p, uint32_t v)
@@ -86,6 +82,15 @@ static int newer(uint32_t fp, uint32_t lo)
     return (int32_t)(fp - lo) > 0;
 }
 
+/* The gateways on round_c's output r_fp (lo, or 0 when the piece's round
+ * is newer): the same round, a newer one, (legacy) a poisoned one. */
+static void fp_flags(const tna_model *m, uint32_t r_fp, uint32_t fp, flags *f)
+{
+    f->same = r_fp == fp;
+    f->isnew = !m->legacy && r_fp == 0;
+    f->poison = m->legacy && r_fp == 0;
+}
+
 /* round_a/_b/_c_data (SR_TNA_ROUND_UPDATE) and their outputs: hi after,
  * hi before, lo before (0 when the round number is newer). */
 static void round_data(tna_model *m, unsigned cell, uint32_t fp, uint32_t fx, flags *f)
@@ -108,9 +113,7 @@ static void round_data(tna_model *m, unsigned cell, uint32_t fp, uint32_t fx, fl
     } else if (lo == fp) {
         r->hi = hi & fx;
     }
-    f->same = r_fp == fp;
-    f->isnew = !m->legacy && r_fp == 0;
-    f->poison = m->legacy && r_fp == 0;
+    fp_flags(m, r_fp, fp, f);
     f->dup = r->hi == hi;
     f->done = r->hi == 0;
     f->free = hi == 0;
@@ -120,10 +123,7 @@ static void round_data(tna_model *m, unsigned cell, uint32_t fp, uint32_t fx, fl
 static void round_probe(const tna_model *m, unsigned cell, uint32_t fp, uint32_t wbit, flags *f)
 {
     const tna_pair *r = &m->round[cell];
-    uint32_t r_fp = !m->legacy && newer(fp, r->lo) ? 0 : r->lo;
-    f->same = r_fp == fp;
-    f->isnew = !m->legacy && r_fp == 0;
-    f->poison = m->legacy && r_fp == 0;
+    fp_flags(m, !m->legacy && newer(fp, r->lo) ? 0 : r->lo, fp, f);
     f->free = r->hi == 0;
     f->p_hw = r->hi & wbit; /* r_old & ~fx, r_old within full_mask */
 }
@@ -180,11 +180,7 @@ static void lanes(tna_model *m, unsigned cell, const flags *f, const sr_hdr *h,
 static int ar_answer(const tna_model *m, const flags *f, uint8_t *op, unsigned *ev)
 {
     *ev = 0;
-    if (!m->legacy && f->isnew) {
-        *ev = f->done ? TNA_EV_DONE : 0;
-        return f->done ? TNA_MULTICAST : TNA_DROP;
-    }
-    if (f->same && !f->dup) {
+    if (f->isnew || (f->same && !f->dup)) { /* a new round, or a new contribution */
         *ev = f->done ? TNA_EV_DONE : 0;
         return f->done ? TNA_MULTICAST : TNA_DROP;
     }
