@@ -50,11 +50,11 @@
 #define TOFINO_MAX_JOBS 4u
 /* A block's entries (tna_headers.p4): its allreduce cells ((blk *
  * SR_TNA_AR_SLOTS + slot) * 2 + shadow: round_*, nexp_reg and the lanes),
- * its store rows (the lanes from 4096 + blk * SR_TNA_STORE_ROWS; push
+ * its store rows (the lanes from 2048 + blk * SR_TNA_STORE_ROWS; push
  * numbers per row and worker in push_last_reg) and its ring. */
 #define TOFINO_CELLS (256u * 2u)
 #define TOFINO_ROWS 512u
-#define TOFINO_ROW0 4096u
+#define TOFINO_ROW0 2048u
 #define TOFINO_RING 64u
 #define TOFINO_LANES 32u
 #define TOFINO_STORE_WORDS (TOFINO_ROWS * TOFINO_LANES)

@@ -19,7 +19,7 @@
 #define SR_TNA_AR_SLOTS 256
 #define SR_TNA_SLOT_BITS 8
 // A lane register's entries: cells {0, 0, blk, slot, shadow} below 2048,
-// store rows {1, blk, row} from 4096.
+// store rows {1, blk, row} from 2048 (the upper 4096 entries unused).
 #define SR_TNA_LANE_ENTRIES 8192
 #define SR_TNA_CELLS (SR_TNA_MAX_JOBS * SR_TNA_AR_SLOTS * 2)
 // What a packet asks of the lanes and the answer table (ig_meta_t.lop),
@@ -165,7 +165,7 @@ struct ig_meta_t {
     bit<16> ring_idx;  // blk * SR_TNA_RING + cidx
     bit<32> push_idx;  // (blk * SR_TNA_STORE_ROWS + row) * SR_TNA_MAX_WORKERS + worker
     // The lanes' entries: an allreduce cell, (blk * SR_TNA_AR_SLOTS + slot)
-    // * 2 + shadow, and a store row, 4096 + blk * SR_TNA_STORE_ROWS + row.
+    // * 2 + shadow, and a store row, 2048 + blk * SR_TNA_STORE_ROWS + row.
     bit<16> cell;
     bit<16> row_idx;
     bit<16> lidx;      // the lanes' entry for this packet: cell or row_idx

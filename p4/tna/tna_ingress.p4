@@ -722,7 +722,7 @@ control Ingress(inout headers_t hdr, inout ig_meta_t md,
             // if/else join after the flags.
             hdr.bridge.serene = 1;
             // The lanes' entry: the cell (blk * SR_TNA_AR_SLOTS + slot) * 2
-            // + shadow (below 2048) or the store row 4096 + blk *
+            // + shadow (below 2048) or the store row 2048 + blk *
             // SR_TNA_STORE_ROWS + offset / SR_TNA_ELEMS.
             if (md.lop == SR_TNA_LOP_PUSH || md.lop == SR_TNA_LOP_PULL) {
                 lidx_row();

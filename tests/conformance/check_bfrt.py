@@ -181,8 +181,9 @@ def block_ranges(prog, blk):
     """What a job's register block must have cleared, from the program's
     register sizes: blocks = low_reg's size; a lane register (lane_reg_*)
     holds the block's cells (round_a's size / blocks of them, from blk
-    times that) and, from half its size, the block's store rows
-    (push_last_reg's size / blocks / 32 workers); every other register but
+    times that) and the block's store rows (push_last_reg's size / blocks /
+    32 workers) at {1, blk, row} as store_row concatenates them: from
+    blocks * rows, blk times rows on; every other register but
     low_reg and high_reg (set to first_clock - 1) its size / blocks
     entries from blk times that."""
     blocks = prog["pipe.Ingress.low_reg"]["size"]
@@ -193,7 +194,7 @@ def block_ranges(prog, blk):
         if t["type"] != "Register" or name in ("pipe.Ingress.low_reg", "pipe.Ingress.high_reg"):
             continue
         if re.match(r"pipe\.Ingress\.lane_reg_\d+$", name):
-            want[name] = {(blk * cells, cells), (t["size"] // 2 + blk * rows, rows)}
+            want[name] = {(blk * cells, cells), (blocks * rows + blk * rows, rows)}
         else:
             per = t["size"] // blocks
             want[name] = {(blk * per, per)}

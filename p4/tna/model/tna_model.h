@@ -36,7 +36,7 @@
 #define TNA_EV_DUP 2u
 #define TNA_EV_MISMATCH 3u
 #define TNA_STORE_ROWS 512u
-#define TNA_ROW0 4096u /* the lanes' first store row entry */
+#define TNA_ROW0 2048u /* the lanes' first store row entry: {1, blk, row} */
 #define TNA_LANE_ENTRIES 8192u
 #define TNA_MAX_WORKERS 32u
 
