@@ -15,7 +15,10 @@
 # tofino2.bin, the same tables. Skipped (77) without the compiler:
 # $P4C_TOFINO, else p4c-tofino on PATH (a wrapper for `p4c --target tofino
 # --arch tna`, p4/tna/README.md). --update copies the fresh bfrt.json over
-# the kept one.
+# the kept one. The program's IR after the compiler's front and mid end
+# (--toJSON, reduced by p4/tna/exec/tna_ir.py) must equal
+# p4/tna/exec/serene_tna.ir.json, the program the executed-program tests
+# (tna-exec-*) run in CI; --update copies it too.
 #   tofino_compile.sh SERENE_CTL SOURCE_ROOT [--update]
 set -eu
 [ $# -ge 2 ] || { echo "usage: $0 SERENE_CTL SOURCE_ROOT [--update]" >&2; exit 2; }
@@ -25,13 +28,13 @@ command -v "$cc" >/dev/null 2>&1 || { echo "SKIP: no $cc (p4c with ENABLE_TOFINO
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/serene-tofino.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 check=$root/tests/conformance/check_bfrt.py
-# compile CC OUT BIN WHAT: p4/tna through CC into OUT, which must hold
-# pipe/BIN; prints the stages (the log has a block per placement round: the
-# last one is the program's) after WHAT.
+# compile CC OUT BIN WHAT [FLAG]: p4/tna through CC into OUT, which must
+# hold pipe/BIN; prints the stages (the log has a block per placement round:
+# the last one is the program's) after WHAT.
 compile() {
     mkdir -p "$2"
-    if ! "$1" -g -I "$root/p4/tna" -I "$root/p4/include" -o "$2" "$root/p4/tna/serene_tna.p4" \
-        >"$2.log" 2>&1; then
+    if ! "$1" -g ${5:+"$5"} -I "$root/p4/tna" -I "$root/p4/include" -o "$2" \
+        "$root/p4/tna/serene_tna.p4" >"$2.log" 2>&1; then
         grep -v ': warning' "$2.log" | tail -n 30 >&2
         echo "FAIL: $1 does not compile p4/tna/serene_tna.p4" >&2
         exit 1
@@ -61,7 +64,18 @@ parser_matches() {
     done
     echo "$2: the ingress parser matches EtherType, UDP port and magic+version ($want)"
 }
-compile "$cc" "$tmp/out" tofino.bin compiled
+compile "$cc" "$tmp/out" tofino.bin compiled "-Xp4c=--toJSON $tmp/ir.json"
+python3 "$root/p4/tna/exec/tna_ir.py" "$tmp/ir.json" "$tmp/ir.lowered.json"
+if ! cmp -s "$tmp/ir.lowered.json" "$root/p4/tna/exec/serene_tna.ir.json"; then
+    if [ "$update" = --update ]; then
+        cp "$tmp/ir.lowered.json" "$root/p4/tna/exec/serene_tna.ir.json"
+        echo "updated p4/tna/exec/serene_tna.ir.json"
+    else
+        echo "FAIL: p4/tna/exec/serene_tna.ir.json is not the program's IR (rerun with --update)" >&2
+        exit 1
+    fi
+fi
+echo "compiled: the executed program's IR (p4/tna/exec/serene_tna.ir.json) is this program's"
 # The resources per feature (the table p4/README.md shows).
 python3 "$root/tests/conformance/tofino_resources.py" "$tmp/out"
 python3 "$check" --extract "$tmp/out/bfrt.json" >"$tmp/fresh"

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # test_tna_model.sh - real workers through the Tofino program's allreduce
 # and store rules: serene-switch's model=tna jobs run AR_DATA, AR_PROBE,
-# PUSH and PULL on the C model of p4/tna (p4/tna/model; a hand model:
-# p4/tna/README.md), 32 values per packet, 256 slots and 512 rows of
+# PUSH and PULL on the C model of p4/tna (p4/tna/model, checked against
+# the executed program by tna-exec-diff: p4/tna/README.md), 32 values per packet, 256 slots and 512 rows of
 # store, with the switch dropping, duplicating and reordering packets both
 # ways. Two jobs (ids 0 and 1: two register blocks of the one model), 4
 # ranks each, one after the other: sizes around a packet and past three

@@ -5,8 +5,9 @@
  * rows, push numbers, classify's store entries, answer_tbl and ar_ctr),
  * for tests: each register is an array a test can set and read,
  * each table its const entries, each RegisterAction one function with the
- * P4's update and output. A hand model: nothing yet checks it against the
- * compiled program (p4testgen's Tofino target would; p4/tna/README.md).
+ * P4's update and output. Written by hand; test tna-exec-diff checks it,
+ * packet by packet and register by register, against the program's IR
+ * executed (p4/tna/exec, p4/tna/README.md).
  *
  * tna_model_ar runs one AR_DATA or AR_PROBE of a job through it, after the
  * checks the program makes first (worker and job tables, classify): the
