@@ -28,10 +28,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
                                 'p4', 'tna', 'exec'))
 import tna_exec  # noqa: E402
 
-OP = {'ERROR': 3, 'JOIN': 1, 'JOIN_ACK': 2, 'LEAVE': 4, 'AR_DATA': 16, 'AR_RESULT': 17, 'AR_PROBE': 19,
-      'PUSH': 32, 'PUSH_ACK': 33, 'PULL': 34, 'PULL_RESP': 35, 'CLOCK': 36, 'PROCEED': 37,
-      'RELEASE': 38, 'HOLD': 39}
-ELEMS, SLOTS, ROWS, ROW0 = 32, 256, 512, 4096
+OP = {'ERROR': 3, 'JOIN': 1, 'JOIN_ACK': 2, 'LEAVE': 4, 'AR_DATA': 16, 'AR_RESULT': 17,
+      'AR_PROBE': 19, 'PUSH': 32, 'PUSH_ACK': 33, 'PULL': 34, 'PULL_RESP': 35, 'CLOCK': 36,
+      'PROCEED': 37, 'RELEASE': 38, 'HOLD': 39}
+ELEMS, SLOTS, ROWS, ROW0 = 32, 256, 512, 2048
 VERDICT = {0: 'drop', 1: 'multicast', 2: 'unicast', 3: 'error'}
 SWITCH_IP = 0x0a0000fe
 HDR = struct.Struct('>HBBHHIHHbbBBII')
@@ -96,6 +96,7 @@ class Diff:
         self.jobs = Jobs(self.sw, specs)
         self.cli = subprocess.Popen([cli], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     text=True)
+        self.nonzero = {'cell': 0, 'row': 0}  # compared lanes that held data
         self.cur_job = None
         self.packets = 0
         self.verdicts = {}
@@ -192,6 +193,8 @@ class Diff:
                           (pidx, sw.reg_read('Ingress.push_last_reg', pidx), u), 'state')
         lanes = [int(x) for x in self.model('L %d' % idx)[1:]]
         got = [sw.reg_read('Ingress.lane_reg_%d' % i, idx) for i in range(ELEMS)]
+        if any(lanes):
+            self.nonzero['row' if idx >= ROW0 else 'cell'] += 1
         if got != lanes:
             self.fail('lanes[%d] = %s, model %s' % (idx, got, lanes), 'state')
         ev = [int(x) for x in self.model('E %d' % blk)[1:]]
@@ -316,14 +319,16 @@ def protocol(d):
         return h
     st = {'UNKNOWN_JOB': 1, 'BAD_COUNT': 5, 'BAD_SLOT': 6, 'CLOCK_AHEAD': 9}
     # JOIN: stateless JOIN_ACK, whole rows, the job's parameters
-    one(OP['JOIN'], {0: OP['JOIN_ACK'], 9: 4, 12: 0x1234, 6: 4, 'vals': [4, 32, 256, 16384]},
+    one(OP['JOIN'], {0: OP['JOIN_ACK'], 9: 4, 12: 0x1234, 6: 4,
+                     'vals': [4, ELEMS, 256, 16384]},
         aux=0x1234)
     one(OP['AR_DATA'], {0: OP['ERROR'], 10: st['UNKNOWN_JOB'], 12: OP['AR_DATA']}, job=77)
     one(OP['AR_DATA'], None, src=(0x0a0000aa, 40000))  # a sender no job file has
     one(OP['AR_DATA'], None, job=5)  # the address is job 6's
     one(OP['AR_DATA'], None, rank=1)  # the address is rank 0's
     one(OP['AR_DATA'], {0: OP['ERROR'], 10: st['BAD_SLOT']}, slot=300, count=1, vals=[1])
-    one(OP['AR_DATA'], {0: OP['ERROR'], 10: st['BAD_COUNT']}, count=33, vals=[1] * 33)
+    one(OP['AR_DATA'], {0: OP['ERROR'], 10: st['BAD_COUNT']}, count=ELEMS + 1,
+        vals=[1] * (ELEMS + 1))
     one(OP['AR_PROBE'], {0: OP['ERROR'], 10: st['BAD_COUNT']}, count=3, vals=[1] * 3)
     one(OP['CLOCK'], {0: OP['ERROR'], 10: st['CLOCK_AHEAD']}, seq=100)
     for op in (OP['LEAVE'], OP['AR_RESULT'], OP['PROCEED']):
@@ -381,6 +386,9 @@ def main(argv):
             print('%d packets agree' % (i + 1), flush=True)
     barrier(d)
     protocol(d)
+    if not d.nonzero['cell'] or not d.nonzero['row']:
+        raise SystemExit('FAIL: the lanes compared never held data (%s): a wrong index?' %
+                         d.nonzero)
     extra = d.sw.uninit_reads - set(UNINIT_OK)
     if extra:
         raise SystemExit('FAIL: metadata read before any write: %s' % sorted(extra))
@@ -392,8 +400,10 @@ def main(argv):
     print('not taken: actions %s; register actions %s' %
           (' '.join(sorted(cov['actions'][1] - cov['actions'][0])),
            ' '.join(sorted(cov['register actions'][1] - cov['register actions'][0]))))
-    print('PASS: %d packets agree (seed %d): %s' %
-          (d.packets, seed, ', '.join('%s %d' % kv for kv in sorted(d.verdicts.items()))))
+    print('PASS: %d packets agree (seed %d): %s; lanes compared holding data: %d cells, '
+          '%d rows' %
+          (d.packets, seed, ', '.join('%s %d' % kv for kv in sorted(d.verdicts.items())),
+           d.nonzero['cell'], d.nonzero['row']))
     d.cli.stdin.close()
     d.cli.wait()
     return 0
