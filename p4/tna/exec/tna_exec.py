@@ -707,7 +707,7 @@ class Switch:
         base = inst['type'].get('base') if inst['type']['Node_Type'] == 'Type_Specialized' \
             else inst['type'].get('name')
         if base == 'RegisterAction' and meth == 'execute':
-            return self.reg_action(inst, self.eval(args[0]))
+            return self.reg_action(inst, self.eval(args[0]), args[1:])
         if base == 'Hash' and meth == 'get':
             return self.hash_get(inst, args[0])
         if base == 'Counter' and meth == 'count':
@@ -731,16 +731,23 @@ class Switch:
             return None
         raise ExecError('extern %s.%s' % (base, meth))
 
-    def reg_action(self, inst, idx):
+    def reg_action(self, inst, idx, outs=()):
+        """RegisterAction.execute(index, rv2...): apply's value, its first
+        output returned, the others (Tofino 2) written to the out arguments."""
         reg = self.local(inst['arguments'][0]['expression']['path']['name'])
         size = reg['arguments'][0]['expression']['value']
         if not 0 <= idx < size:
             raise ExecError('%s index %d past %d' % (reg.get('cp_name'), idx, size))
         store = self.regs.setdefault(reg['name'], {})
         fn = inst['initializer']['components'][0]
-        (vname, _, vtype), (rname, _, rtype) = fn['params'][0], fn['params'][1]
+        vname = fn['params'][0][0]
+        rets = fn['params'][1:]
+        if len(outs) > len(rets) - 1:
+            raise ExecError('%s: %d outputs, apply has %d' % (inst.get('cp_name'), len(outs) + 1,
+                                                             len(rets)))
         value = copy.deepcopy(store.get(idx, self.reg_init(reg)))
-        frame = {vname: value, rname: 0}
+        frame = {vname: value}
+        frame.update({name: 0 for name, _, _ in rets})
         self.frames.append(frame)
         self.coverage.add(('regaction', inst.get('cp_name', inst['name'])))
         try:
@@ -748,7 +755,9 @@ class Switch:
         finally:
             self.frames.pop()
         store[idx] = frame[vname]
-        return frame[rname] & mask(self.p.width(rtype))
+        for (name, _, t), lhs in zip(rets[1:], outs):
+            self.assign(lhs, frame[name] & mask(self.p.width(t)))
+        return frame[rets[0][0]] & mask(self.p.width(rets[0][2])) if rets else None
 
     def concat(self, list_expr):
         v, w = 0, 0
