@@ -28,7 +28,9 @@ import zlib
 
 
 class ExecError(Exception):
-    """The IR uses something this executor does not implement."""
+    """What the executor cannot run: a construct of the IR it does not
+    implement, or a packet the program cannot take (shorter than its
+    parser extracts, a register index past its size)."""
 
 
 class Header:
