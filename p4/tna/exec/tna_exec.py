@@ -258,6 +258,28 @@ class Switch:
             bits.put(values.get(f['name'], 0), self.p.width(f['type']))
         return h, bits
 
+    def run_gress(self, parser, control, deparser, bits):
+        """One gress: parser (pkt, hdr, md, intrinsic metadata) over bits,
+        control (hdr, md, intrinsic metadata, then its other intrinsic
+        structs, new), deparser (pkt, hdr, md, the control's fifth
+        parameter: the for-deparser metadata). Returns the control's
+        parameters by position and the deparsed headers; bits keeps the
+        unparsed rest."""
+        P = self.p
+        penv = {name: P.new(t) for name, _, t in parser['params'][1:]}
+        penv[parser['params'][2][0]].strict = parser['params'][2][2].get('name')
+        self.run_parser(parser, bits, penv)
+        names = [n for n, _, _ in control['params']]
+        cenv = {names[i]: penv[parser['params'][i + 1][0]] for i in range(3)}
+        for name, _, t in control['params'][3:]:
+            cenv[name] = P.new(t)
+        self.run_control(control, cenv)
+        out = Bits()
+        dn = [n for n, _, _ in deparser['params']]
+        denv = {dn[1]: cenv[names[0]], dn[2]: cenv[names[1]], dn[3]: cenv[names[4]]}
+        self.run_control(deparser, denv, pkt=(dn[0], out))
+        return [cenv[n] for n in names], out
+
     def run_ingress(self, port, frame, resub):
         _, bits = self.intrinsic('ingress_intrinsic_metadata_t',
                                  {'resubmit_flag': 1 if resub is not None else 0,
@@ -266,51 +288,20 @@ class Switch:
         f = Bits.of_bytes(frame)
         bits.put(f.v, f.w)
         P = self.p
-        env = {}
-        for name, _, t in P.ig_parser['params'][1:]:
-            env[name] = P.new(t)
-        env[P.ig_parser['params'][2][0]].strict = P.ig_parser['params'][2][2].get('name')
-        self.run_parser(P.ig_parser, bits, env)
-        names = [n for n, _, _ in P.ingress['params']]
-        ienv = {names[0]: env[P.ig_parser['params'][1][0]],
-                names[1]: env[P.ig_parser['params'][2][0]],
-                names[2]: env[P.ig_parser['params'][3][0]]}
-        for name, _, t in P.ingress['params'][3:]:
-            ienv[name] = P.new(t)
-        self.run_control(P.ingress, ienv)
-        out = Bits()
-        denv = {}
-        dn = [n for n, _, _ in P.ig_deparser['params']]
-        denv[dn[1]], denv[dn[2]], denv[dn[3]] = ienv[names[0]], ienv[names[1]], ienv[names[4]]
         self.resubmitted = None
-        self.run_control(P.ig_deparser, denv, pkt=(dn[0], out))
+        params, out = self.run_gress(P.ig_parser, P.ingress, P.ig_deparser, bits)
         out.put(bits.v, bits.w)  # the unparsed rest
-        dp = ienv[names[4]]
+        dp = params[4]
         res = self.resubmitted if dp['resubmit_type'] != 0 else None
-        return {'out': out, 'dprsr': dp, 'tm': ienv[names[5]], 'resubmit': res}
+        return {'out': out, 'dprsr': dp, 'tm': params[5], 'resubmit': res}
 
     def run_egress(self, port, rid, pkt):
         P = self.p
         _, bits = self.intrinsic('egress_intrinsic_metadata_t',
                                  {'egress_port': port, 'egress_rid': rid})
         bits.put(pkt.v, pkt.w)
-        env = {}
-        for name, _, t in P.eg_parser['params'][1:]:
-            env[name] = P.new(t)
-        env[P.eg_parser['params'][2][0]].strict = P.eg_parser['params'][2][2].get('name')
-        self.run_parser(P.eg_parser, bits, env)
-        names = [n for n, _, _ in P.egress['params']]
-        eenv = {names[0]: env[P.eg_parser['params'][1][0]],
-                names[1]: env[P.eg_parser['params'][2][0]],
-                names[2]: env[P.eg_parser['params'][3][0]]}
-        for name, _, t in P.egress['params'][3:]:
-            eenv[name] = P.new(t)
-        self.run_control(P.egress, eenv)
-        out = Bits()
-        dn = [n for n, _, _ in P.eg_deparser['params']]
-        denv = {dn[1]: eenv[names[0]], dn[2]: eenv[names[1]], dn[3]: eenv[names[4]]}
-        self.run_control(P.eg_deparser, denv, pkt=(dn[0], out))
-        if eenv[names[4]]['drop_ctl'] & 1:
+        params, out = self.run_gress(P.eg_parser, P.egress, P.eg_deparser, bits)
+        if params[4]['drop_ctl'] & 1:
             return None
         out.put(bits.v, bits.w)
         return out.to_bytes()
