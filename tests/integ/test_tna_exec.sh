@@ -3,7 +3,8 @@
 # test_tna_exec.sh - real workers against the Tofino program executed
 # (p4/tna/exec/tna_switch.py: its IR run packet by packet in TNA's
 # pipeline, set up by serene-ctl's bfrt_python script for the job file
-# below). Three runs of 2 ranks, each on a freshly set up switch (as on a
+# below) that drops, duplicates and reorders 3% of the datagrams both
+# ways. Three runs of 2 ranks, each on a freshly set up switch (as on a
 # Tofino, where a job's block is cleared by its script before a run: a new
 # context's round numbers start again at 1): allreduces of 1 to 8197
 # 32-bit values, of 63 to 5000 16-bit values, every result within its
@@ -37,12 +38,13 @@ worker.0 = 10.0.0.1:47000
 worker.1 = 10.0.0.2:47001
 EOF
 
-# tna_switch: a freshly set up executed program; sets port.
+# tna_switch SEED: a freshly set up executed program; sets port.
 tna_switch() {
     rm -f "$work/tport"
     python3 "$ROOT/p4/tna/exec/tna_switch.py" --ir "$ROOT/p4/tna/exec/serene_tna.ir.json" \
         --ctl "$CTL" --job-file "$work/job.conf" --policy "$ROOT/p4/conformance/policy.conf" \
-        --port-file "$work/tport" --duration 300 >>"$work/tna_switch.log" 2>&1 &
+        --port-file "$work/tport" --duration 300 --loss 0.03 --dup 0.03 --reorder 0.03 \
+        --seed "$1" >>"$work/tna_switch.log" 2>&1 &
     tpid=$!
     for _ in $(seq 100); do
         [ -s "$work/tport" ] && break
@@ -61,17 +63,17 @@ stop_tna() {
     tail -n 1 "$work/tna_switch.log" | sed 's/^/    /'
 }
 
-tna_switch
+tna_switch 1
 ranks tna-exec-f32 180 "$N" --job 3 -- "$AR_WORKER" --elems 32 \
-    --sizes "1,31,32,33,1000,8197" --reps 2 --seed 3
+    --sizes "1,31,32,33,1000,8197" --reps 2 --seed 3 --expect-retrans
 stop_tna
-tna_switch
+tna_switch 2
 ranks tna-exec-f16 180 "$N" --job 3 -- "$AR_WORKER" --elems 32 \
-    --sizes "63,64,65,5000" --reps 2 --seed 4 --wire16
+    --sizes "63,64,65,5000" --reps 2 --seed 4 --wire16 --expect-retrans
 stop_tna
-tna_switch
+tna_switch 3
 ranks tna-exec-store 180 "$N" --job 3 -- "$SSP_WORKER" store --iters 5 --offset 100 \
-    --count 1000 --capacity 2048 --seed 5
+    --count 1000 --capacity 2048 --seed 5 --expect-retrans
 stop_tna
 for r in $(seq 0 $((N - 1))); do
     grep -q "rank $r: 12 calls" "$work/tna-exec-f32.out" ||
@@ -81,5 +83,5 @@ for r in $(seq 0 $((N - 1))); do
 done
 [ "$(grep -c 'store: 5 iterations' "$work/tna-exec-store.out")" -eq "$N" ] ||
     fail "store: not every rank reported its 5 iterations"
-echo "PASS: tna-exec: $N ranks on the executed Tofino program: 32-bit and 16-bit" \
-    "allreduces within bound, the store exact"
+echo "PASS: tna-exec: $N ranks on the executed Tofino program, 3% loss, duplication and" \
+    "reordering: 32-bit and 16-bit allreduces within bound, the store exact"

@@ -16,12 +16,18 @@ changed. One packet at a time, a few milliseconds each.
 
     tna_switch.py --ir IR --ctl SERENE_CTL --job-file JOB --policy POLICY
                   [--listen 127.0.0.1:0] [--port-file F] [--duration SEC]
+                  [--loss P] [--dup P] [--reorder P] [--seed S]
+
+--loss, --dup, --reorder: each datagram, in both directions, is dropped,
+sent twice, or held back until the next one passes (or 0.2 s pass), with
+these probabilities (seeded), as serene-switch's --loss/--dup/--reorder.
 
 Stops at SIGTERM, SIGINT or --duration (default 600 s) and prints its
 counts: datagrams in and out, per op, and the program's ar_ctr.
 """
 import argparse
 import os
+import random
 import re
 import signal
 import socket
@@ -60,6 +66,30 @@ def frame(src_ip, src_port, payload):
     return bytes(6) + bytes(6) + b'\x08\x00' + ip + udp + payload
 
 
+class Chaos:
+    """Seeded loss, duplication and reordering of a stream of items."""
+
+    def __init__(self, loss, dup, reorder, rng):
+        self.loss, self.dup, self.reorder, self.rng = loss, dup, reorder, rng
+        self.held = []
+
+    def feed(self, item):
+        """The items to deliver now, item's fate drawn."""
+        r = self.rng.random()
+        if r < self.loss:
+            return []
+        if r < self.loss + self.dup:
+            return [item, item] + self.flush()
+        if r < self.loss + self.dup + self.reorder and not self.held:
+            self.held.append(item)
+            return []
+        return [item] + self.flush()
+
+    def flush(self):
+        out, self.held = self.held, []
+        return out
+
+
 def main(argv):
     ap = argparse.ArgumentParser(prog='tna_switch.py')
     ap.add_argument('--ir', required=True)
@@ -69,7 +99,13 @@ def main(argv):
     ap.add_argument('--listen', default='127.0.0.1:0')
     ap.add_argument('--port-file')
     ap.add_argument('--duration', type=float, default=600)
+    for name in ('loss', 'dup', 'reorder'):
+        ap.add_argument('--' + name, type=float, default=0.0)
+    ap.add_argument('--seed', type=int, default=1)
     a = ap.parse_args(argv[1:])
+    if any(not 0 <= p <= 1 for p in (a.loss, a.dup, a.reorder)) or \
+            a.loss + a.dup + a.reorder > 1:
+        ap.error('--loss, --dup and --reorder are probabilities with a sum of at most 1')
     run = subprocess.run([a.ctl, 'compile', '--target', 'tofino', '--job-file', a.job_file,
                           a.policy], capture_output=True, text=True)
     if run.returncode:
@@ -96,20 +132,23 @@ def main(argv):
     end = time.monotonic() + a.duration
     print('tna_switch: job file %s, %d ranks, listening on %s:%d' %
           (a.job_file, len(ranks), host, sock.getsockname()[1]), flush=True)
-    while not stop and time.monotonic() < end:
-        try:
-            data, src = sock.recvfrom(65536)
-        except socket.timeout:
-            continue
-        if len(data) < 28:
-            continue
-        n_in += 1
-        ops_in[data[3]] = ops_in.get(data[3], 0) + 1
+    rng = random.Random(a.seed)
+    chaos_in = Chaos(a.loss, a.dup, a.reorder, rng)
+    chaos_out = Chaos(a.loss, a.dup, a.reorder, rng)
+
+    def send(items):
+        nonlocal n_out
+        for payload, addr in items:
+            sock.sendto(payload, addr)
+            n_out += 1
+            ops_out[payload[3]] = ops_out.get(payload[3], 0) + 1
+
+    def run(data, src):
         rank = nat.get(src)
         if rank is None:
             rank = struct.unpack('>H', data[6:8])[0]
             if rank not in ranks or (rank in back and data[3] != 1):
-                continue  # not the job file's rank, or bound and this is no JOIN
+                return  # not the job file's rank, or bound and this is no JOIN
             if rank in back:  # a new context of the rank (a JOIN): it takes the address
                 del nat[back[rank]]
             nat[src], back[rank] = rank, src
@@ -118,16 +157,28 @@ def main(argv):
             outs = sw.packet(swport, frame(ip, uport, data))
         except tna_exec.ExecError as e:
             print('tna_switch: a packet the executor cannot run: %s' % e, flush=True)
-            continue
+            return
         for _, fr, _ in outs:
             dst = struct.unpack('>I', fr[30:34])[0], struct.unpack('>H', fr[36:38])[0]
             ulen = struct.unpack('>H', fr[38:40])[0]
             r = by_addr.get(dst)
-            if r is None or r not in back:
-                continue
-            sock.sendto(fr[42:34 + ulen], back[r])
-            n_out += 1
-            ops_out[fr[45]] = ops_out.get(fr[45], 0) + 1
+            if r is not None and r in back:
+                send(chaos_out.feed((fr[42:34 + ulen], back[r])))
+
+    while not stop and time.monotonic() < end:
+        try:
+            data, src = sock.recvfrom(65536)
+        except socket.timeout:
+            for item in chaos_in.flush():
+                run(*item)
+            send(chaos_out.flush())
+            continue
+        if len(data) < 28:
+            continue
+        n_in += 1
+        ops_in[data[3]] = ops_in.get(data[3], 0) + 1
+        for item in chaos_in.feed((data, src)):
+            run(*item)
     ctr = sw.counters.get('Ingress.ar_ctr', {})
     print('tna_switch: in %d out %d; ops in %s; ops out %s; ar_ctr %s' %
           (n_in, n_out, dict(sorted(ops_in.items())), dict(sorted(ops_out.items())),
