@@ -240,6 +240,22 @@ SERENE_CTL_API int serene_ctl_emit_tree(FILE *f, serene_ctl_target t, const sere
 SERENE_CTL_API int serene_ctl_emit_counters(FILE *f, const serene_ctl_job *job, char *err,
                                             size_t errcap);
 
+/* serene_ctl_emit_reset - write a script that clears a Tofino job's block.
+ * For a new run of the job on the same switch: the same guard and clearing
+ * as the setup script (serene_ctl_emit for tofino) and low and high set to
+ * first_clock - 1, without the table entries, which stay. A new context
+ * of a job starts its slots' round numbers at 1 again: without the reset
+ * its rounds meet the last run's in the cells (MISMATCH, or a piece equal
+ * to an open round's is summed into it).
+ * Returns:
+ *   0                      written and flushed
+ *   -EINVAL                f or job NULL: message in err[errcap]
+ *   -EIO                   the write or flush failed
+ * Blocks: on f's writes only.
+ * Threads: any (job is only read). */
+SERENE_CTL_API int serene_ctl_emit_reset(FILE *f, const serene_ctl_job *job, char *err,
+                                         size_t errcap);
+
 /* ---- the software switch: control socket and status --------------------- */
 
 /* serene_ctl_sw_command - send one command line to serene-switch's socket.

@@ -50,6 +50,7 @@ static int usage(void)
             "usage: " PROG " compile --target sw|bmv2|tofino --job-file JOB.conf POLICY\n"
             "       " PROG " tree [--target sw|bmv2] --job-file JOB.conf [POLICY]\n"
             "       " PROG " counters --target tofino --job-file JOB.conf\n"
+            "       " PROG " reset --target tofino --job-file JOB.conf\n"
             "       " PROG " check [--ring R] POLICY\n"
             "       " PROG " status --control PATH --job J [--json]\n"
             "       " PROG " job add --control PATH ID:N[:ELEMS[:SLOTS]][,OPTION=VALUE...]\n"
@@ -215,7 +216,9 @@ static int cmd_compile(int argc, char **argv)
 /* serene-ctl counters --target tofino --job-file JOB.conf: the bfrt_python
  * script that prints the job's counters on the switch. A software switch's
  * are in `serene-ctl status`. */
-static int cmd_counters(int argc, char **argv)
+/* counters and reset: a Tofino-only script for the job file's job. */
+static int cmd_tofino_script(int argc, char **argv, const char *name, const char *elsewhere,
+                             int (*emit)(FILE *, const serene_ctl_job *, char *, size_t))
 {
     const char *target = NULL, *job_file = NULL, *policy = NULL;
     serene_ctl_target t;
@@ -230,18 +233,33 @@ static int cmd_counters(int argc, char **argv)
     if ((rc = target_and_job(target, job_file, &t, &job)))
         return rc;
     if (t != SERENE_CTL_TARGET_TOFINO) {
-        msg("counters: target %s: a software switch's counters are in `" PROG
-            " status`, BMv2's in simple_switch_CLI",
-            target);
+        msg("%s: target %s: %s", name, target, elsewhere);
         return 2;
     }
-    if ((rc = serene_ctl_emit_counters(stdout, &job, err, sizeof err))) {
-        msg("counters: %s", err);
+    if ((rc = emit(stdout, &job, err, sizeof err))) {
+        msg("%s: %s", name, err);
         return 1;
     }
     return 0;
 }
 
+static int cmd_counters(int argc, char **argv)
+{
+    return cmd_tofino_script(argc, argv, "counters",
+                             "a software switch's counters are in `" PROG
+                             " status`, BMv2's in simple_switch_CLI",
+                             serene_ctl_emit_counters);
+}
+
+/* serene-ctl reset --target tofino --job-file JOB.conf: the bfrt_python
+ * script that clears a job's register block for a new run of the job. */
+static int cmd_reset(int argc, char **argv)
+{
+    return cmd_tofino_script(argc, argv, "reset",
+                             "only Tofino's register blocks need it (serene-switch resets a job "
+                             "by `" PROG " job remove` and `job add`)",
+                             serene_ctl_emit_reset);
+}
 /* serene-ctl tree [--target sw|bmv2] --job-file JOB.conf [POLICY]: each
  * switch's configuration (the policy: bmv2's root). */
 static int cmd_tree(int argc, char **argv)
@@ -745,6 +763,8 @@ int main(int argc, char **argv)
         return cmd_tree(argc, argv);
     if (!strcmp(argv[1], "counters"))
         return cmd_counters(argc, argv);
+    if (!strcmp(argv[1], "reset"))
+        return cmd_reset(argc, argv);
     if (!strcmp(argv[1], "status"))
         return cmd_status(argc, argv);
     if (!strcmp(argv[1], "run"))

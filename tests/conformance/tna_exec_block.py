@@ -12,7 +12,9 @@ before any write. Once A's entry is deleted, B's script runs and B must
 find a clean block: its pulls read zeros, its first push is applied, its
 CLOCKs 0 and 1 are released when its 2 workers are in, its round 1 in slot 2
 sums exactly. The same with B's script stripped of its clear lines must
-fail, so the checks can tell.
+fail, so the checks can tell. Then job A run again after ending mid-run (a
+new context, its round numbers from 1 again): after the script `serene-ctl
+reset` writes, the same checks pass; without it they fail.
 
     tna_exec_block.py SERENE_CTL IR_JSON POLICY
 """
@@ -72,29 +74,49 @@ def dirty(sw):
         send(sw, A, r, OP['AR_DATA'], seq=1, slot=2, count=4, status=1, aux=4, vals=[9, 9, 9, 9])
 
 
-def clean(sw):
-    """Job B's view of the block; the problems found."""
+def clean(sw, j=B):
+    """Job j's view of its block; the problems found."""
     bad = []
+    n = j['workers']
     for row in (0, 3):
-        ans = send(sw, B, 0, OP['PULL'], seq=1, offset=32 * row, aux=32)
+        ans = send(sw, j, 0, OP['PULL'], seq=1, offset=32 * row, aux=32)
         if len(ans) != 1 or ans[0][0][0] != OP['PULL_RESP'] or ans[0][1] != [0] * 32:
             bad.append('row %d is not clean: %s' % (row, ans))
-    ans = send(sw, B, 0, OP['PUSH'], seq=1, offset=0, count=32, vals=[5] * 32)
+    ans = send(sw, j, 0, OP['PUSH'], seq=1, offset=0, count=32, vals=[5] * 32)
     if len(ans) != 1 or ans[0][0][0] != OP['PUSH_ACK'] or ans[0][0][12] != 1:
         bad.append('push number 1 not applied: %s' % ans)
     for c in (0, 1):
-        send(sw, B, 0, OP['CLOCK'], seq=c)
-        ans = send(sw, B, 1, OP['CLOCK'], seq=c)
+        for r in range(n - 1):
+            send(sw, j, r, OP['CLOCK'], seq=c)
+        ans = send(sw, j, n - 1, OP['CLOCK'], seq=c)
         ops = sorted(h[0] for h, _ in ans)
-        if ops != sorted([OP['PROCEED'], OP['RELEASE']]):
-            bad.append('clock %d not released by both workers: ops %s' % (c, ops))
+        if ops != sorted([OP['PROCEED']] + [OP['RELEASE']] * (n - 1)):
+            bad.append('clock %d not released by the %d workers: ops %s' % (c, n, ops))
     outs = []
-    for r in range(B['workers']):
-        outs = send(sw, B, r, OP['AR_DATA'], seq=1, slot=2, count=4, status=1, aux=4,
+    for r in range(n):
+        outs = send(sw, j, r, OP['AR_DATA'], seq=1, slot=2, count=4, status=1, aux=4,
                     vals=[r + 1, 2, 3, 4])
-    if len(outs) != B['workers'] or any(v != [3, 4, 6, 8] for _, v in outs):
-        bad.append('round 1 of slot 2: %s' % outs)
+    want = [n * (n + 1) // 2, 2 * n, 3 * n, 4 * n]
+    if len(outs) != n or any(v != want for _, v in outs):
+        bad.append('round 1 of slot 2: %s, want %s' % (outs, want))
     return bad
+
+
+def restart(prog, ctl, policy, d, reset):
+    """Job A ends mid-run and runs again (a new context: round numbers from
+    1) with or without `serene-ctl reset`'s script first; the problems."""
+    sw = tna_exec.Switch(prog)
+    bf = tna_bfrt.Bfrt(sw)
+    path = job_file(A, d)
+    tna_bfrt.run_script(sw, script(ctl, path, policy), bf)
+    dirty(sw)
+    if reset:
+        run = subprocess.run([ctl, 'reset', '--target', 'tofino', '--job-file', path],
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            return ['serene-ctl reset: %s' % run.stderr.strip()]
+        tna_bfrt.run_script(sw, run.stdout, bf)
+    return clean(sw, A)
 
 
 def scenario(prog, ctl, policy, d, strip=False):
@@ -131,14 +153,25 @@ def main(argv):
             print('FAIL: %s' % '; '.join(bad))
             return 1
         unclean = scenario(prog, argv[1], argv[3], d, strip=True)
+        again = restart(prog, argv[1], argv[3], d, reset=True)
+        stale = restart(prog, argv[1], argv[3], d, reset=False)
     if not unclean:
         print('FAIL: without the clear lines job B still found a clean block: '
               'the checks cannot tell')
+        return 1
+    if again:
+        print('FAIL: job A again after serene-ctl reset: %s' % '; '.join(again))
+        return 1
+    if not stale:
+        print('FAIL: job A again without the reset found a clean block: the checks cannot tell')
         return 1
     print('job B refused beside job A (block 3) before any write; after A left, '
           'B found its block clean: rows read 0, push 1 applied, clocks 0 and 1 released, '
           'round 1 exact')
     print('without the script\'s clear lines: %s' % '; '.join(unclean))
+    print('job A run again after serene-ctl reset: its block clean (rows 0, push 1 applied, '
+          'clocks released, round 1 exact)')
+    print('job A run again without the reset: %s' % '; '.join(stale))
     print('PASS')
     return 0
 
