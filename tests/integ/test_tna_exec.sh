@@ -29,6 +29,9 @@ tpid=""
 on_cleanup() {
     [ -n "$tpid" ] && kill -TERM "$tpid" 2>/dev/null && wait "$tpid" 2>/dev/null
 }
+# BSP: the store's checks want every rank's pushes of a clock in before
+# the pulls after it (p4/conformance/policy.conf starts with SSP(1)).
+echo bsp >"$work/bsp.policy"
 cat >"$work/job.conf" <<EOF
 job = 3
 workers = $N
@@ -42,7 +45,7 @@ EOF
 tna_switch() {
     rm -f "$work/tport"
     python3 "$ROOT/p4/tna/exec/tna_switch.py" --ir "$ROOT/p4/tna/exec/serene_tna.ir.json" \
-        --ctl "$CTL" --job-file "$work/job.conf" --policy "$ROOT/p4/conformance/policy.conf" \
+        --ctl "$CTL" --job-file "$work/job.conf" --policy "$work/bsp.policy" \
         --port-file "$work/tport" --duration 300 --loss 0.03 --dup 0.03 --reorder 0.03 \
         --seed "$1" >>"$work/tna_switch.log" 2>&1 &
     tpid=$!
