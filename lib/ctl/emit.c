@@ -458,6 +458,17 @@ static int tree_bmv2_check(const serene_ctl_policy *p, const serene_ctl_job *j, 
     return 0;
 }
 
+/* The end of an emit: 0 once f is flushed without error, else -EIO with
+ * a message. */
+static int emit_flushed(FILE *f, char *err, size_t errcap)
+{
+    if (fflush(f) || ferror(f)) {
+        ctl_errf(err, errcap, "write failed");
+        return -EIO;
+    }
+    return 0;
+}
+
 int serene_ctl_emit_tree(FILE *f, serene_ctl_target t, const serene_ctl_policy *p,
                          const serene_ctl_job *j, char *err, size_t errcap)
 {
@@ -506,11 +517,7 @@ int serene_ctl_emit_tree(FILE *f, serene_ctl_target t, const serene_ctl_policy *
             fprintf(f, "rank.%" PRIu32 " SERENE_SWITCH=%s:%u\n", r, a, (unsigned)lf->port);
     }
 done:
-    if (fflush(f) || ferror(f)) {
-        ctl_errf(err, errcap, "write failed");
-        return -EIO;
-    }
-    return 0;
+    return emit_flushed(f, err, errcap);
 }
 
 int serene_ctl_emit_counters(FILE *f, const serene_ctl_job *job, char *err, size_t errcap)
@@ -531,11 +538,7 @@ int serene_ctl_emit_counters(FILE *f, const serene_ctl_job *job, char *err, size
             "mismatches %%d' %% (pkts(p.Ingress.job_table.get(job=%u, from_hw=True, "
             "print_ents=False)), ev[%u], ev[%u], ev[%u]))\n",
             id, blk * TOFINO_EVENTS, TOFINO_EVENTS, id, id, 1u, 2u, 3u);
-    if (fflush(f) || ferror(f)) {
-        ctl_errf(err, errcap, "write failed");
-        return -EIO;
-    }
-    return 0;
+    return emit_flushed(f, err, errcap);
 }
 
 int serene_ctl_emit_reset(FILE *f, const serene_ctl_job *job, char *err, size_t errcap)
@@ -554,11 +557,7 @@ int serene_ctl_emit_reset(FILE *f, const serene_ctl_job *job, char *err, size_t 
     tofino_clear_block(f, blk);
     tofino_barrier_start(f, job);
     fprintf(f, "bfrt.complete_operations()\n");
-    if (fflush(f) || ferror(f)) {
-        ctl_errf(err, errcap, "write failed");
-        return -EIO;
-    }
-    return 0;
+    return emit_flushed(f, err, errcap);
 }
 
 int serene_ctl_emit(FILE *f, serene_ctl_target t, const serene_ctl_policy *p,
@@ -613,9 +612,5 @@ int serene_ctl_emit(FILE *f, serene_ctl_target t, const serene_ctl_policy *p,
         ctl_errf(err, errcap, "unknown target %d", (int)t);
         return -EINVAL;
     }
-    if (fflush(f) || ferror(f)) {
-        ctl_errf(err, errcap, "write failed");
-        return -EIO;
-    }
-    return 0;
+    return emit_flushed(f, err, errcap);
 }

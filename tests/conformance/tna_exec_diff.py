@@ -33,7 +33,6 @@ OP = {'ERROR': 3, 'JOIN': 1, 'JOIN_ACK': 2, 'LEAVE': 4, 'AR_DATA': 16, 'AR_RESUL
       'PROCEED': 37, 'RELEASE': 38, 'HOLD': 39}
 ELEMS, SLOTS, ROWS, ROW0 = 32, 256, 512, 2048
 VERDICT = {0: 'drop', 1: 'multicast', 2: 'unicast', 3: 'error'}
-SWITCH_IP = 0x0a0000fe
 HDR = struct.Struct('>HBBHHIHHbbBBII')
 
 
@@ -49,11 +48,7 @@ def frame(job, rank, op, seq=0, shadow=0, slot=0, count=0, exp=0, next_exp=0, fl
     ser = HDR.pack(0x5345, 2, op, job, rank, seq, (shadow << 15) | slot, count, exp, next_exp,
                    flags, status, offset, aux)
     pay = b''.join(struct.pack('>I', v & 0xffffffff) for v in vals)
-    n = 8 + len(ser) + len(pay)
-    udp = struct.pack('>HHHH', sport, 48200, n, 0)
-    ip = struct.pack('>BBHHHBBHII', 0x45, 0, 20 + n, 0, 0x4000, 64, 17, 0, addr, SWITCH_IP)
-    eth = bytes.fromhex('02000000fe00') + bytes([2, 0, 0, 0, job & 0xff, rank]) + b'\x08\x00'
-    return eth + ip + udp + ser + pay
+    return tna_exec.udp_frame(addr, sport, ser + pay)
 
 
 def decode(fr):

@@ -24,6 +24,7 @@ time: no two packets share a stage.
 """
 import copy
 import json
+import struct
 import zlib
 
 from tna_values import Bits, ExecError, Header, Written, mask, sig  # noqa: F401 (re-exported)
@@ -88,33 +89,38 @@ class Program:
         return None
 
 
+SWITCH_IP = 0x0a0000fe  # the switch's address in the frames udp_frame builds
+WIRE_UDP_PORT = 48200   # SR_WIRE_UDP_PORT
+
+
+def udp_frame(src_ip, src_port, payload):
+    """A worker's datagram as the frame a switch port sees: Ethernet
+    (addresses 0), IPv4 (DF, TTL 64, checksum 0) from src_ip to SWITCH_IP,
+    UDP from src_port to WIRE_UDP_PORT (checksum 0), payload."""
+    udp = struct.pack('>HHHH', src_port, WIRE_UDP_PORT, 8 + len(payload), 0)
+    ip = struct.pack('>BBHHHBBHII', 0x45, 0, 28 + len(payload), 0, 0x4000, 64, 17, 0, src_ip,
+                     SWITCH_IP)
+    return bytes(12) + b'\x08\x00' + ip + udp + payload
+
+
 def props(table):
     return {p['name']: p for p in table['properties']['properties']}
-
-
-class Instance:
-    """A control's or parser's locals: tables, actions, externs, variables."""
-
-    def __init__(self, sw, decl):
-        self.sw, self.decl = sw, decl
-        self.locals = {}
-        for loc in decl.get('controlLocals', decl.get('parserLocals', [])):
-            self.locals[loc['name']] = loc
 
 
 class Switch:
     def __init__(self, prog):
         self.p = prog
         self.regs = {}      # instance name -> {index: value}
-        self.reg_decl = {}
         self.counters = {}  # control-plane name -> {index: packets}
-        self.entries = {}   # control-plane name of a table -> [(prio, keys, action, data)]
-        self.defaults = {}
+        self.entries = {}   # instance name of a table -> [(prio, keys, action, data)]
         self.mcast = {}     # group -> [(rid, port)]
-        self.cp = {}        # control-plane name -> (control, local)
+        self.cp = {}        # control-plane name -> the local (table, register, ...)
+        self.scopes = {}    # parser or control name -> {local name: local}
         for ctl in (prog.ingress, prog.egress, prog.ig_parser, prog.eg_parser,
                     prog.ig_deparser, prog.eg_deparser):
+            scope = self.scopes.setdefault(ctl['name'], {})
             for loc in ctl.get('controlLocals', ctl.get('parserLocals', [])):
+                scope[loc['name']] = loc
                 if loc.get('cp_name'):
                     self.cp[loc['cp_name']] = loc
         self.coverage = set()
@@ -187,11 +193,11 @@ class Switch:
         return outs
 
     def intrinsic(self, tname, values):
-        h = self.p.new({'Node_Type': 'Type_Name', 'name': tname})
+        """The bits of intrinsic metadata header tname: values, others 0."""
         bits = Bits()
         for f in self.p.resolve({'Node_Type': 'Type_Name', 'name': tname})['fields']:
             bits.put(values.get(f['name'], 0), self.p.width(f['type']))
-        return h, bits
+        return bits
 
     def run_gress(self, parser, control, deparser, bits):
         """One gress: parser (pkt, hdr, md, intrinsic metadata) over bits,
@@ -216,9 +222,9 @@ class Switch:
         return [cenv[n] for n in names], out
 
     def run_ingress(self, port, frame, resub):
-        _, bits = self.intrinsic('ingress_intrinsic_metadata_t',
-                                 {'resubmit_flag': 1 if resub is not None else 0,
-                                  'ingress_port': port})
+        bits = self.intrinsic('ingress_intrinsic_metadata_t',
+                              {'resubmit_flag': 1 if resub is not None else 0,
+                               'ingress_port': port})
         bits.put(resub if resub is not None else 0, 64)
         f = Bits.of_bytes(frame)
         bits.put(f.v, f.w)
@@ -232,8 +238,8 @@ class Switch:
 
     def run_egress(self, port, rid, pkt):
         P = self.p
-        _, bits = self.intrinsic('egress_intrinsic_metadata_t',
-                                 {'egress_port': port, 'egress_rid': rid})
+        bits = self.intrinsic('egress_intrinsic_metadata_t',
+                              {'egress_port': port, 'egress_rid': rid})
         bits.put(pkt.v, pkt.w)
         params, out = self.run_gress(P.eg_parser, P.egress, P.eg_deparser, bits)
         if params[4]['drop_ctl'] & 1:
@@ -244,7 +250,7 @@ class Switch:
     # ---- parsers and controls ----
 
     def run_parser(self, parser, bits, env):
-        self.inst = Instance(self, parser)
+        self.scope = self.scopes[parser['name']]
         self.frames = [env]
         self.pkt_in = (parser['params'][0][0], bits)
         self.pkt_out = None
@@ -296,7 +302,7 @@ class Switch:
         return (kv & mask(w)) == v
 
     def run_control(self, ctl, env, pkt=None):
-        self.inst = Instance(self, ctl)
+        self.scope = self.scopes[ctl['name']]
         self.frames = [env]
         self.pkt_out = pkt
         self.pkt_in = None
@@ -318,7 +324,7 @@ class Switch:
         return None
 
     def local(self, name):
-        return self.inst.locals.get(name)
+        return self.scope.get(name)
 
     # ---- statements ----
 

@@ -40,8 +40,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tna_bfrt  # noqa: E402
 import tna_exec  # noqa: E402
 
-UDP_PORT = 48200
-SWITCH_IP = 0x0a0000fe
 
 
 def job_addresses(path):
@@ -57,13 +55,6 @@ def job_addresses(path):
             if m:
                 ports[int(m.group(1))] = int(m.group(2))
     return {r: (a, p, ports.get(r, r + 1)) for r, (a, p) in out.items()}
-
-
-def frame(src_ip, src_port, payload):
-    udp = struct.pack('>HHHH', src_port, UDP_PORT, 8 + len(payload), 0)
-    ip = struct.pack('>BBHHHBBHII', 0x45, 0, 28 + len(payload), 0, 0x4000, 64, 17, 0, src_ip,
-                     SWITCH_IP)
-    return bytes(6) + bytes(6) + b'\x08\x00' + ip + udp + payload
 
 
 class Chaos:
@@ -154,7 +145,7 @@ def main(argv):
             nat[src], back[rank] = rank, src
         ip, uport, swport = ranks[rank]
         try:
-            outs = sw.packet(swport, frame(ip, uport, data))
+            outs = sw.packet(swport, tna_exec.udp_frame(ip, uport, data))
         except tna_exec.ExecError as e:
             print('tna_switch: a packet the executor cannot run: %s' % e, flush=True)
             return
