@@ -460,7 +460,7 @@ static int cmd_pool(int argc, char **argv)
     char line[64], reply[4096];
     unsigned blocks, elems, nfree, revoking, peak, idle, id, held, prio;
     int n;
-    unsigned long long grants, revokes, returns, away, preempted, wait;
+    unsigned long long grants, revokes, returns, away, preempted, wait, others;
     char pol[16];
 
     for (int i = 2; i < argc; i++) {
@@ -507,13 +507,15 @@ static int cmd_pool(int argc, char **argv)
     printf("pool: %u blocks of %u words, policy %s, idle after %u ms\n"
            "      %u free, %u being taken back, at most %u held at once\n"
            "      %llu leased, %llu taken back, %llu returned idle\n"
-           "job    held  prio  rounds at the fallback  blocks taken back  rounds before a block\n",
+           "job    held  prio  rounds at the fallback  blocks taken back  rounds before a block"
+           "  others' rounds meanwhile\n",
            blocks, elems, pol, idle, nfree, revoking, peak, grants, revokes, returns);
     for (const char *q = jobs + 6;
-         sscanf(q, "%u:%u:%u:%llu:%llu:%llu%n", &id, &held, &prio, &away, &preempted, &wait,
-                &n) == 6;
+         sscanf(q, "%u:%u:%u:%llu:%llu:%llu:%llu%n", &id, &held, &prio, &away, &preempted, &wait,
+                &others, &n) == 7;
          q += n + 1) {
-        printf("%-6u %5u %5u %23llu %18llu %22llu\n", id, held, prio, away, preempted, wait);
+        printf("%-6u %5u %5u %23llu %18llu %22llu %25llu\n", id, held, prio, away, preempted, wait,
+               others);
         if (q[n] != ',')
             break;
     }

@@ -575,8 +575,10 @@ void sr_allreduce_data(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_
     /* Round complete: the sums go to every worker. All n are bound: each
      * contributed, which needs a binding, and only a reset (which also
      * clears this cell) removes bindings. */
-    if (j->params.fallback)
+    if (j->params.fallback) {
         j->stamp[cell] = sr_pool_stamp(p, j);
+        sr_pool_call_done(p, j, h->seq);
+    }
     if (send_result(p, j, cell, src, w, 1, out))
         j->c.results++;
 }

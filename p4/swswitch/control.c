@@ -177,12 +177,13 @@ static void cmd_pool(reply *r, sr_pipe *p, char **w, unsigned n)
         k++;
         if (!info.fallback || sr_pipe_job_counters_get(p, (uint16_t)i, &c))
             continue;
-        if (r->len + 96 > SR_CTL_REPLY_MAX) { /* the rest would not fit the reply */
+        if (r->len + 128 > SR_CTL_REPLY_MAX) { /* the rest would not fit the reply */
             put(r, " more=%u", st.n_jobs - listed);
             return;
         }
-        put(r, "%s%u:%" PRIu32 ":%u:%" PRIu64 ":%" PRIu64 ":%" PRIu64, listed++ ? "," : "", i,
-            info.held, info.prio, c.fb_rounds, c.preempted, c.first_wait);
+        put(r, "%s%u:%" PRIu32 ":%u:%" PRIu64 ":%" PRIu64 ":%" PRIu64 ":%" PRIu64,
+            listed++ ? "," : "", i, info.held, info.prio, c.fb_rounds, c.preempted, c.first_wait,
+            c.first_wait_others);
     }
 }
 

@@ -191,6 +191,11 @@ int sr_pool_round_here(sr_pipe *p, sr_pipe_job *j, uint32_t slot, unsigned versi
  * round handed the slot's block over, the block moves now. */
 void sr_pool_away_done(sr_pipe *p, sr_pipe_job *j, uint32_t slot, unsigned version);
 
+/* A round of j's call seq completed, here or at the fallback: a slot being
+ * taken back whose rounds are all of earlier calls hands its block over
+ * now (pool.c says why that is safe). */
+void sr_pool_call_done(sr_pipe *p, sr_pipe_job *j, uint32_t seq);
+
 /* The idle sweep (from sr_pipe_tick): idle jobs return their blocks, and
  * a running job the blocks of slots it no longer uses. */
 void sr_pool_tick(sr_pipe *p);

@@ -110,6 +110,7 @@ int sr_fb_answer(sr_pipe *p, const sr_peer *src, const sr_hdr *h, const uint8_t 
                 j->stamp[cell] = sr_pool_stamp(p, j);
             stamp = (int)j->stamp[cell];
             sr_pool_away_done(p, j, h->slot, h->shadow);
+            sr_pool_call_done(p, j, h->seq);
         }
         break;
     case SR_OP_AR_HELD:

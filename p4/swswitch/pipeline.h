@@ -147,7 +147,8 @@ typedef struct sr_pipe_out {
     X(fb_answers)      /* the fallback's answers relayed to a worker */                       \
     X(fb_dropped)      /* the fallback's answers that match nothing: late, refused, unbound */ \
     X(lease_lost)      /* requests for a round whose block went back to the pool: dropped */ \
-    X(first_wait)      /* rounds the incarnation sent to the fallback before its first block */
+    X(first_wait)      /* rounds the incarnation sent to the fallback before its first block */ \
+    X(first_wait_others) /* rounds the other shared jobs started meanwhile (from its first) */
 
 typedef struct sr_pipe_job_counters {
 #define SR_PIPE_X_FIELD(name) uint64_t name;

@@ -217,6 +217,7 @@ static void slot_take(sr_pipe *p, sr_pipe_job *j, uint32_t s, uint32_t b)
     if (!j->got_block) {
         j->got_block = 1;
         j->c.first_wait = j->c.fb_rounds - j->inc_away;
+        j->c.first_wait_others = p->pool.rounds - j->rounds - (j->wait_from - 1u);
     }
     j->c.grants++;
     pl->grants++;
@@ -247,6 +248,20 @@ static int slot_quiet(const sr_pipe *p, const sr_pipe_job *j, uint32_t s)
 {
     return j->cnt[2u * s] == 0 && j->cnt[2u * s + 1] == 0 &&
            p->now_ms - j->slot_ms[s] >= p->pool.idle_ms;
+}
+
+/* Are both of slot s's rounds of calls before j's latest call with a
+ * complete round? Then no worker asks about them again: each worker's
+ * calls run one at a time, and every worker contributed to that round,
+ * so each had (or gave up on) every result of its earlier calls. */
+static int slot_settled(const sr_pipe_job *j, uint32_t s)
+{
+    if (!j->done_call)
+        return 0;
+    for (size_t c = 2u * (size_t)s; c < 2u * (size_t)s + 2; c++)
+        if (j->cnt[c] != 0 || ((j->m_seq[c] - j->done_seq) >> 31) == 0)
+            return 0;
+    return 1;
 }
 
 /* ---- jobs ----------------------------------------------------------------- */
@@ -291,6 +306,8 @@ void sr_pool_job_release(sr_pipe *p, sr_pipe_job *j)
     j->fb_bound = 0;
     j->got_block = 0;
     j->inc_away = j->c.fb_rounds;
+    j->wait_from = 0;
+    j->done_call = 0;
 }
 
 void sr_pool_job_free(sr_pipe *p, sr_pipe_job *j)
@@ -312,26 +329,35 @@ void sr_pool_job_free(sr_pipe *p, sr_pipe_job *j)
 
 /* ---- taking blocks back ----------------------------------------------------- */
 
-/* Take one block of victim v back for job to, from the slot it used
- * least recently: one without a packet (contribution or probe) for
- * idle_ms gives it at once, as no worker asks about it; otherwise it
+/* Take one block of victim v back for job to: from a slot no worker asks
+ * about, quiet (no packet, contribution or probe, for idle_ms) or settled
+ * (its rounds of calls before v's latest), which gives it at once;
+ * else from v's highest slot that has one, which
  * hands it over after its next round (sr_pool_round_here,
- * sr_pool_away_done). */
+ * sr_pool_away_done). The highest, because a call of window W uses slots
+ * 0 to W - 1 and v's next calls get a window of the blocks it keeps
+ * (sr_pool_stamp): they find those blocks in their slots, where blocks
+ * taken from anywhere would leave some of v's slots without one and some
+ * of its blocks unused until they idle. */
 static void revoke_one(sr_pipe *p, sr_pipe_job *v, sr_pipe_job *to)
 {
     uint32_t best = SR_POOL_NONE;
 
-    for (uint32_t s = 0; s < v->slots; s++)
-        if (v->blk[s] != SR_POOL_NONE && !v->revoke[s] &&
-            (best == SR_POOL_NONE || v->slot_ms[s] < v->slot_ms[best]))
-            best = s;
+    int now = 0;
+
+    for (uint32_t s = v->slots; s-- > 0 && !now;)
+        if (v->blk[s] != SR_POOL_NONE && !v->revoke[s]) {
+            now = slot_quiet(p, v, s) || slot_settled(v, s);
+            if (best == SR_POOL_NONE || now)
+                best = s;
+        }
     if (best == SR_POOL_NONE)
         return;
     p->pool.claim[v->blk[best]] = to->id;
     to->claims++;
     v->c.preempted++;
     p->pool.revokes++;
-    if (slot_quiet(p, v, best)) {
+    if (now) {
         slot_release(p, v, best);
         return;
     }
@@ -417,6 +443,12 @@ int sr_pool_round_here(sr_pipe *p, sr_pipe_job *j, uint32_t slot, unsigned versi
     sr_pool *pl = &p->pool;
     uint32_t b;
 
+    /* The rounds of the others while j waits for its first block: the
+     * holders' rounds a claim waits for, whatever the machine's load. */
+    pl->rounds++;
+    j->rounds++;
+    if (!j->wait_from)
+        j->wait_from = pl->rounds - j->rounds + 1u;
     if (j->blk[slot] != SR_POOL_NONE) {
         if (!j->revoke[slot])
             return 1;
@@ -460,6 +492,21 @@ void sr_pool_away_done(sr_pipe *p, sr_pipe_job *j, uint32_t slot, unsigned versi
 {
     if (slot < j->slots && j->blk[slot] != SR_POOL_NONE && j->revoke[slot] == 2u + version)
         slot_release(p, j, slot);
+}
+
+/* A call's first complete round settles the slots whose rounds are older:
+ * a block being taken back from one of them moves without waiting for a
+ * round there, which may never come (j's later calls use a smaller window
+ * that leaves the slot out). Once per call, over j's slots. */
+void sr_pool_call_done(sr_pipe *p, sr_pipe_job *j, uint32_t seq)
+{
+    if (j->done_call && (seq - j->done_seq - 1u) >> 31)
+        return; /* not a newer call */
+    j->done_seq = seq;
+    j->done_call = 1;
+    for (uint32_t s = 0; s < j->slots && j->n_revoke; s++)
+        if (j->blk[s] != SR_POOL_NONE && j->revoke[s] && slot_settled(j, s))
+            slot_release(p, j, s);
 }
 
 /* Quiet slots give their blocks back: every slot of an idle job, and of a

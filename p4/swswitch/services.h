@@ -128,6 +128,10 @@ typedef struct sr_pipe_job {
     uint64_t fb_bound;
     uint8_t got_block;  /* a block came in this incarnation (first_wait is set) */
     uint64_t inc_away;  /* c.fb_rounds when the incarnation began */
+    uint64_t rounds;    /* rounds it started (sr_pool_round_here) */
+    uint64_t wait_from; /* the other jobs' rounds at its incarnation's first, plus 1 */
+    uint32_t done_seq;  /* the latest call with a complete round (done_call set) */
+    uint8_t done_call;
 
     sr_pipe_job_counters c;
 } sr_pipe_job;
@@ -152,6 +156,7 @@ typedef struct sr_pool {
     uint16_t jobs[SR_POOL_MAX_JOBS]; /* the shared jobs' ids */
     unsigned n_jobs;
     uint64_t grants, revokes, returns;
+    uint64_t rounds; /* rounds the shared jobs started (sr_pool_round_here) */
 } sr_pool;
 
 struct sr_pipe {

@@ -186,7 +186,7 @@ static void test_counters_format(void **state)
                              "up_relayed=0 down_relayed=0 up_dropped=0 steps=0 step_dups=0 "
                              "step_waits=0 step_answers=0 step_probes=0 step_held=0 step_naks=0 "
                              "grants=0 preempted=0 returned=0 fb_rounds=0 fb_relayed=0 "
-                             "fb_answers=0 fb_dropped=0 lease_lost=0 first_wait=0");
+                             "fb_answers=0 fb_dropped=0 lease_lost=0 first_wait=0 first_wait_others=0");
     assert_int_equal(r, (int)strlen(buf));
     assert_int_equal(sr_pipe_job_counters_format(small, sizeof small, &c), r);
     assert_string_equal(small, "rx=12 t");

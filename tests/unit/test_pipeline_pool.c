@@ -298,6 +298,7 @@ static void test_preempt_at_round_boundary(void **state)
     round_of(f, 2, 0, 1, 1, 4, 4, 0);        /* high: here now */
     assert_int_equal(info_of(f, 2).held, 1);
     assert_int_equal(jc(f, 2).first_wait, 1);
+    assert_int_equal(jc(f, 2).first_wait_others, 1); /* the low job's handover round */
     round_of(f, 1, 0, 0, 2, 0, 5, 1);        /* low: away, a round after one summed away */
     round_of(f, 2, 0, 0, 2, 0, 6, 0);
     round_of(f, 1, 0, 1, 2, 4, 7, 1);
@@ -365,11 +366,38 @@ static void test_fair(void **state)
     assert_int_equal(info_of(f, 1).held, 2);
     round_of(f, 2, 0, 0, 1, 0, 2, 1);        /* below its share of 1: takes one back */
     assert_int_equal(jc(f, 1).preempted, 1);
-    round_of(f, 1, 0, 1, 2, 0, 3, 1);        /* slot 0 was job 1's oldest: away */
-    round_of(f, 1, 1, 1, 2, 4, 3, 0);
+    round_of(f, 1, 0, 1, 2, 0, 3, 0);        /* job 1 keeps slot 0's block */
+    round_of(f, 1, 1, 1, 2, 4, 3, 1);        /* slot 1 is its highest: away, handed over */
+    assert_int_equal(info_of(f, 1).held, 1);
     round_of(f, 2, 0, 1, 1, 4, 4, 0);
     round_of(f, 2, 1, 0, 1, 8, 4, 1);        /* at its share now: no more */
     assert_int_equal(jc(f, 1).preempted, 1);
+    round_of(f, 1, 0, 0, 3, 0, 5, 0);        /* a window of 1 finds its block in slot 0 */
+}
+
+/* A block taken back from a slot its job's next call leaves out (a
+ * smaller window) moves once a round of that call completes: no round in
+ * the slot is needed, nor the idle time. */
+static void test_settled(void **state)
+{
+    fx *f = *state;
+
+    assert_int_equal(sr_pipe_set_pool(f->p, 2, ELEMS, SR_POOL_PRIORITY), 0);
+    add_shared(f, 1, 2, 0);
+    add_shared(f, 2, 2, 5);
+    round_of(f, 1, 0, 0, 1, 0, 1, 0);        /* job 1's call 1 in both slots */
+    round_of(f, 1, 1, 0, 1, 4, 1, 0);
+    round_of(f, 2, 0, 0, 1, 0, 2, 1);        /* job 2: away, claims job 1's slot 1 */
+    assert_int_equal(pool(f).revoking, 1);
+    round_of(f, 1, 0, 1, 2, 0, 3, 0);        /* job 1's call 2, window 1: slot 0 */
+    assert_int_equal(pool(f).revoking, 0);
+    assert_int_equal(info_of(f, 1).held, 1);
+    round_of(f, 2, 0, 1, 1, 4, 4, 0);        /* job 2's next round: here */
+    assert_int_equal(info_of(f, 2).held, 1);
+    assert_int_equal(jc(f, 2).first_wait, 1);
+    round_of(f, 1, 0, 0, 3, 0, 5, 0);
+    assert_int_equal(jc(f, 1).mismatches, 0);
+    assert_int_equal(jc(f, 2).mismatches, 0);
 }
 
 /* Each result announces the window of the job's next call: the blocks it
@@ -471,6 +499,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fallback_gaps, setup_pool, teardown_pool),
         cmocka_unit_test_setup_teardown(test_static, setup_pool, teardown_pool),
         cmocka_unit_test_setup_teardown(test_fair, setup_pool, teardown_pool),
+        cmocka_unit_test_setup_teardown(test_settled, setup_pool, teardown_pool),
         cmocka_unit_test_setup_teardown(test_stamps, setup_pool, teardown_pool),
         cmocka_unit_test_setup_teardown(test_refusals, setup_pool, teardown_pool),
     };
