@@ -34,7 +34,7 @@
 # the same seed.
 #
 #   bench/share.sh [--build DIR] [--net rack|loopback] [--seeds 1,2,3]
-#                  [--policies LIST] [--jobs J] [--rate MBIT] [--prio MODE]
+#                  [--policies LIST] [--jobs J] [--rate MBIT] [--size N] [--prio MODE]
 #                  [--pool-idle SEC]
 #                  [--fallback-pps P] [--out DIR]
 #
@@ -44,6 +44,9 @@
 #   --policies LIST    default static,first,fair,priority
 #   --jobs J           jobs per mix (default 8; 1..15 on the rack)
 #   --rate MBIT        the rack's links (default 50)
+#   --size N           the big jobs' floats per call (default 1048576 on
+#                      the rack, 4 times that on loopback); the others' a
+#                      quarter of it
 #   --prio MODE        random (default: 0..2 per job, seeded) or arrival
 #                      (the earlier a job arrives, the higher its priority,
 #                      as a queue ranks it)
@@ -54,14 +57,14 @@
 #   --out DIR          results.csv, runs.csv, table.md and logs (default
 #                      BUILD/share)
 #
-# A job's calls are 4 to 12 allreduces of 1 Mi floats (of 256 Ki for half
-# the jobs) on the rack, 4 times those on loopback. Exit status: 0; 1 a
+# A job's calls are 4 to 12 allreduces of --size floats (a quarter of it
+# for half the jobs). Exit status: 0; 1 a
 # job failed (its sums outside the bound, or a timeout); 2 bad usage or a
 # missing binary.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$ROOT/build NET=rack SEEDS=1,2,3 POLICIES=static,first,fair,priority JOBS=8 RATE=50 PPS=50000 IDLE=0.25 PRIO=random OUT=
+BUILD=$ROOT/build NET=rack SEEDS=1,2,3 POLICIES=static,first,fair,priority JOBS=8 RATE=50 PPS=50000 IDLE=0.25 PRIO=random OUT= BIG=
 die() { echo "share: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -71,6 +74,7 @@ while [ $# -gt 0 ]; do
     --policies) POLICIES=${2:?}; shift ;;
     --jobs) JOBS=${2:?}; shift ;;
     --rate) RATE=${2:?}; shift ;;
+    --size) BIG=${2:?}; shift ;;
     --pool-idle) IDLE=${2:?}; shift ;;
     --prio) PRIO=${2:?}; shift ;;
     --fallback-pps) PPS=${2:?}; shift ;;
@@ -98,8 +102,9 @@ AR=$BUILD/tests/integ/ar_worker RELAY=$BUILD/tests/integ/slow_relay CTL=$BUILD/l
 for b in "$SW" "$RUN" "$AR" "$RELAY" "$CTL"; do [ -x "$b" ] || die "$b was not built"; done
 OUT=${OUT:-$BUILD/share}
 mkdir -p "$OUT/logs" || die "cannot create $OUT"
-BLOCKS=32 SLOTS=16 ELEMS=256 BIG=1048576
-[ "$NET" = rack ] || BIG=4194304
+BLOCKS=32 SLOTS=16 ELEMS=256
+[ -n "$BIG" ] || { [ "$NET" = rack ] && BIG=1048576 || BIG=4194304; }
+[[ $BIG =~ ^[1-9][0-9]{0,8}$ ]] || die "bad --size '$BIG' (1 to 999999999 floats)"
 
 # The mix of a seed: "JOB ARRIVAL_MS SIZE REPS PRIO" lines.
 plan() {
