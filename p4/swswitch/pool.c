@@ -342,7 +342,6 @@ void sr_pool_job_free(sr_pipe *p, sr_pipe_job *j)
 static void revoke_one(sr_pipe *p, sr_pipe_job *v, sr_pipe_job *to)
 {
     uint32_t best = SR_POOL_NONE;
-
     int now = 0;
 
     for (uint32_t s = v->slots; s-- > 0 && !now;)
@@ -443,8 +442,8 @@ int sr_pool_round_here(sr_pipe *p, sr_pipe_job *j, uint32_t slot, unsigned versi
     sr_pool *pl = &p->pool;
     uint32_t b;
 
-    /* The rounds of the others while j waits for its first block: the
-     * holders' rounds a claim waits for, whatever the machine's load. */
+    /* Counted for first_wait_others: the other jobs' rounds while j
+     * waits for its first block. */
     pl->rounds++;
     j->rounds++;
     if (!j->wait_from)
