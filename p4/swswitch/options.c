@@ -334,7 +334,7 @@ static void parse_pool(sw_opts *o, const char *val)
     if (pol)
         *pol++ = '\0';
     if (!pol || parse_u64(buf, SR_POOL_MAX_BLOCKS, 1, &b) ||
-        parse_u64(pol, SR_WIRE_MAX_ELEMS, 1, &n))
+        parse_u64(pol, SR_WIRE_MAX_ELEMS, 1, &n) || b == 0 || n == 0)
         usage_error("--pool: '%s' is not BLOCKS:ELEMS[:POLICY] (blocks 1..%u, elements per "
                     "packet 1..%u)", val, SR_POOL_MAX_BLOCKS, SR_WIRE_MAX_ELEMS);
     if (b * 2u * n * 4u > (UINT64_C(1) << 30))

@@ -63,6 +63,15 @@ faults=()
 idle=()
 [ "$CASE" = preempt ] && idle=(--pool-idle 10)
 
+# A pool of no blocks or of blocks of no values is a usage error.
+for bad in 0:$ELEMS 8:0; do
+    rc=0
+    "$SW" --listen 127.0.0.1:0 --pool "$bad" --job "1:4:$ELEMS:4,fallback=127.0.0.1:9" \
+        >"$work/usage.err" 2>&1 || rc=$?
+    [ "$rc" -eq 2 ] && grep -q "is not BLOCKS:ELEMS" "$work/usage.err" ||
+        fail "--pool $bad: exit $rc, $(cat "$work/usage.err")"
+done
+
 # The fallback: a plain serene-switch with every job at full window.
 fbjobs=()
 for j in $JOBS; do fbjobs+=(--job "$j:4:$ELEMS:$SLOTS,store=0"); done
