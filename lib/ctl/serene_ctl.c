@@ -478,8 +478,10 @@ static int cmd_pool(int argc, char **argv)
     }
     if (!ctl || have_job)
         return usage();
-    if (policy && (size_t)snprintf(line, sizeof line, "pool policy %s", policy) >= sizeof line) {
-        msg("policy '%.20s...' is not static, first, fair or priority", policy);
+    if (policy && (!*policy || strchr(policy, ' ') ||
+                   (size_t)snprintf(line, sizeof line, "pool policy %s", policy) >= sizeof line)) {
+        msg("policy '%.20s%s' is not static, first, fair or priority", policy,
+            strlen(policy) > 20 ? "..." : "");
         return 2;
     }
     rc = serene_ctl_sw_command(ctl, policy ? line : "pool", reply, sizeof reply, CMD_TIMEOUT_MS);

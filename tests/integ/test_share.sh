@@ -92,6 +92,12 @@ wait_grep "$work/sh.port" '^[0-9]+$' 10 || fail "the shared switch did not start
 sh=127.0.0.1:$(cat "$work/sh.port")
 
 pool() { "$CTL" pool --control "$work/ctl" --raw; }
+for bad in '' bogus 'fair x'; do
+    rc=0
+    "$CTL" pool --control "$work/ctl" --policy "$bad" >"$work/usage.err" 2>&1 || rc=$?
+    [ "$rc" -eq 2 ] && grep -q "is not static, first, fair or priority" "$work/usage.err" ||
+        fail "serene-ctl pool --policy '$bad': exit $rc, $(cat "$work/usage.err")"
+done
 
 # job J SIZES REPS [AR_WORKER ARGS...]: job J's 4 ranks under serene-run;
 # sets job_pid[J].
