@@ -380,10 +380,13 @@ int sr_pipe_set_policy(sr_pipe *p, uint16_t job_id, enum sr_sync_mode mode, uint
  *          takes one back from the job furthest above its share;
  * PRIORITY as FIRST, and a job takes one back from the lowest-priority
  *          job below its own that holds any.
- * Taking back is at a round boundary: the holder's next round in that
- * slot goes to its fallback, and the block moves once that round has
- * completed (every worker then has the previous round's result, which
- * the block kept as the shadow copy). */
+ * Taking back is at a round boundary for PRIORITY: the holder's next
+ * round in that slot goes to its fallback, and the block moves once that
+ * round has completed (every worker then has the previous round's
+ * result, which the block kept as the shadow copy). For FAIR it is at
+ * the holder's next call, whose window leaves the slot out: the block
+ * moves when a round of that call completes (every worker then has every
+ * result of its earlier calls). */
 enum sr_pool_policy { SR_POOL_STATIC, SR_POOL_FIRST, SR_POOL_FAIR, SR_POOL_PRIORITY };
 #define SR_POOL_MAX_BLOCKS (1u << 20)
 #define SR_POOL_MAX_JOBS 256u          /* shared jobs per switch */

@@ -332,9 +332,9 @@ void sr_pool_job_free(sr_pipe *p, sr_pipe_job *j)
 /* Take one block of victim v back for job to: from a slot no worker asks
  * about, quiet (no packet, contribution or probe, for idle_ms) or settled
  * (its rounds of calls before v's latest), which gives it at once;
- * else from v's highest slot that has one, which
- * hands it over after its next round (sr_pool_round_here,
- * sr_pool_away_done). The highest, because a call of window W uses slots
+ * else from v's highest slot that has one, which hands it over after its
+ * next round there (PRIORITY: sr_pool_round_here, sr_pool_away_done) or
+ * at v's next call (FAIR: sr_pool_call_done). The highest, because a call of window W uses slots
  * 0 to W - 1 and v's next calls get a window of the blocks it keeps
  * (sr_pool_stamp): they find those blocks in their slots, where blocks
  * taken from anywhere would leave some of v's slots without one and some
@@ -451,8 +451,14 @@ int sr_pool_round_here(sr_pipe *p, sr_pipe_job *j, uint32_t slot, unsigned versi
     if (j->blk[slot] != SR_POOL_NONE) {
         if (!j->revoke[slot])
             return 1;
-        /* Being taken back: this round is summed at the fallback, and the
-         * block moves once it completes (sr_pool_away_done). */
+        /* Being taken back for a fair share: summed here still, as the
+         * job's next call leaves the slot out (its window is the blocks
+         * it keeps, the highest slots go first) and the block moves then
+         * (sr_pool_call_done); its rounds never go to the fallback for it. */
+        if (pl->policy == SR_POOL_FAIR && j->revoke[slot] == 1)
+            return 1;
+        /* For a higher priority: this round is summed at the fallback, and
+         * the block moves once it completes (sr_pool_away_done). */
         if (j->revoke[slot] == 1)
             j->revoke[slot] = (uint8_t)(2u + version);
         return 0;
@@ -540,8 +546,8 @@ uint8_t sr_pool_stamp(const sr_pipe *p, const sr_pipe_job *j)
         break;
     case SR_POOL_FAIR:
         l = fair_share(p, j);
-        if (l < j->held)
-            l = j->held;
+        if (l < keeps(j))
+            l = keeps(j);
         break;
     case SR_POOL_PRIORITY:
         l = (uint64_t)j->held + j->n_spare + pl->n_free;

@@ -353,7 +353,8 @@ static void test_static(void **state)
 }
 
 /* Fair share: a job below blocks / active jobs takes one back from the
- * job furthest above. */
+ * job furthest above, which keeps summing in it until its next call,
+ * whose smaller window leaves the slot out: then the block moves. */
 static void test_fair(void **state)
 {
     fx *f = *state;
@@ -364,15 +365,20 @@ static void test_fair(void **state)
     round_of(f, 1, 0, 0, 1, 0, 1, 0);
     round_of(f, 1, 1, 0, 1, 4, 1, 0);
     assert_int_equal(info_of(f, 1).held, 2);
-    round_of(f, 2, 0, 0, 1, 0, 2, 1);        /* below its share of 1: takes one back */
+    round_of(f, 2, 0, 0, 1, 0, 2, 1);        /* below its share of 1: claims job 1's slot 1 */
     assert_int_equal(jc(f, 1).preempted, 1);
-    round_of(f, 1, 0, 1, 2, 0, 3, 0);        /* job 1 keeps slot 0's block */
-    round_of(f, 1, 1, 1, 2, 4, 3, 1);        /* slot 1 is its highest: away, handed over */
+    assert_int_equal(pool(f).revoking, 1);
+    /* Job 1's call goes on in both slots, here, announcing a window of 1. */
+    assert_int_equal(round_of(f, 1, 0, 1, 1, 8, 3, 0), 1);
+    assert_int_equal(round_of(f, 1, 1, 1, 1, 12, 3, 0), 1);
+    assert_int_equal(pool(f).revoking, 1);
+    round_of(f, 1, 0, 0, 2, 0, 5, 0);        /* its next call, in slot 0: slot 1's block moves */
+    assert_int_equal(pool(f).revoking, 0);
     assert_int_equal(info_of(f, 1).held, 1);
-    round_of(f, 2, 0, 1, 1, 4, 4, 0);
-    round_of(f, 2, 1, 0, 1, 8, 4, 1);        /* at its share now: no more */
+    assert_int_equal(jc(f, 1).fb_rounds, 0); /* none of its rounds went to the fallback */
+    round_of(f, 2, 0, 1, 1, 4, 4, 0);        /* job 2: here now */
+    round_of(f, 2, 1, 0, 1, 8, 4, 1);        /* at its share: no more */
     assert_int_equal(jc(f, 1).preempted, 1);
-    round_of(f, 1, 0, 0, 3, 0, 5, 0);        /* a window of 1 finds its block in slot 0 */
 }
 
 /* A block taken back from a slot its job's next call leaves out (a
