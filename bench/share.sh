@@ -3,12 +3,12 @@
 # share.sh - a job mix on one shared switch, ATP/ESA style: jobs of 4
 # workers arrive over time (seeded gaps, sizes, repetitions and
 # priorities), each running its allreduce calls through one serene-switch
-# whose pool holds 2 jobs at full window (32 blocks of 256 words; each
-# job's window is 16 slots), with a fallback aggregator (a second
-# serene-switch) on a host whose one link carries every worker's packets
-# of the rounds it sums, as a parameter server's does. Each seed's mix
-# runs once per policy, the policies in alternating order from seed to
-# seed:
+# whose pool holds 2 jobs at full window (each job's window is --slots,
+# 16 by default; 2 x --slots blocks of 256 words), with a fallback
+# aggregator (a second serene-switch) on a host whose one link carries
+# every worker's packets of the rounds it sums, as a parameter server's
+# does. Each seed's mix runs once per policy, the policies in
+# alternating order from seed to seed:
 #   static    today's reservation: a job starts once a block for every
 #             slot is free (first come, first served; it waits before)
 #             and holds them for its whole run
@@ -34,7 +34,8 @@
 # the same seed.
 #
 #   bench/share.sh [--build DIR] [--net rack|loopback] [--seeds 1,2,3]
-#                  [--policies LIST] [--jobs J] [--rate MBIT] [--size N] [--prio MODE]
+#                  [--policies LIST] [--jobs J] [--rate MBIT] [--size N] [--slots S]
+#                  [--prio MODE]
 #                  [--pool-idle SEC]
 #                  [--fallback-pps P] [--out DIR]
 #
@@ -47,6 +48,8 @@
 #   --size N           the big jobs' floats per call (default 1048576 on
 #                      the rack, 4 times that on loopback); the others' a
 #                      quarter of it
+#   --slots S          each job's window (default 16); the pool holds 2
+#                      jobs at full window (2 S blocks)
 #   --prio MODE        random (default: 0..2 per job, seeded) or arrival
 #                      (the earlier a job arrives, the higher its priority,
 #                      as a queue ranks it)
@@ -64,7 +67,7 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$ROOT/build NET=rack SEEDS=1,2,3 POLICIES=static,first,fair,priority JOBS=8 RATE=50 PPS=50000 IDLE=0.25 PRIO=random OUT= BIG=
+BUILD=$ROOT/build NET=rack SEEDS=1,2,3 POLICIES=static,first,fair,priority JOBS=8 RATE=50 PPS=50000 IDLE=0.25 PRIO=random OUT= BIG= SLOTS=16
 die() { echo "share: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -75,6 +78,7 @@ while [ $# -gt 0 ]; do
     --jobs) JOBS=${2:?}; shift ;;
     --rate) RATE=${2:?}; shift ;;
     --size) BIG=${2:?}; shift ;;
+    --slots) SLOTS=${2:?}; shift ;;
     --pool-idle) IDLE=${2:?}; shift ;;
     --prio) PRIO=${2:?}; shift ;;
     --fallback-pps) PPS=${2:?}; shift ;;
@@ -102,7 +106,8 @@ AR=$BUILD/tests/integ/ar_worker RELAY=$BUILD/tests/integ/slow_relay CTL=$BUILD/l
 for b in "$SW" "$RUN" "$AR" "$RELAY" "$CTL"; do [ -x "$b" ] || die "$b was not built"; done
 OUT=${OUT:-$BUILD/share}
 mkdir -p "$OUT/logs" || die "cannot create $OUT"
-BLOCKS=32 SLOTS=16 ELEMS=256
+[[ $SLOTS =~ ^[1-9][0-9]{0,2}$ ]] && [ "$SLOTS" -le 256 ] || die "bad --slots '$SLOTS' (1 to 256)"
+BLOCKS=$((2 * SLOTS)) ELEMS=256
 [ -n "$BIG" ] || { [ "$NET" = rack ] && BIG=1048576 || BIG=4194304; }
 [[ $BIG =~ ^[1-9][0-9]{0,8}$ ]] || die "bad --size '$BIG' (1 to 999999999 floats)"
 
