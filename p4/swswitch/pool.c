@@ -334,11 +334,11 @@ void sr_pool_job_free(sr_pipe *p, sr_pipe_job *j)
  * (its rounds of calls before v's latest), which gives it at once;
  * else from v's highest slot that has one, which hands it over after its
  * next round there (PRIORITY: sr_pool_round_here, sr_pool_away_done) or
- * at v's next call (FAIR: sr_pool_call_done). The highest, because a call of window W uses slots
- * 0 to W - 1 and v's next calls get a window of the blocks it keeps
- * (sr_pool_stamp): they find those blocks in their slots, where blocks
- * taken from anywhere would leave some of v's slots without one and some
- * of its blocks unused until they idle. */
+ * at v's next call (FAIR: sr_pool_call_done). The highest, because a
+ * call of window W uses slots 0 to W - 1 and v's next calls get a window
+ * of the blocks it keeps (sr_pool_stamp): they find those blocks in their
+ * slots, where blocks taken from anywhere would leave some of v's slots
+ * without one and some of its blocks unused until they idle. */
 static void revoke_one(sr_pipe *p, sr_pipe_job *v, sr_pipe_job *to)
 {
     uint32_t best = SR_POOL_NONE;
