@@ -217,7 +217,7 @@ static void slot_take(sr_pipe *p, sr_pipe_job *j, uint32_t s, uint32_t b)
     if (!j->got_block) {
         j->got_block = 1;
         j->c.first_wait = j->c.fb_rounds - j->inc_away;
-        j->c.first_wait_others = p->pool.rounds - j->rounds - (j->wait_from - 1u);
+        j->c.first_wait_others = p->pool.rounds - j->rounds - j->wait_from;
     }
     j->c.grants++;
     pl->grants++;
@@ -306,7 +306,7 @@ void sr_pool_job_release(sr_pipe *p, sr_pipe_job *j)
     j->fb_bound = 0;
     j->got_block = 0;
     j->inc_away = j->c.fb_rounds;
-    j->wait_from = 0;
+    j->rounds = 0;
     j->done_call = 0;
 }
 
@@ -446,8 +446,8 @@ int sr_pool_round_here(sr_pipe *p, sr_pipe_job *j, uint32_t slot, unsigned versi
      * waits for its first block. */
     pl->rounds++;
     j->rounds++;
-    if (!j->wait_from)
-        j->wait_from = pl->rounds - j->rounds + 1u;
+    if (j->rounds == 1)
+        j->wait_from = pl->rounds - 1u;
     if (j->blk[slot] != SR_POOL_NONE) {
         if (!j->revoke[slot])
             return 1;

@@ -128,8 +128,8 @@ typedef struct sr_pipe_job {
     uint64_t fb_bound;
     uint8_t got_block;  /* a block came in this incarnation (first_wait is set) */
     uint64_t inc_away;  /* c.fb_rounds when the incarnation began */
-    uint64_t rounds;    /* rounds it started (sr_pool_round_here) */
-    uint64_t wait_from; /* the other jobs' rounds at its incarnation's first, plus 1 */
+    uint64_t rounds;    /* rounds it started in this incarnation (sr_pool_round_here) */
+    uint64_t wait_from; /* the other jobs' rounds before its incarnation's first */
     uint32_t done_seq;  /* the latest call with a complete round (done_call set) */
     uint8_t done_call;
 
