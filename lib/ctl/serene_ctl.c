@@ -213,9 +213,6 @@ static int cmd_compile(int argc, char **argv)
     return 0;
 }
 
-/* serene-ctl counters --target tofino --job-file JOB.conf: the bfrt_python
- * script that prints the job's counters on the switch. A software switch's
- * are in `serene-ctl status`. */
 /* counters and reset: a Tofino-only script for the job file's job. */
 static int cmd_tofino_script(int argc, char **argv, const char *name, const char *elsewhere,
                              int (*emit)(FILE *, const serene_ctl_job *, char *, size_t))
@@ -243,6 +240,9 @@ static int cmd_tofino_script(int argc, char **argv, const char *name, const char
     return 0;
 }
 
+/* serene-ctl counters --target tofino --job-file JOB.conf: the bfrt_python
+ * script that prints the job's counters on the switch. A software switch's
+ * are in `serene-ctl status`. */
 static int cmd_counters(int argc, char **argv)
 {
     return cmd_tofino_script(argc, argv, "counters",
@@ -260,6 +260,7 @@ static int cmd_reset(int argc, char **argv)
                              "by `" PROG " job remove` and `job add`)",
                              serene_ctl_emit_reset);
 }
+
 /* serene-ctl tree [--target sw|bmv2] --job-file JOB.conf [POLICY]: each
  * switch's configuration (the policy: bmv2's root). */
 static int cmd_tree(int argc, char **argv)
