@@ -29,7 +29,9 @@
 # could equal the tags left there, so this is what makes the block clean
 # for the next job. Clone sessions (mirroring_add P P) are
 # per switch port and shared by the jobs on it: they stay; the job's
-# STEP_RESP session (mirroring_add_mc, per register block) goes.
+# STEP_RESP session (mirroring_add_mc, per register block) and a shared
+# job's fallback session (mirroring_add 516 + block) go, and its leases
+# (lease_reg) are cleared with its block.
 #
 # check-json lists the program's register arrays that remove would not
 # clear (exit 1 if any): a new register must be given its class here.
@@ -60,10 +62,10 @@ define() { sed -n "s/^#define $1 \([0-9]*\).*/\1/p" "$CONSTANTS"; }
 # with that many entries per block.
 JOBS=$(define SR_P4_MAX_JOBS) SLOTS=$(define SR_P4_SLOTS) ROWS=$(define SR_P4_STORE_ROWS)
 WORKERS=$(define SR_P4_MAX_WORKERS) RING=$(define SR_P4_RING) ELEMS=$(define SR_P4_ELEMS)
-BY_ID="nonce_reg epoch_reg bound_reg left_reg low_reg high_reg"
-CELL_REGS="seen_reg cnt_reg mseq_reg moff_reg mtotal_reg mcount_reg mexp_reg nexp_reg upwait_reg upts_reg"
+BY_ID="nonce_reg epoch_reg bound_reg left_reg low_reg high_reg fb_bound_reg"
+CELL_REGS="seen_reg cnt_reg mseq_reg moff_reg mtotal_reg mcount_reg mexp_reg nexp_reg upwait_reg upts_reg relay_reg"
 ROW_REGS="row_epoch_reg step_epoch_reg step_on_reg step_wait_reg step_low_reg"
-VAL_REGS="" SLOT_REGS="slot_epoch_reg"
+VAL_REGS="" SLOT_REGS="slot_epoch_reg lease_reg"
 for i in $(seq 0 $((ELEMS - 1))); do
     VAL_REGS+=" SereneIngress.allreduce.val_reg_$i"
     ROW_REGS+=" SereneIngress.store.st_reg_$i"
@@ -170,6 +172,9 @@ cmd_add() {
              split(cmd[FNR], c, " "); h = $0; sub(/.*with handle /, "", h); sub(/ .*/, "", h)
              print "table_delete " c[2] " " h }' "$TMP/b.txt" "$TMP/b.out" >"$TMP/undo_tab"
     sed -n 's/^mirroring_add_mc \([0-9]*\) .*/mirroring_delete \1/p' "$TMP/b.txt" >>"$TMP/undo_tab"
+    # and a shared job's fallback session (share.p4: SR_P4_FB_SESSION0 + block).
+    awk -v s0="$(define SR_P4_FB_SESSION0)" -v jobs="$JOBS" '$1 == "mirroring_add" && $2 >= s0 && $2 < s0 + jobs {
+        print "mirroring_delete " $2 }' "$TMP/b.txt" >>"$TMP/undo_tab"
     {
         echo "# job $j group $g (p4/bmv2_job.sh add: remove with p4/bmv2_job.sh remove)"
         tac "$TMP/undo_tab"

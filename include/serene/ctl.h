@@ -163,7 +163,20 @@ typedef struct serene_ctl_job {
                                  default id ^ 0x8000 */
     uint32_t n_leaves;        /* 0, or 1..64 leaves covering ranks 0..n_workers-1 */
     serene_ctl_leaf leaves[SERENE_CTL_MAX_WORKERS];
+    /* A shared job on BMv2 (lib/ctl/README.md, "Shared jobs"): fb_addr 0
+     * (the default) is none. Its rounds go to a leased block of the
+     * switch's memory or to the fallback aggregator at fb_addr:fb_udp_port. */
+    uint32_t fb_addr;         /* the fallback's IPv4, host order */
+    uint16_t fb_udp_port;
+    uint16_t fb_sw_port;      /* switch port toward it; default n_workers + 1 */
+    uint32_t lease;           /* slots 0..lease-1 leased a block; default
+                                 SERENE_CTL_LEASE_ALL (every slot) */
+    uint32_t lease_first;     /* the block of slot 0, slot s's is lease_first + s;
+                                 default SERENE_CTL_LEASE_ALL: the job's own
+                                 register block's (BMv2: id mod 4 times 64) */
 } serene_ctl_job;
+
+#define SERENE_CTL_LEASE_ALL UINT32_MAX
 
 /* serene_ctl_job_parse - parse a job file from text[len] into *job.
  * key = value lines (lib/ctl/README.md); fields not given keep their

@@ -138,6 +138,42 @@ static void bmv2_step_session(FILE *f, const serene_ctl_job *j)
             (unsigned)j->mcast_group);
 }
 
+/* The P4 program's fallback clone sessions and slots per job
+ * (p4/include/constants.p4: SR_P4_FB_SESSION0 + job id mod SR_P4_MAX_JOBS,
+ * SR_P4_SLOTS). */
+#define P4_FB_SESSION0 516u
+#define P4_SLOTS 64u
+
+/* BMv2: a shared job's way to its fallback (share_table, and the clone
+ * session that takes it a copy of each JOIN), the fallback's answers
+ * (fallback_table) and where they go on to (down_table), and the lease of
+ * each slot: lease_reg[blk * 64 + s] = its block + 1 (lease_first + s), or
+ * 0 for a slot whose rounds go to the fallback. The answers' window
+ * (status) is the blocks leased when fewer than the slots, as
+ * serene-switch's first-come pool stamps them. */
+static void bmv2_shared(FILE *f, const serene_ctl_job *j)
+{
+    unsigned blk = (unsigned)j->id % P4_MAX_JOBS;
+    uint32_t lease = j->lease < P4_SLOTS ? j->lease : P4_SLOTS;
+    uint32_t first = j->lease_first == SERENE_CTL_LEASE_ALL ? blk * P4_SLOTS : j->lease_first;
+    char a[16];
+
+    ipv4(j->fb_addr, a, sizeof a);
+    fprintf(f, "mirroring_add %u %u\n", P4_FB_SESSION0 + blk, (unsigned)j->fb_sw_port);
+    fprintf(f, "table_add share_table set_share %u => %s %u %u %" PRIu32 "\n", (unsigned)j->id, a,
+            (unsigned)j->fb_udp_port, (unsigned)j->fb_sw_port, lease < P4_SLOTS ? lease : 0);
+    fprintf(f, "table_add fallback_table set_from_fallback %s %u %u =>\n", a,
+            (unsigned)j->fb_udp_port, (unsigned)j->id);
+    for (uint32_t w = 0; w < j->n_workers; w++) {
+        ipv4(j->workers[w].addr, a, sizeof a);
+        fprintf(f, "table_add down_table to_rank %u %" PRIu32 " => %s %u %u\n", (unsigned)j->id, w,
+                a, (unsigned)j->workers[w].udp_port, (unsigned)j->workers[w].sw_port);
+    }
+    for (uint32_t s = 0; s < P4_SLOTS; s++)
+        fprintf(f, "register_write lease_reg %" PRIu32 " %" PRIu32 "\n", blk * P4_SLOTS + s,
+                s < lease ? first + s + 1 : 0);
+}
+
 static void emit_bmv2(FILE *f, const serene_ctl_policy *p, const serene_ctl_job *j)
 {
     char a[16];
@@ -173,6 +209,8 @@ static void emit_bmv2(FILE *f, const serene_ctl_policy *p, const serene_ctl_job 
         fprintf(f, "table_add rank_table set_rank_addr %u %" PRIu32 " => %s %u\n", (unsigned)j->id,
                 w, a, (unsigned)j->workers[w].udp_port);
     }
+    if (j->fb_addr)
+        bmv2_shared(f, j);
     bmv2_barrier(f, p, j);
 }
 
@@ -581,6 +619,22 @@ int serene_ctl_emit(FILE *f, serene_ctl_target t, const serene_ctl_policy *p,
         ctl_errf(err, errcap,
                  "job %u is a tree: its switches' setup comes from serene-ctl tree --target sw|bmv2 "
                  "(lib/ctl/README.md, \"Trees\")",
+                 (unsigned)job->id);
+        return -EINVAL;
+    }
+    if (job->fb_addr && t == SERENE_CTL_TARGET_BMV2 && job->lease &&
+        job->lease_first != SERENE_CTL_LEASE_ALL &&
+        (uint64_t)job->lease_first + (job->lease < P4_SLOTS ? job->lease : P4_SLOTS) >
+            P4_MAX_JOBS * P4_SLOTS) {
+        ctl_errf(err, errcap,
+                 "job %u's leased blocks %" PRIu32 ".. end past the program's %u",
+                 (unsigned)job->id, job->lease_first, P4_MAX_JOBS * P4_SLOTS);
+        return -EINVAL;
+    }
+    if (job->fb_addr && t == SERENE_CTL_TARGET_TOFINO) {
+        ctl_errf(err, errcap,
+                 "job %u is shared (fallback): the Tofino program has no pool (p4/README.md's "
+                 "targets table)",
                  (unsigned)job->id);
         return -EINVAL;
     }

@@ -24,6 +24,12 @@
  * A tree needs no worker.RANK lines (the software switch binds workers by
  * JOIN).
  *
+ * A shared job (lib/ctl/README.md, "Shared jobs"; not in a tree):
+ *   fallback = A.B.C.D:PORT  its fallback aggregator
+ *   fallback.port = P        switch port toward it (default N + 1)
+ *   lease = L                slots 0..L-1 get a block (default all)
+ *   lease.first = B          slot s gets block B + s (default: the job's own)
+ *
  * Errors are "NAME:LINE: message" (NAME:0 for what is missing at the end).
  */
 #include <errno.h>
@@ -103,6 +109,7 @@ typedef struct job_parser {
     int lineno;
     int l_job, l_workers, l_store, l_group, l_ring, l_first, l_token;
     int l_elems, l_slots, l_upjob, l_root;
+    int l_fb, l_fb_port, l_lease, l_lease_first;
     int l_leaf[SERENE_CTL_MAX_WORKERS], l_leaf_up[SERENE_CTL_MAX_WORKERS];
     int l_leaf_addr[SERENE_CTL_MAX_WORKERS];
     uint32_t root_addr;
@@ -191,11 +198,17 @@ static int parse_scalar_key(job_parser *jp, const char *key, const char *val)
         seen = &jp->l_slots, max = 32768;
     else if (!strcmp(key, "upjob"))
         seen = &jp->l_upjob, max = 65535;
+    else if (!strcmp(key, "fallback.port"))
+        seen = &jp->l_fb_port, max = 511;
+    else if (!strcmp(key, "lease"))
+        seen = &jp->l_lease, max = 32768;
+    else if (!strcmp(key, "lease.first"))
+        seen = &jp->l_lease_first, max = 32767;
     else {
         ctl_errf(jp->err, jp->errcap,
                  "%s:%d: unknown key '%.40s' (job, workers, store, mcast_group, ring, "
                  "first_clock, token, worker.RANK, worker.RANK.port, elems, slots, upjob, root, "
-                 "leaf.K, leaf.K.up, leaf.K.addr)",
+                 "leaf.K, leaf.K.up, leaf.K.addr, fallback, fallback.port, lease, lease.first)",
                  name, lineno, key);
         return -EINVAL;
     }
@@ -238,6 +251,12 @@ static int parse_scalar_key(job_parser *jp, const char *key, const char *val)
         job->slots = (uint32_t)v;
     else if (seen == &jp->l_upjob)
         job->up_job = (uint16_t)v;
+    else if (seen == &jp->l_fb_port)
+        job->fb_sw_port = (uint16_t)v;
+    else if (seen == &jp->l_lease)
+        job->lease = (uint32_t)v;
+    else if (seen == &jp->l_lease_first)
+        job->lease_first = (uint32_t)v;
     else
         job->first_clock = (uint32_t)v;
     return 0;
@@ -333,6 +352,63 @@ static int parse_token_key(job_parser *jp, const char *val)
     return 0;
 }
 
+/* fallback = A.B.C.D:PORT: the job is shared (its fallback aggregator). */
+static int parse_fallback_key(job_parser *jp, const char *val)
+{
+    if (jp->l_fb) {
+        ctl_errf(jp->err, jp->errcap, "%s:%d: 'fallback' given twice (first at line %d)",
+                 jp->name, jp->lineno, jp->l_fb);
+        return -EINVAL;
+    }
+    jp->l_fb = jp->lineno;
+    if (parse_endpoint(val, &jp->job->fb_addr, &jp->job->fb_udp_port) || !jp->job->fb_addr) {
+        ctl_errf(jp->err, jp->errcap, "%s:%d: fallback '%.40s' is not A.B.C.D:PORT", jp->name,
+                 jp->lineno, val);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* After the last line, for a shared job: no tree, its own switch port,
+ * defaults. */
+static int check_shared(job_parser *jp, int tree)
+{
+    serene_ctl_job *job = jp->job;
+    int l = jp->l_fb_port ? jp->l_fb_port : jp->l_lease ? jp->l_lease : jp->l_lease_first;
+
+    if (!jp->l_fb) {
+        if (l) {
+            ctl_errf(jp->err, jp->errcap, "%s:%d: %s without fallback = A.B.C.D:PORT", jp->name,
+                     l, jp->l_fb_port ? "fallback.port" : jp->l_lease ? "lease" : "lease.first");
+            return -EINVAL;
+        }
+        return 0;
+    }
+    if (tree) {
+        ctl_errf(jp->err, jp->errcap,
+                 "%s:%d: a tree cannot be shared (fallback): its root holds its rounds", jp->name,
+                 jp->l_fb);
+        return -EINVAL;
+    }
+    if (!jp->l_fb_port)
+        job->fb_sw_port = (uint16_t)(job->n_workers + 1);
+    for (uint32_t r = 0; r < job->n_workers; r++)
+        if (job->workers[r].sw_port == job->fb_sw_port ||
+            (job->workers[r].addr == job->fb_addr &&
+             job->workers[r].udp_port == job->fb_udp_port)) {
+            ctl_errf(jp->err, jp->errcap, "%s:%d: the fallback has worker %" PRIu32 "'s %s",
+                     jp->name, jp->l_fb_port ? jp->l_fb_port : jp->l_fb, r,
+                     job->workers[r].sw_port == job->fb_sw_port ? "switch port"
+                                                                 : "address and port");
+            return -EINVAL;
+        }
+    if (!jp->l_lease)
+        job->lease = SERENE_CTL_LEASE_ALL;
+    if (!jp->l_lease_first)
+        job->lease_first = SERENE_CTL_LEASE_ALL;
+    return 0;
+}
+
 /* One line of n bytes at p, without its newline: comment, blank or key. */
 static int parse_line(job_parser *jp, const char *p, size_t n)
 {
@@ -363,6 +439,8 @@ static int parse_line(job_parser *jp, const char *p, size_t n)
         return parse_token_key(jp, val);
     if (!strcmp(key, "root") || !strncmp(key, "leaf.", 5))
         return parse_tree_key(jp, key, val);
+    if (!strcmp(key, "fallback"))
+        return parse_fallback_key(jp, val);
     return parse_scalar_key(jp, key, val);
 }
 
@@ -485,7 +563,7 @@ static int check_job(job_parser *jp)
     }
     if (!jp->l_group)
         job->mcast_group = (uint16_t)(job->id < 65535 ? job->id + 1 : 65535);
-    return 0;
+    return check_shared(jp, tree);
 }
 
 int serene_ctl_job_parse(const char *text, size_t len, const char *name, serene_ctl_job *job,

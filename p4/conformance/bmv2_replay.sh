@@ -21,13 +21,14 @@ build=$1
 shift
 here=$(cd "$(dirname "$0")" && pwd)
 p4dir=$(dirname "$here")
-scenarios=${*:-allreduce ssp incarnation roce step}
+scenarios=${*:-allreduce ssp incarnation roce step share}
 p4c=${P4C_BM2_SS:-p4c-bm2-ss}
 ss=${SIMPLE_SWITCH:-simple_switch}
 cli=${SIMPLE_SWITCH_CLI:-simple_switch_CLI}
 conform=$build/p4/sr-conform
 ctl=$build/lib/ctl/serene-ctl
 common="$here/job.conf $here/policy.conf $p4dir/include/constants.p4"
+policy=$here/policy.conf
 waits="4 12 30"   # simple_switch --use-files: seconds before it reads the pcaps
 step_s=0.02       # per input frame: ample (--use-files does not wait between frames)
 
@@ -48,15 +49,23 @@ if ! "$p4c" --std p4-16 -o "$tmp/serene.json" "$p4dir/serene.p4" >"$tmp/p4c.log"
     exit 2
 fi
 echo "compiled: $(grep -c 'warning' "$tmp/p4c.log") warnings (in $tmp/p4c.log while the run lasts)"
-"$ctl" compile --target bmv2 --job-file "$here/job.conf" "$here/policy.conf" >"$tmp/commands.txt" ||
-    exit 2
-ports=$(sed -n 's/^mirroring_add \([0-9]*\) .*/\1/p' "$tmp/commands.txt")
 
 status=0
 port_base=$((20000 + $$ % 20000))
 for sc in $scenarios; do
     d=$tmp/$sc
     mkdir -p "$d"
+    # The scenario's job (its own, as share's, or job.conf's), compiled; a
+    # port of it is each worker's and a shared job's fallback's: each has
+    # a clone session of its number (mirroring_add P P).
+    # shellcheck disable=SC2086
+    job=$("$conform" job $common "$sc") || exit 2
+    "$ctl" compile --target bmv2 --job-file "$job" "$policy" >"$d/commands.txt" || exit 2
+    ports=$(sed -n 's/^mirroring_add \([0-9]*\) \1$/\1/p' "$d/commands.txt")
+    if grep -q '^table_add share_table' "$d/commands.txt"; then
+        ports="$ports $(sed -n 's/^table_add share_table set_share [0-9]* => [^ ]* [0-9]* \([0-9]*\) .*/\1/p' \
+            "$d/commands.txt")"
+    fi
     # shellcheck disable=SC2086
     "$conform" split $common "$sc" "$p4dir/traces" "$d" || exit 2
     ifs=
@@ -80,7 +89,7 @@ for sc in $scenarios; do
             --notifications-addr "ipc://$d/notify.ipc" \
             $ifs "$tmp/serene.json" >"$d/switch.out" 2>&1 &
         ss_pid=$!
-        if "$p4dir/bmv2_configure.sh" "$d/cli.out" "$tmp/commands.txt" "$ss_pid" $((wait_s - 1)) \
+        if "$p4dir/bmv2_configure.sh" "$d/cli.out" "$d/commands.txt" "$ss_pid" $((wait_s - 1)) \
             "$cli" --thrift-port $thrift && [ $(($(date +%s) - start)) -lt $wait_s ]; then
             ok=1; break
         fi
@@ -102,10 +111,28 @@ for sc in $scenarios; do
         last=$now i=$((i + 1))
         sleep 0.5
     done
+    # What the scenario must leave in registers, where frames cannot show
+    # it (NAME.regs: REGISTER INDEX VALUE lines; share's: the leased blocks).
+    regs_bad=0
+    if [ -f "$here/$sc.regs" ]; then
+        grep -v '^#' "$here/$sc.regs" | while read -r reg idx want; do
+            [ -n "$reg" ] || continue
+            got=$(echo "register_read $reg $idx" | "$cli" --thrift-port "$thrift" 2>&1 |
+                sed -n "s/.*$reg\[$idx\] *= *\([0-9]*\).*/\1/p")
+            if [ "$got" = "$want" ]; then
+                echo "$sc: $reg[$idx] = $got"
+            else
+                echo "$sc: $reg[$idx] is '$got', want $want" >&2
+                echo bad >"$d/regs_bad"
+            fi
+        done
+        [ -f "$d/regs_bad" ] && regs_bad=1
+    fi
     kill "$ss_pid" 2>/dev/null; wait "$ss_pid" 2>/dev/null; ss_pid=
     # shellcheck disable=SC2086
     "$conform" compare $common "$sc" "$p4dir/traces" "$d"
     rc=$?
+    [ $rc -eq 0 ] && [ $regs_bad -eq 1 ] && rc=1
     [ $rc -eq 0 ] || { [ $rc -eq 1 ] && status=1 || status=2; }
 done
 if [ $status -eq 0 ]; then

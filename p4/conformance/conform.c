@@ -137,6 +137,18 @@ int cf_ctx_init(cf_ctx *c, const char *job_path, const char *policy_path,
     jp.store_words = c->job.store_words;
     jp.ring = c->job.ring;
     jp.token = c->job.token;
+    if (c->job.fb_addr) {
+        /* A shared job (share.job): a first-come pool of the blocks the
+         * job file leases, which the scenario takes for slots 0..L-1 in
+         * that order, as serene-ctl's lease_reg entries give them on BMv2. */
+        if (c->job.lease == 0) {
+            fprintf(stderr, "%s: lease 0: a pool holds at least one block\n", job_path);
+            return -1;
+        }
+        jp.fallback = 1;
+        jp.fb_peer.ip = c->job.fb_addr;
+        jp.fb_peer.port = c->job.fb_udp_port;
+    }
     if (sr_pipe_job_params_check(&jp, &why)) {
         fprintf(stderr, "%s: %s\n", job_path, why);
         return -1;
@@ -144,6 +156,9 @@ int cf_ctx_init(cf_ctx *c, const char *job_path, const char *policy_path,
     c->out = calloc(1, sizeof *c->out);
     c->roce = sr_roce_sw_create();
     if (!c->out || !c->roce || sr_pipe_create(&c->pipe) ||
+        (c->job.fb_addr &&
+         sr_pipe_set_pool(c->pipe, c->job.lease < c->slots ? c->job.lease : c->slots, c->elems,
+                          SR_POOL_FIRST)) ||
         sr_pipe_job_add(c->pipe, c->job.id, &jp)) {
         fprintf(stderr, "cannot set up the pipeline: out of memory\n");
         cf_ctx_fini(c);
@@ -180,7 +195,11 @@ static int emit_action(cf_ctx *c, const sr_pipe_action *a, const sr_frame_addr *
         memcpy(o.src_mac, req->dst_mac, 6);
         o.src_ip = req->dst_ip;
         o.src_port = req->dst_port;
-        if (a->multicast) {
+        /* Broadcast to a peer that did not send the request (a multicast
+         * copy, a relay to a shared job's fallback or from it): the job
+         * file names no MAC. */
+        if (a->multicast || a->dests[k].peer.ip != req->src_ip ||
+            a->dests[k].peer.port != req->src_port) {
             memcpy(o.dst_mac, bcast_mac, 6);
         } else {
             memcpy(o.dst_mac, req->src_mac, 6);

@@ -67,10 +67,12 @@ char *cf_slurp(const char *path, size_t *len);
 /* The value of `#define NAME V` in a P4 constants file's text; 0 if none. */
 uint32_t cf_p4_define(const char *text, const char *name);
 
-/* The scenarios: each runs on a fresh context. */
+/* The scenarios: each runs on a fresh context, with the job of the job
+ * file given, or with its own (job: a file beside it, e.g. share.job). */
 typedef struct cf_scenario {
     const char *name;
     int (*run)(cf_ctx *c);
+    const char *job;
 } cf_scenario;
 extern const cf_scenario cf_scenarios[];
 extern const unsigned cf_n_scenarios;

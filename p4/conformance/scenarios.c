@@ -16,8 +16,12 @@
 #define TOKEN(w) (0x70000000u + (w)) /* worker w's context token */
 #define STRANGER_IP 0x0a000063u      /* 10.0.0.99: in no worker_table entry */
 
+/* The rank that stands for a shared job's fallback aggregator (the job
+ * file's fallback address and port) in send_bytes. */
+#define FB_RANK 0xffffu
+
 /* The frame of h and its payload bytes (pl, len) from worker rank (or
- * src_ip) to dst_port, through the switch. */
+ * src_ip, or the fallback for FB_RANK) to dst_port, through the switch. */
 static int send_bytes(cf_ctx *c, unsigned rank, uint32_t src_ip, uint16_t dst_port, const sr_hdr *h,
                       const uint8_t *pl, size_t plen)
 {
@@ -26,14 +30,20 @@ static int send_bytes(cf_ctx *c, unsigned rank, uint32_t src_ip, uint16_t dst_po
     size_t len;
     int rc;
 
-    if (plen > SR_WIRE_MAX_PAYLOAD || rank >= c->job.n_workers)
+    if (plen > SR_WIRE_MAX_PAYLOAD || (rank >= c->job.n_workers && rank != FB_RANK) ||
+        (rank == FB_RANK && !c->job.fb_addr))
         return -EINVAL;
     memset(&a, 0, sizeof a);
     a.src_mac[0] = 0x02, a.src_mac[1] = 0x53, a.src_mac[2] = 0x45;
-    a.src_mac[5] = src_ip ? 0x63 : (uint8_t)(rank + 1);
+    a.src_mac[5] = src_ip ? 0x63 : rank == FB_RANK ? 0x09 : (uint8_t)(rank + 1);
     a.dst_mac[0] = 0x02, a.dst_mac[1] = 0x53, a.dst_mac[2] = 0x45, a.dst_mac[5] = 0xfe;
-    a.src_ip = src_ip ? src_ip : c->job.workers[rank].addr;
-    a.src_port = c->job.workers[rank].udp_port;
+    if (rank == FB_RANK) {
+        a.src_ip = c->job.fb_addr;
+        a.src_port = c->job.fb_udp_port;
+    } else {
+        a.src_ip = src_ip ? src_ip : c->job.workers[rank].addr;
+        a.src_port = c->job.workers[rank].udp_port;
+    }
     a.dst_ip = CF_SWITCH_IP;
     a.dst_port = dst_port;
     sr_hdr_pack(frame + SR_FRAME_HLEN, h);
@@ -640,11 +650,128 @@ static int run_step(cf_ctx *c)
     return leave_all(c, RUN2);
 }
 
+/* The fallback's answer h (payload n words v) about worker h.worker. */
+static int fb_send(cf_ctx *c, const sr_hdr *h, const uint32_t *v, unsigned n)
+{
+    return cf_send(c, FB_RANK, 0, SR_WIRE_UDP_PORT, h, v, n);
+}
+
+/* The fallback's JOIN_ACK to worker w's relayed JOIN (context token seq):
+ * the job as it holds it, its pool of slots. */
+static int fb_join_ack(cf_ctx *c, unsigned w, uint32_t seq, uint32_t slots)
+{
+    sr_hdr h = cf_req(c, SR_OP_JOIN_ACK, w, seq);
+    uint32_t v[SR_JOIN_PARAMS_WORDS] = {c->job.n_workers, c->elems, slots, c->job.store_words};
+
+    h.aux = NONCE;
+    h.count = SR_JOIN_PARAMS_WORDS;
+    return fb_send(c, &h, v, SR_JOIN_PARAMS_WORDS);
+}
+
+/* The fallback's answer op (status st, payload n words from base) about
+ * worker w's round (slot, shadow, call seq, offset, exponent exp). */
+static int fb_answer(cf_ctx *c, unsigned op, unsigned st, unsigned w, unsigned slot,
+                     unsigned shadow, uint32_t seq, uint32_t off, int exp, unsigned n,
+                     uint32_t base)
+{
+    uint32_t v[SR_WIRE_MAX_ELEMS];
+    sr_hdr h = cf_req(c, op, w, seq);
+
+    h.slot = (uint16_t)slot;
+    h.shadow = (uint8_t)shadow;
+    h.offset = off;
+    h.exp = (int8_t)exp;
+    h.status = (uint8_t)st;
+    h.aux = op == SR_OP_ERROR ? SR_OP_AR_DATA : CALL_TOTAL(seq);
+    h.count = (uint16_t)n;
+    for (unsigned i = 0; i < n; i++)
+        v[i] = base + i;
+    return fb_send(c, &h, v, n);
+}
+
+/* A shared job (share.job: lease L >= 2 of the slots, a fallback): the
+ * rounds of slots 0 and 1 are summed in their leased blocks, those of
+ * slot 2 at the fallback (pool.c, fallback.c; share.p4). Slots 0..L-1 are
+ * the first the scenario uses, so serene-switch's first-come pool of L
+ * blocks gives them blocks as BMv2's lease_reg does.
+ * - JOINs (one retransmitted) answered here and relayed to the fallback;
+ *   its JOIN_ACKs bind workers 0 and 1 there, one for a pool smaller than
+ *   the job's slots binds nobody (worker 2 stays unbound there).
+ * - Slots 0 and 1: rounds here, results with the window L (status), a
+ *   duplicate (AR_HELD), the shadow copy, a probe (AR_NAK).
+ * - Slot 2 version 0: every copy relayed (a duplicate too); worker 2's
+ *   first one after its JOIN again, as the fallback never bound it; a
+ *   probe of the away round relayed, one of another round answered here.
+ *   The fallback's AR_HELD, AR_NAK, ERROR MISMATCH and AR_RESULTs go on
+ *   to each worker, marked SR_FLAG_FALLBACK; the away round's results
+ *   carry the window, another round's result the fallback's status.
+ * - Slot 2 version 1: a round away too, and a copy older than it (stale:
+ *   dropped).
+ * - Dropped from the fallback: an answer about an unknown worker, an
+ *   ERROR about a JOIN, a request op, and after worker 0's LEAVE (relayed)
+ *   an answer about it. */
+static int run_share(cf_ctx *c)
+{
+    unsigned n = c->job.n_workers, E = c->elems, L = c->job.lease;
+    sr_hdr h;
+
+    if (!c->job.fb_addr || L < 2 || L >= c->slots || n < 3)
+        return -EINVAL;
+    TRY(join_all(c));
+    TRY(join(c, 1, TOKEN(1), NONCE, c->job.token)); /* retransmitted: relayed again */
+    TRY(fb_join_ack(c, 0, TOKEN(0), c->slots));
+    TRY(fb_join_ack(c, 1, TOKEN(1), c->slots));
+    TRY(fb_join_ack(c, 2, TOKEN(2), c->slots / 2)); /* a smaller pool: not bound */
+    TRY(fb_join_ack(c, 2, TOKEN(2) + 1, c->slots)); /* another context: not bound */
+
+    /* Slots 0 and 1, call 1: here. */
+    for (unsigned slot = 0; slot < 2; slot++)
+        for (unsigned w = 0; w < n; w++) {
+            TRY(ar(c, w, slot, 0, 1, slot * E, 2, (int)w, E, 100u * (w + 1) + slot, 3u));
+            if (w == 0 && slot == 0) /* duplicate while the round is open */
+                TRY(ar(c, w, slot, 0, 1, slot * E, 2, 0, E, 100u, 3u));
+        }
+    TRY(ar(c, 1, 0, 0, 1, 0, 2, 1, E, 200u, 3u)); /* the shadow copy, with the window */
+    TRY(probe(c, 2, 1, 0, 1, E, 2, 2));           /* complete: AR_NAK */
+
+    /* Slot 2 version 0, call 1: at the fallback. */
+    TRY(ar(c, 0, 2, 0, 1, 2 * E, 4, 0, E, 7u, 1u));
+    TRY(ar(c, 0, 2, 0, 1, 2 * E, 4, 0, E, 7u, 1u)); /* its copy follows it */
+    TRY(probe(c, 0, 2, 0, 1, 2 * E, 4, 0));         /* relayed */
+    TRY(fb_answer(c, SR_OP_AR_HELD, 0, 0, 2, 0, 1, 2 * E, 4, 0, 0u));
+    TRY(ar(c, 1, 2, 0, 1, 2 * E, 4, 1, E, 9u, 2u));
+    TRY(ar(c, 2, 2, 0, 1, 2 * E, 4, 2, E, 11u, 3u)); /* JOIN again first */
+    TRY(probe(c, 1, 2, 1, 1, 3 * E, 4, 1));          /* another round: answered here */
+    TRY(fb_answer(c, SR_OP_AR_NAK, 0, 1, 2, 0, 1, 2 * E, 4, 0, 0u));
+    for (unsigned w = 0; w < n; w++)
+        TRY(fb_answer(c, SR_OP_AR_RESULT, 0, w, 2, 0, 1, 2 * E, 4, E, 27u + 6u * w));
+    /* Another round's result: the fallback's status stays. */
+    TRY(fb_answer(c, SR_OP_AR_RESULT, 5, 1, 2, 0, 9, 2 * E, 4, 2, 1u));
+    TRY(fb_answer(c, SR_OP_ERROR, SR_ST_MISMATCH, 2, 2, 0, 1, 2 * E, 4, 0, 0u));
+
+    /* Slot 2 version 1, call 2: away too; a copy older than it is stale. */
+    TRY(ar(c, 1, 2, 1, 2, 2 * E, 4, 1, E, 5u, 1u));
+    TRY(ar(c, 2, 2, 1, 1, 2 * E, 4, 2, E, 5u, 1u));
+
+    /* Dropped: an unknown worker, an ERROR about a JOIN, a request. */
+    TRY(fb_answer(c, SR_OP_AR_RESULT, 0, n, 2, 1, 2, 2 * E, 4, 0, 0u));
+    h = cf_req(c, SR_OP_ERROR, 2, TOKEN(2));
+    h.status = SR_ST_STALE;
+    h.aux = SR_OP_JOIN;
+    TRY(fb_send(c, &h, NULL, 0));
+    TRY(fb_answer(c, SR_OP_AR_DATA, 0, 0, 2, 1, 2, 2 * E, 4, 2, 0u));
+    /* Worker 0 leaves: relayed; the fallback's answers about it dropped. */
+    h = cf_req(c, SR_OP_LEAVE, 0, TOKEN(0));
+    TRY(send_to(c, 0, &h, NULL, 0));
+    return fb_answer(c, SR_OP_AR_HELD, 0, 0, 2, 1, 2, 2 * E, 4, 0, 0u);
+}
+
 const cf_scenario cf_scenarios[] = {
-    {"allreduce", run_allreduce},
-    {"ssp", run_ssp},
-    {"incarnation", run_incarnation},
-    {"roce", cf_run_roce},
-    {"step", run_step},
+    {"allreduce", run_allreduce, NULL},
+    {"ssp", run_ssp, NULL},
+    {"incarnation", run_incarnation, NULL},
+    {"roce", cf_run_roce, NULL},
+    {"step", run_step, NULL},
+    {"share", run_share, "share.job"},
 };
 const unsigned cf_n_scenarios = sizeof cf_scenarios / sizeof cf_scenarios[0];

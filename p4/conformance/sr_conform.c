@@ -19,9 +19,13 @@
  *                                       wire format (lib/proto/wire.h) and
  *                                       its lane list
  *
+ *   sr-conform job     COMMON NAME      the job file of scenario NAME
+ *
  * COMMON is three arguments: JOB.conf POLICY P4CONSTANTS (the job file and
  * policy that serene-ctl compiles for every target, and the P4 program's
- * constants file with SR_P4_ELEMS and SR_P4_SLOTS).
+ * constants file with SR_P4_ELEMS and SR_P4_SLOTS). A scenario with a job
+ * of its own (share: a shared job) takes the file of that name beside
+ * JOB.conf instead.
  *
  * Exit status: 0 the traces agree; 1 they differ (each difference is
  * printed); 2 bad usage or unreadable input.
@@ -42,6 +46,7 @@ static void usage(void)
             "       sr-conform replay  JOB POLICY CONSTANTS NAME DIR\n"
             "       sr-conform split   JOB POLICY CONSTANTS NAME DIR OUTDIR\n"
             "       sr-conform compare JOB POLICY CONSTANTS NAME DIR OUTDIR\n"
+            "       sr-conform job     JOB POLICY CONSTANTS NAME\n"
             "       sr-conform check-constants CONSTANTS LANES\n");
     exit(2);
 }
@@ -137,13 +142,35 @@ static void path_of(char *out, size_t cap, const char *dir, const char *name, co
     }
 }
 
+/* The job file of scenario s: JOB, or its own beside JOB. */
+static void job_of(char *out, size_t cap, const char *job_path, const cf_scenario *s)
+{
+    const char *slash = strrchr(job_path, '/');
+    int dir = slash ? (int)(slash - job_path) : 1;
+
+    if ((size_t)(s->job ? snprintf(out, cap, "%.*s/%s", dir, slash ? job_path : ".", s->job)
+                        : snprintf(out, cap, "%s", job_path)) >= cap) {
+        fprintf(stderr, "path too long: %s\n", job_path);
+        exit(2);
+    }
+}
+
+/* A fresh context for scenario s, with its job. */
+static int ctx_open(cf_ctx *c, char **av, const cf_scenario *s)
+{
+    char job[4096];
+
+    job_of(job, sizeof job, av[0], s);
+    return cf_ctx_init(c, job, av[1], av[2]);
+}
+
 static int cmd_gen(char **av, const char *outdir)
 {
     for (unsigned i = 0; i < cf_n_scenarios; i++) {
         char p[4096];
         cf_ctx c;
 
-        if (cf_ctx_init(&c, av[0], av[1], av[2]))
+        if (ctx_open(&c, av, &cf_scenarios[i]))
             return 2;
         if (cf_scenarios[i].run(&c)) {
             fprintf(stderr, "scenario %s failed (bad job file for it?)\n", cf_scenarios[i].name);
@@ -173,8 +200,7 @@ static int cmd_replay(char **av, const char *name, const char *dir)
     unsigned diffs;
     cf_ctx c;
 
-    find_scenario(name);
-    if (cf_ctx_init(&c, av[0], av[1], av[2]))
+    if (ctx_open(&c, av, find_scenario(name)))
         return 2;
     path_of(p, sizeof p, dir, name, ".in.pcap");
     if (cf_pcap_read(p, &in))
@@ -216,6 +242,29 @@ static unsigned port_of(const cf_ctx *c, const cf_frame *f, unsigned ip_off)
         if (c->job.workers[r].addr == ip &&
             (c->job.workers[r].udp_port == udp || (ip_off == 30 && udp == SR_ROCE_UDP_PORT)))
             return c->job.workers[r].sw_port;
+    if (c->job.fb_addr && c->job.fb_addr == ip && c->job.fb_udp_port == udp)
+        return c->job.fb_sw_port;
+    return 0;
+}
+
+/* Switch port k of the job: its workers' (each once), then a shared job's
+ * fallback's; 0 past the last. */
+static unsigned port_k(const cf_ctx *c, uint32_t k, unsigned *port)
+{
+    for (uint32_t r = 0; r < c->job.n_workers; r++) {
+        int seen_before = 0;
+
+        for (uint32_t q = 0; q < r; q++)
+            seen_before |= c->job.workers[q].sw_port == c->job.workers[r].sw_port;
+        if (!seen_before && k-- == 0) {
+            *port = c->job.workers[r].sw_port;
+            return 1;
+        }
+    }
+    if (c->job.fb_addr && k == 0) {
+        *port = c->job.fb_sw_port;
+        return 1;
+    }
     return 0;
 }
 
@@ -229,23 +278,17 @@ static int cmd_ports(char **av, const char *name, const char *dir, const char *o
     int rc = 0;
     cf_ctx c;
 
-    find_scenario(name);
-    if (cf_ctx_init(&c, av[0], av[1], av[2]))
+    if (ctx_open(&c, av, find_scenario(name)))
         return 2;
     path_of(p, sizeof p, dir, name, compare ? ".out.pcap" : ".in.pcap");
     if (cf_pcap_read(p, &all)) {
         cf_ctx_fini(&c);
         return 2;
     }
-    for (uint32_t r = 0; r < c.job.n_workers && !rc; r++) {
-        unsigned port = c.job.workers[r].sw_port;
+    unsigned port;
+    for (uint32_t k = 0; !rc && port_k(&c, k, &port); k++) {
         cf_frames mine = {0}, got = {0};
-        int seen_before = 0;
 
-        for (uint32_t q = 0; q < r; q++)
-            seen_before |= c.job.workers[q].sw_port == port;
-        if (seen_before)
-            continue;
         for (size_t i = 0; i < all.n && !rc; i++) {
             /* Inputs by source; outputs by destination. Input frames from
              * an address outside the job enter on rank 0's port. */
@@ -340,6 +383,15 @@ static int cmd_check_constants(const char *constants, const char *lanes)
     return bad;
 }
 
+static int cmd_job(char **av, const char *name)
+{
+    char job[4096];
+
+    job_of(job, sizeof job, av[0], find_scenario(name));
+    printf("%s\n", job);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "check-constants"))
@@ -352,6 +404,8 @@ int main(int argc, char **argv)
         return cmd_replay(argv + 2, argv[5], argv[6]);
     if (!strcmp(argv[1], "split") && argc == 8)
         return cmd_ports(argv + 2, argv[5], argv[6], argv[7], 0);
+    if (!strcmp(argv[1], "job") && argc == 6)
+        return cmd_job(argv + 2, argv[5]);
     if (!strcmp(argv[1], "compare") && argc == 8)
         return cmd_ports(argv + 2, argv[5], argv[6], argv[7], 1);
     usage();

@@ -58,7 +58,7 @@
 // The parent's result lane into the cell: the leaf's shadow copy.
 #define SR_UP_LANE(i)                                                       \
     if (hdr.vals[i].isValid()) {                                            \
-        val_reg_##i.write(cell, hdr.vals[i].v);                             \
+        val_reg_##i.write(vcell, hdr.vals[i].v);                            \
     }
 // A leaf's AR_PROBE or AR_RESULT to the parent may not go more often
 // (ingress_global_timestamp is in microseconds): serene-switch's
@@ -68,13 +68,13 @@
 #define SR_AR_LANE(i)                                                       \
     if (hdr.vals[i].isValid()) {                                            \
         bit<32> acc_##i;                                                    \
-        val_reg_##i.read(acc_##i, cell);                                    \
+        val_reg_##i.read(acc_##i, vcell);                                   \
         if (first) {                                                        \
             acc_##i = hdr.vals[i].v;                                        \
         } else {                                                            \
             acc_##i = acc_##i + hdr.vals[i].v;                              \
         }                                                                   \
-        val_reg_##i.write(cell, acc_##i);                                   \
+        val_reg_##i.write(vcell, acc_##i);                                  \
         hdr.vals[i].v = acc_##i;                                            \
     }
 // A header-only answer: no payload.
@@ -83,7 +83,7 @@
 #define SR_RESULT_LANE(i)                                                   \
     if (i < m_count) {                                                      \
         hdr.vals[i].setValid();                                             \
-        val_reg_##i.read(hdr.vals[i].v, cell);                              \
+        val_reg_##i.read(hdr.vals[i].v, vcell);                             \
     } else {                                                                \
         hdr.vals[i].setInvalid();                                           \
     }
@@ -101,6 +101,10 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
     @name(".upwait_reg") register<bit<8>>(SR_P4_CELLS) upwait_reg; // 1: partial up, result awaited
     @name(".upts_reg") register<bit<48>>(SR_P4_CELLS) upts_reg;    // when it last went up
     @name(".slot_epoch_reg") register<bit<32>>(SR_P4_SLOT_ENTRIES) slot_epoch_reg;
+    // A shared job (share.p4): each slot's leased block + 1 (0: none), by the
+    // control plane; where each cell's round is summed (SR_P4_CELL_*).
+    @name(".lease_reg") register<bit<16>>(SR_P4_SLOT_ENTRIES) lease_reg;
+    @name(".relay_reg") register<bit<8>>(SR_P4_CELLS) relay_reg;
 
     // The AR_RESULT header of a cell; payload set by the caller.
     action result_hdr(bit<32> m_seq, bit<32> m_off, bit<16> m_count, bit<8> m_exp,
@@ -112,8 +116,17 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         hdr.serene.exp = m_exp;
         hdr.serene.next_exp = nexp;
         hdr.serene.flags = 0;
-        hdr.serene.status = 0;
+        hdr.serene.status = meta.stamp; // a shared job's window; 0 for any other
         hdr.serene.aux = m_total;
+    }
+
+    // A shared job's request to its fallback, unchanged (egress writes the
+    // addresses); one the fallback has not bound first sends its JOIN again,
+    // in this packet's ingress clone (share.p4).
+    action to_fallback() {
+        meta.route = SR_P4_OUT_FALLBACK;
+        meta.fb_clone = !meta.fb_bound;
+        meta.fb_rejoin = !meta.fb_bound;
     }
 
     // AR_HELD or AR_NAK: the request's header, back to the sender alone.
@@ -152,6 +165,9 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
                        (index_t)hdr.serene.shadow;
         index_t other = cell ^ 1;
         index_t sidx = meta.blk * SR_P4_SLOTS + (index_t)hdr.serene.slot;
+        index_t vcell = cell; // the cell's values: a shared job's are in its leased block
+        bit<16> lease;
+        bit<8> relay;
         bit<32> tag;
         bool stale;
         bitmap_t seen;
@@ -174,6 +190,30 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         bool up_due;
         bool ours;
 
+        if (meta.from_fallback) {
+            // sr_fb_answer: on to the worker it names, if bound here; an
+            // away round's result with the window of its next call.
+            if (!meta.worker_ok ||
+                (hdr.serene.op == SR_OP_ERROR && hdr.serene.aux != (bit<32>)SR_OP_AR_DATA &&
+                 hdr.serene.aux != (bit<32>)SR_OP_AR_PROBE) ||
+                (hdr.serene.op != SR_OP_AR_RESULT && hdr.serene.op != SR_OP_AR_HELD &&
+                 hdr.serene.op != SR_OP_AR_NAK && hdr.serene.op != SR_OP_ERROR)) {
+                meta.route = SR_P4_OUT_DROP;
+                return;
+            }
+            if (hdr.serene.op == SR_OP_AR_RESULT && (bit<32>)hdr.serene.slot < SR_P4_SLOTS) {
+                relay_reg.read(relay, cell);
+                mseq_reg.read(m_seq, cell);
+                moff_reg.read(m_off, cell);
+                slot_epoch_reg.read(tag, sidx);
+                if (tag == meta.epoch && relay == SR_P4_CELL_AWAY && hdr.serene.seq == m_seq &&
+                    hdr.serene.offset == m_off) {
+                    hdr.serene.status = meta.stamp;
+                }
+            }
+            meta.route = SR_P4_OUT_RANK;
+            return;
+        }
         if (meta.from_parent) {
             // sr_allreduce_up_answer: the parent about this leaf's cell.
             if ((bit<32>)hdr.serene.slot >= SR_P4_SLOTS) {
@@ -253,6 +293,8 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         nexp_reg.read(nexp, cell);
         upwait_reg.read(upwait, cell);
         upts_reg.read(upts, cell);
+        relay_reg.read(relay, cell);
+        lease_reg.read(lease, sidx);
         slot_epoch_reg.read(tag, sidx);
         stale = tag != meta.epoch;
         if (stale) {
@@ -268,6 +310,7 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
             m_exp = 0;
             nexp = 0;
             upwait = 0;
+            relay = SR_P4_CELL_GONE;
         }
         up_due = sm.ingress_global_timestamp - upts >= SR_P4_UP_RESEND_US;
         meta_eq = hdr.serene.seq == m_seq && hdr.serene.offset == m_off &&
@@ -276,6 +319,70 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         // Older piece than the cell's round: call (serial), then offset.
         dseq = hdr.serene.seq - m_seq;
         older = dseq[31:31] == 1 || (dseq == 0 && hdr.serene.offset < m_off);
+
+        if (meta.shared) {
+            // shared_data and shared_probe (p4/swswitch/allreduce.c): each
+            // round is summed in one place, chosen when it starts.
+            if (probe) {
+                if (relay == SR_P4_CELL_AWAY && hdr.serene.seq == m_seq &&
+                    hdr.serene.offset == m_off && hdr.serene.exp == m_exp &&
+                    hdr.serene.aux == m_total) {
+                    to_fallback();
+                    return;
+                }
+            } else if (relay == SR_P4_CELL_HERE && (cnt != 0 || meta_eq)) {
+                if (lease == 0) {
+                    meta.route = SR_P4_OUT_DROP; // the control plane took the block
+                    return;
+                }
+            } else if (meta_eq) {
+                if (relay == SR_P4_CELL_AWAY) {
+                    to_fallback(); // a copy of the away round
+                } else {
+                    meta.route = SR_P4_OUT_DROP; // its block went back: lease lost
+                }
+                return;
+            } else if (cnt_other != 0 || (relay == SR_P4_CELL_AWAY && older)) {
+                meta.route = SR_P4_OUT_DROP; // stale
+                return;
+            } else if (lease != 0) {
+                // A new round in the slot's block, with seen cleared: the
+                // workers cleared their bits in the rounds that went away.
+                relay_reg.write(cell, SR_P4_CELL_HERE);
+                seen = 0;
+            } else {
+                // A new round with no block: the fallback's, and its
+                // metadata the cell's, so that every copy follows it.
+                if (stale) {
+                    slot_epoch_reg.write(sidx, meta.epoch);
+                    seen_reg.write(cell, 0);
+                    seen_reg.write(other, 0);
+                    cnt_reg.write(cell, 0);
+                    cnt_reg.write(other, 0);
+                    mseq_reg.write(other, 0);
+                    moff_reg.write(other, 0);
+                    mtotal_reg.write(other, 0);
+                    mcount_reg.write(other, 0);
+                    mexp_reg.write(other, 0);
+                    nexp_reg.write(other, 0);
+                    nexp_reg.write(cell, 0);
+                    upwait_reg.write(other, 0);
+                    upwait_reg.write(cell, 0);
+                    relay_reg.write(other, SR_P4_CELL_GONE);
+                }
+                relay_reg.write(cell, SR_P4_CELL_AWAY);
+                mseq_reg.write(cell, hdr.serene.seq);
+                moff_reg.write(cell, hdr.serene.offset);
+                mtotal_reg.write(cell, hdr.serene.aux);
+                mcount_reg.write(cell, hdr.serene.count);
+                mexp_reg.write(cell, hdr.serene.exp);
+                to_fallback();
+                return;
+            }
+            if (lease != 0) {
+                vcell = (((index_t)lease - 1) << 1) | (index_t)hdr.serene.shadow;
+            }
+        }
 
         if (m_count == SR_WIRE_COUNT_POISON) {
             meta.err = SR_ST_MISMATCH; // poisoned: everyone learns it
@@ -351,6 +458,7 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
             mexp_reg.write(other, 0);
             nexp_reg.write(other, 0);
             upwait_reg.write(other, 0);
+            relay_reg.write(other, SR_P4_CELL_GONE);
         }
         first = cnt == 0;
         if (first) {

@@ -75,6 +75,10 @@
 // points at the job's multicast group (mirroring_add_mc): above every
 // port's session (a port is 9 bits; sessions are 15).
 #define SR_P4_STEP_SESSION0 512
+// A shared job's JOIN also goes to its fallback aggregator as an ingress
+// clone to mirror session SR_P4_FB_SESSION0 + (job id mod SR_P4_MAX_JOBS),
+// which serene-ctl points at the fallback's port (mirroring_add).
+#define SR_P4_FB_SESSION0 516
 #define SR_P4_DROP_PORT 511  // v1model's drop port
 
 #endif /* SERENE_P4_CONSTANTS_P4_ */

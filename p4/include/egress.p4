@@ -14,6 +14,12 @@
  *   ans_* metadata, which the clone preserves;
  * - a leaf's packet to its parent (route SR_P4_OUT_UP, upstream.p4) keeps
  *   the addresses ingress wrote, Ethernet SR_P4_SWITCH_MAC both ways;
+ * - a shared job's request to its fallback (route SR_P4_OUT_FALLBACK, or
+ *   the ingress clone of a JOIN) goes from the switch's address and port
+ *   as the worker addressed it, Ethernet destination broadcast; a clone
+ *   marked fb_rejoin becomes the worker's JOIN, built from its binding
+ *   (share.p4); the fallback's answer to a worker (SR_P4_OUT_RANK) keeps
+ *   the addresses ingress wrote;
  * - every Serene copy leaves with IPv4 id 0, DF, TTL 64, lengths for its
  *   count, and UDP checksum 0 (allowed over IPv4), as sr_frame_pack builds
  *   frames but for that checksum;
@@ -31,6 +37,11 @@
 #include "roce_out.p4"
 #include "step_out.p4"
 #include "types.p4"
+
+#define SR_JOIN_REQ_VAL(i)                                                  \
+    if (i >= SR_JOIN_REQ_WORDS) {                                           \
+        hdr.vals[i].setInvalid();                                           \
+    }
 
 #define SR_CLOCK_ANS_VAL(i)                                                 \
     if (i >= SR_SYNC_WORDS) {                                               \
@@ -67,6 +78,8 @@ control SereneEgress(inout headers_t hdr, inout meta_t meta, inout standard_meta
         bit<16> port;
         bool keep;
         bool copy;
+        bool cloned = sm.instance_type == SR_P4_INSTANCE_CLONE_I2E;
+        bool to_fb = meta.route == SR_P4_OUT_FALLBACK || (cloned && meta.fb_clone);
 
         if (!meta.serene) {
             return; // forwarded as is
@@ -74,7 +87,41 @@ control SereneEgress(inout headers_t hdr, inout meta_t meta, inout standard_meta
         // A multicast copy: of the packet, or of a STEP's clone (its STEP_RESP).
         copy = sm.instance_type == SR_P4_INSTANCE_REPLICATION ||
                (sm.instance_type == SR_P4_INSTANCE_CLONE_I2E && meta.step_row);
-        if (meta.route == SR_P4_OUT_UP) {
+        if (to_fb) {
+            if (cloned && meta.fb_rejoin) {
+                // sr_fb_relay's rejoin: the worker's JOIN as it bound here,
+                // with the job's admission token.
+                hdr.serene.op = SR_OP_JOIN;
+                hdr.serene.worker = meta.fb_worker;
+                hdr.serene.seq = meta.w_token;
+                hdr.serene.aux = meta.nonce;
+                hdr.serene.count = SR_JOIN_REQ_WORDS;
+                hdr.serene.shadow = 0;
+                hdr.serene.slot = 0;
+                hdr.serene.exp = 0;
+                hdr.serene.next_exp = 0;
+                hdr.serene.flags = 0;
+                hdr.serene.status = 0;
+                hdr.serene.offset = 0;
+                hdr.vals[0].setValid();
+                hdr.vals[0].v = meta.job_token[63:32];
+                hdr.vals[1].setValid();
+                hdr.vals[1].v = meta.job_token[31:0];
+                hdr.vals[2].setValid();
+                hdr.vals[2].v = 0;
+                hdr.vals[3].setValid();
+                hdr.vals[3].v = 0;
+                SR_LANES(SR_JOIN_REQ_VAL)
+            }
+            hdr.eth.src_addr = hdr.eth.dst_addr;
+            hdr.eth.dst_addr = 0xffffffffffff;
+            hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
+            hdr.ipv4.dst_addr = meta.fb_ip;
+            hdr.udp.src_port = hdr.udp.dst_port;
+            hdr.udp.dst_port = meta.fb_udp;
+        } else if (meta.route == SR_P4_OUT_RANK) {
+            // ingress wrote its addresses (share.p4's RankDown)
+        } else if (meta.route == SR_P4_OUT_UP) {
             // A leaf's packet to its parent: ingress set its addresses.
             hdr.eth.src_addr = SR_P4_SWITCH_MAC;
             hdr.eth.dst_addr = SR_P4_SWITCH_MAC;
@@ -128,7 +175,7 @@ control SereneEgress(inout headers_t hdr, inout meta_t meta, inout standard_meta
         hdr.ipv4.flags = 2; // DF
         hdr.ipv4.frag_offset = 0;
         hdr.ipv4.ttl = 64;
-        if (meta.route != SR_P4_OUT_UP) { // a leaf talks to its parent over UDP
+        if (meta.route != SR_P4_OUT_UP && !to_fb) { // parents and fallbacks talk UDP
             roce_out.apply(hdr, meta, sm, copy);
         }
     }

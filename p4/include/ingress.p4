@@ -36,6 +36,7 @@
 #include "membership.p4"
 #include "policy.p4"
 #include "roce_in.p4"
+#include "share.p4"
 #include "step.p4"
 #include "store.p4"
 #include "types.p4"
@@ -58,6 +59,9 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
     UpstreamJob() upstream_job;
     ParentAnswer() parent_answer;
     RelayDown() relay_back;
+    ShareJob() share_job;
+    FallbackAnswer() fallback_answer;
+    RankDown() rank_down;
 
     action drop(bit<32> reason) {
         mark_to_drop(sm);
@@ -145,6 +149,12 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
         meta.leaf = false;
         meta.relay = false;
         meta.from_parent = false;
+        meta.shared = false;
+        meta.stamp = 0;
+        meta.from_fallback = false;
+        meta.fb_bound = false;
+        meta.fb_clone = false;
+        meta.fb_rejoin = false;
         if (sm.parser_error != error.NoError || sm.checksum_error == 1) {
             drop(SR_P4_DROP_PARSE);
             return;
@@ -186,12 +196,18 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
                   op == SR_OP_AR_PROBE || ssp_op;
         if (!request) {
             // Answers: only a leaf's parent's, about the leaf's cells
-            // (upstream.p4); any other is a loop or a confused peer.
+            // (upstream.p4), or a shared job's fallback's (share.p4); any
+            // other is a loop or a confused peer.
             if (op == SR_OP_AR_RESULT || op == SR_OP_AR_NAK || op == SR_OP_AR_HELD ||
                 op == SR_OP_ERROR) {
                 parent_answer.apply(hdr, meta);
             }
-            if (!meta.from_parent) {
+            if (!meta.from_parent && (op == SR_OP_AR_RESULT || op == SR_OP_AR_NAK ||
+                                      op == SR_OP_AR_HELD || op == SR_OP_ERROR ||
+                                      op == SR_OP_JOIN_ACK)) {
+                fallback_answer.apply(hdr, meta);
+            }
+            if (!meta.from_parent && !meta.from_fallback) {
                 drop(SR_P4_DROP_ANSWER);
                 return;
             }
@@ -209,7 +225,8 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
             meta.blk = (index_t)(hdr.serene.job & (SR_P4_MAX_JOBS - 1));
             epoch_reg.read(meta.epoch, (bit<32>)hdr.serene.job);
             upstream_job.apply(hdr, meta);
-            if (request) {
+            share_job.apply(hdr, meta);
+            if (request || meta.from_fallback) {
                 membership.apply(hdr, meta, sm, reset_clocks);
             }
             if (reset_clocks) {
@@ -222,8 +239,11 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
                 meta.roce_learn = meta.roce ? SR_P4_ROCE_BIND : SR_P4_ROCE_UNBIND;
             }
             if (meta.err == 0) {
-                if (!request || op == SR_OP_AR_DATA || op == SR_OP_AR_PROBE) {
-                    allreduce.apply(hdr, meta, sm); // from_parent: the parent's answer
+                if (meta.from_fallback && op == SR_OP_JOIN_ACK) {
+                    // membership took it
+                } else if (!request || op == SR_OP_AR_DATA || op == SR_OP_AR_PROBE) {
+                    // from_parent, from_fallback: their answers
+                    allreduce.apply(hdr, meta, sm);
                 } else if (meta.leaf && ssp_op) {
                     // The store and the barrier live at the root.
                     meta.relay = meta.worker_ok;
@@ -273,8 +293,22 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
             sm.mcast_grp = meta.mgrp;
         } else if (meta.route == SR_P4_OUT_UP) {
             sm.egress_spec = meta.up_port;
+        } else if (meta.route == SR_P4_OUT_FALLBACK) {
+            sm.egress_spec = meta.fb_port;
+        } else if (meta.route == SR_P4_OUT_RANK) {
+            rank_down.apply(hdr, meta);
         } else {
             mark_to_drop(sm);
+        }
+        if (meta.route == SR_P4_OUT_RANK) {
+            sm.egress_spec = meta.rank_port;
+        } else if (meta.route == SR_P4_OUT_DROP) {
+            mark_to_drop(sm);
+        }
+        if (meta.fb_clone) {
+            // A JOIN's copy, or the JOIN before a relayed request (egress).
+            clone_preserving_field_list(CloneType.I2E, (bit<32>)SR_P4_FB_SESSION0 + meta.blk,
+                                        SR_P4_CPU_CLONE_FL);
         }
     }
 }

@@ -21,6 +21,12 @@
  * A leaf of a tree (upstream.p4) binds its workers here too, but the JOIN
  * it accepted, and a LEAVE that matched, go on to the root (meta.relay)
  * instead of being answered here.
+ *
+ * A shared job (share.p4): a JOIN it answers also goes to the fallback
+ * (meta.fb_clone), and a LEAVE that matched goes there (the fallback binds
+ * and unbinds the workers too). Per job id, fb_bound_reg: the workers the
+ * fallback bound, by its JOIN_ACK, checked here as serene-switch's
+ * join_acked does; a new incarnation clears it.
  */
 #ifndef SERENE_P4_MEMBERSHIP_P4_
 #define SERENE_P4_MEMBERSHIP_P4_
@@ -37,6 +43,7 @@ control Membership(inout headers_t hdr, inout meta_t meta, inout standard_metada
     @name(".bound_reg") register<bitmap_t>(SR_P4_JOB_IDS) bound_reg;
     @name(".left_reg") register<bitmap_t>(SR_P4_JOB_IDS) left_reg;
     @name(".token_reg") register<bit<32>>(SR_P4_WORKER_ENTRIES) token_reg;
+    @name(".fb_bound_reg") register<bitmap_t>(SR_P4_JOB_IDS) fb_bound_reg;
 
     // JOIN_ACK: the job's parameters as the 4-word payload.
     action join_ack(bit<32> nonce) {
@@ -69,6 +76,8 @@ control Membership(inout headers_t hdr, inout meta_t meta, inout standard_metada
         bitmap_t left;
         bit<32> nonce;
         bit<32> token;
+        bitmap_t fb_bound;
+        bitmap_t fbit;
         index_t tidx = meta.blk * SR_P4_MAX_WORKERS +
                        (index_t)(hdr.serene.worker & (SR_P4_MAX_WORKERS - 1));
 
@@ -77,9 +86,32 @@ control Membership(inout headers_t hdr, inout meta_t meta, inout standard_metada
         bound_reg.read(bound, jid);
         left_reg.read(left, jid);
         token_reg.read(token, tidx);
+        nonce_reg.read(nonce, jid);
+        fb_bound_reg.read(fb_bound, jid);
+        meta.w_token = token;
+        meta.nonce = nonce;
+        meta.fb_worker = hdr.serene.worker;
+
+        if (meta.from_fallback) {
+            // The fallback about worker `worker`: bound here and not left
+            // (sr_fb_answer), and its JOIN_ACK binds it there when the
+            // fallback holds the job as this switch does.
+            fbit = (bit<32>)hdr.serene.worker < meta.n_workers ?
+                   (bitmap_t)1 << (bit<8>)hdr.serene.worker : 0;
+            meta.worker_ok = (bound & ~left & fbit) != 0;
+            if (hdr.serene.op == SR_OP_JOIN_ACK) {
+                if (meta.worker_ok && hdr.serene.count == SR_JOIN_PARAMS_WORDS &&
+                    hdr.serene.seq == token && hdr.vals[0].v == meta.n_workers &&
+                    hdr.vals[1].v == SR_P4_ELEMS && hdr.vals[2].v >= SR_P4_SLOTS) {
+                    fb_bound_reg.write(jid, fb_bound | fbit);
+                }
+                meta.route = SR_P4_OUT_DROP;
+            }
+            return;
+        }
+        meta.fb_bound = (fb_bound & meta.wbit) != 0;
 
         if (hdr.serene.op == SR_OP_JOIN) {
-            nonce_reg.read(nonce, jid);
             // The admission token first: one answer (ERROR DENIED, header
             // only) whatever the nonce, rank or bindings. A JOIN carries no
             // payload (token 0) or SR_JOIN_REQ_WORDS words, token in 0 and 1.
@@ -92,6 +124,8 @@ control Membership(inout headers_t hdr, inout meta_t meta, inout standard_metada
                 meta.err = SR_ST_DENIED;
             } else if (!rank_ok) {
                 meta.err = SR_ST_NOT_MEMBER;
+            } else if (meta.shared && meta.roce) {
+                meta.err = SR_ST_UNSUPPORTED; // share.p4 relays UDP only
             } else if (hdr.serene.aux != nonce && (bound & ~left) != 0) {
                 meta.err = SR_ST_JOB_IN_USE;
             } else {
@@ -102,6 +136,7 @@ control Membership(inout headers_t hdr, inout meta_t meta, inout standard_metada
                     bound = 0;
                     left = 0;
                     left_reg.write(jid, 0);
+                    fb_bound_reg.write(jid, 0);
                     reset_clocks = true;
                 }
                 if ((bound & meta.wbit) == 0) {
@@ -112,6 +147,7 @@ control Membership(inout headers_t hdr, inout meta_t meta, inout standard_metada
                         meta.relay = true; // a leaf's JOIN_ACK comes from the root
                     } else {
                         join_ack(nonce);
+                        meta.fb_clone = meta.shared;
                     }
                 } else if (token != hdr.serene.seq || (left & meta.wbit) != 0) {
                     meta.err = SR_ST_STALE;
@@ -119,6 +155,7 @@ control Membership(inout headers_t hdr, inout meta_t meta, inout standard_metada
                     meta.relay = true;
                 } else {
                     join_ack(nonce); // the same JOIN again: its ACK was lost
+                    meta.fb_clone = meta.shared;
                 }
             }
         } else if (hdr.serene.op == SR_OP_LEAVE) {
@@ -127,6 +164,9 @@ control Membership(inout headers_t hdr, inout meta_t meta, inout standard_metada
             if (rank_ok && (bound & meta.wbit) != 0 && token == hdr.serene.seq) {
                 left_reg.write(jid, left | meta.wbit);
                 meta.relay = meta.leaf; // and the root unbinds it too
+                if (meta.shared) {
+                    meta.route = SR_P4_OUT_FALLBACK; // and the fallback
+                }
             }
         } else {
             meta.worker_ok = rank_ok && (bound & ~left & meta.wbit) != 0;

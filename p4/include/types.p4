@@ -44,6 +44,13 @@ const bit<3> SR_P4_OUT_UNICAST = 1;   // back to the sender
 const bit<3> SR_P4_OUT_MULTICAST = 2; // to every rank of the job
 const bit<3> SR_P4_OUT_FORWARD = 3;   // not Serene's: forwarded as is
 const bit<3> SR_P4_OUT_UP = 4;        // a leaf's packet to its parent (upstream.p4)
+const bit<3> SR_P4_OUT_FALLBACK = 5;  // a shared job's request to its fallback (share.p4)
+const bit<3> SR_P4_OUT_RANK = 6;      // the fallback's answer on to the worker it names
+
+// A shared job's cell (share.p4): where its round is summed.
+const bit<8> SR_P4_CELL_GONE = 0; // no round here or away (the software switch's SR_CELL_GONE)
+const bit<8> SR_P4_CELL_HERE = 1; // in the slot's leased block
+const bit<8> SR_P4_CELL_AWAY = 2; // at the fallback: its copies follow it
 
 // Word i of a STEP_RESP's row, in the metadata its clone keeps.
 #define SR_P4_STEP_WORD(i)                                                  \
@@ -79,6 +86,7 @@ struct meta_t {
     bit<32> ring_mask;
     bit<32> store_words;   // already cut to SR_P4_STORE_WORDS
     bit<16> mgrp;
+    @field_list(SR_P4_CPU_CLONE_FL)
     bit<64> job_token;     // admission token a JOIN must carry; 0: none
     index_t blk;           // the job's register block: job id mod SR_P4_MAX_JOBS
     bit<32> epoch;         // the job's incarnations so far (ingress.p4's epoch_reg)
@@ -102,6 +110,32 @@ struct meta_t {
     bool relay;            // a request the leaf relays to the parent unchanged
     // parent_table: an answer from a leaf's parent, about that leaf's job.
     bool from_parent;
+
+    // A shared job (share.p4). share_table: its fallback aggregator (address,
+    // UDP port, switch port) and the window its answers announce (status);
+    // fallback_table: an answer from that fallback; down_table: the port of
+    // the worker it names. The JOIN that goes to the fallback as an ingress
+    // clone keeps what egress writes in it.
+    bool shared;
+    @field_list(SR_P4_CPU_CLONE_FL)
+    bit<32> fb_ip;
+    @field_list(SR_P4_CPU_CLONE_FL)
+    bit<16> fb_udp;
+    bit<9> fb_port;
+    bit<8> stamp;
+    bool from_fallback;
+    bool fb_bound;         // the fallback bound the sender (its JOIN_ACK came back)
+    bit<9> rank_port;
+    @field_list(SR_P4_CPU_CLONE_FL)
+    bool fb_clone;         // this packet's ingress clone goes to the fallback
+    @field_list(SR_P4_CPU_CLONE_FL)
+    bool fb_rejoin;        // ... as the sender's JOIN, built from the three below
+    @field_list(SR_P4_CPU_CLONE_FL)
+    worker_id_t fb_worker;
+    @field_list(SR_P4_CPU_CLONE_FL)
+    bit<32> w_token;       // the sender's context token (its binding)
+    @field_list(SR_P4_CPU_CLONE_FL)
+    bit<32> nonce;         // the job's incarnation
 
     // policy_table (policy.p4): the policy at the CLOCK's or STEP's clock;
     // pol_s is the s the barrier applies (BSP 0, ASP R - 2).

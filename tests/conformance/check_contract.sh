@@ -6,7 +6,9 @@
 # name, and every table_add passes as many action parameters as the action
 # declares (range tables add a priority after them); a job's STEP_RESP
 # mirror session (mirroring_add_mc S G) is the program's
-# SR_P4_STEP_SESSION0 + job id mod SR_P4_MAX_JOBS, to the job's group.
+# SR_P4_STEP_SESSION0 + job id mod SR_P4_MAX_JOBS, to the job's group; a
+# shared job's fallback session (mirroring_add S P) is SR_P4_FB_SESSION0 +
+# job id mod SR_P4_MAX_JOBS, to the port of its share_table entry.
 # With `tree`, JOB is a tree: the command files of all its switches
 # (serene-ctl tree --target bmv2), "# switch NAME" lines between them.
 #   check_contract.sh SERENE_CTL JOB POLICY P4DIR [tree]
@@ -31,8 +33,9 @@ nparams() {
     if [ -z "$(echo "$sig" | tr -d ' ')" ]; then echo 0; else echo "$sig" | awk -F, '{ print NF }'; fi
 }
 define() { sed -n "s/^#define $1 \([0-9]*\).*/\1/p" "$p4/include/constants.p4"; }
-session0=$(define SR_P4_STEP_SESSION0) jobs=$(define SR_P4_MAX_JOBS)
-[ -n "$session0" ] && [ -n "$jobs" ] || fail "no SR_P4_STEP_SESSION0 / SR_P4_MAX_JOBS in constants.p4"
+session0=$(define SR_P4_STEP_SESSION0) jobs=$(define SR_P4_MAX_JOBS) fb0=$(define SR_P4_FB_SESSION0)
+[ -n "$session0" ] && [ -n "$jobs" ] && [ -n "$fb0" ] ||
+    fail "no SR_P4_STEP_SESSION0 / SR_P4_MAX_JOBS / SR_P4_FB_SESSION0 in constants.p4"
 # job, group and store words of every set_job (a tree's switches each have one).
 sed -n 's/^table_add job_table set_job \([0-9]*\) => [^ ]* [^ ]* [^ ]* \([0-9]*\) \([0-9]*\) .*/\1 \3 \2/p' \
     "$tmp/cmds" >"$tmp/groups"
@@ -68,5 +71,13 @@ while read -r j g st; do
     [ "$st" -eq 0 ] || grep -q "^mirroring_add_mc $((session0 + j % jobs)) $g\$" "$tmp/cmds" ||
         fail "job $j: no mirroring_add_mc $((session0 + j % jobs)) $g (its STEP_RESP session)"
 done <"$tmp/groups"
+# Every shared job has its fallback's session.
+sed -n 's/^table_add share_table set_share \([0-9]*\) => [^ ]* [0-9]* \([0-9]*\) .*/\1 \2/p' \
+    "$tmp/cmds" >"$tmp/shared"
+while read -r j port; do
+    grep -q "^mirroring_add $((fb0 + j % jobs)) $port\$" "$tmp/cmds" ||
+        fail "job $j: no mirroring_add $((fb0 + j % jobs)) $port (its fallback session)"
+    n=$((n + 1))
+done <"$tmp/shared"
 [ $status -eq 0 ] && echo "contract: $n table, register and session commands match p4/serene.p4"
 exit $status

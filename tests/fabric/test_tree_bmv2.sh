@@ -22,16 +22,12 @@
 set -uo pipefail
 BUILD=${1:?usage: $0 BUILD}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-P4C=${P4C_BM2_SS:-p4c-bm2-ss} SS=${SIMPLE_SWITCH:-simple_switch} CLI=${SIMPLE_SWITCH_CLI:-simple_switch_CLI}
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (network namespaces)"; exit 77; }
-for t in "$P4C" "$SS" "$CLI" ip; do
-    command -v "$t" >/dev/null 2>&1 || { echo "SKIP: $t not found"; exit 77; }
-done
+# shellcheck source=tree_lib.sh
+. "$ROOT/tests/fabric/tree_lib.sh"
+bmv2_tools
 CTL=$BUILD/lib/ctl/serene-ctl AR=$BUILD/tests/integ/ar_worker SSP=$BUILD/tests/integ/ssp_worker
 for b in "$CTL" "$AR" "$SSP"; do [ -x "$b" ] || { echo "FAIL: no $b"; exit 1; }; done
 
-# shellcheck source=tree_lib.sh
-. "$ROOT/tests/fabric/tree_lib.sh"
 tree_init tree-bmv2
 SWITCH_MAC=02:53:45:00:00:fe # p4/include/constants.p4's SR_P4_SWITCH_MAC
 MTU=1500
