@@ -709,7 +709,9 @@ static int fb_answer(cf_ctx *c, unsigned op, unsigned st, unsigned w, unsigned s
  *   dropped).
  * - Dropped from the fallback: an answer about an unknown worker, an
  *   ERROR about a JOIN, a request op, and after worker 0's LEAVE (relayed)
- *   an answer about it. */
+ *   an answer about it.
+ * - A new incarnation (every worker left): bindings at the fallback,
+ *   away rounds and sums of the last run gone. */
 static int run_share(cf_ctx *c)
 {
     unsigned n = c->job.n_workers, E = c->elems, L = c->job.lease;
@@ -763,7 +765,29 @@ static int run_share(cf_ctx *c)
     /* Worker 0 leaves: relayed; the fallback's answers about it dropped. */
     h = cf_req(c, SR_OP_LEAVE, 0, TOKEN(0));
     TRY(send_to(c, 0, &h, NULL, 0));
-    return fb_answer(c, SR_OP_AR_HELD, 0, 0, 2, 1, 2, 2 * E, 4, 0, 0u);
+    TRY(fb_answer(c, SR_OP_AR_HELD, 0, 0, 2, 1, 2, 2 * E, 4, 0, 0u));
+
+    /* The others leave too (relayed), and a new incarnation starts: no
+     * worker is bound at the fallback until its JOIN_ACK comes again (the
+     * first request there from the others is their JOIN again), no round
+     * is away (a probe of the last run's is answered here), and the
+     * rounds here start from their own values. Slots 0 and 1 first: the
+     * blocks went back, and serene-switch's pool gives them to the slots
+     * that ask first. */
+    for (unsigned w = 1; w < n; w++) {
+        h = cf_req(c, SR_OP_LEAVE, w, TOKEN(w));
+        TRY(send_to(c, w, &h, NULL, 0));
+    }
+    for (unsigned w = 0; w < n; w++)
+        TRY(join(c, w, TOKEN(w) + RUN2, NONCE + 1, c->job.token));
+    TRY(fb_join_ack(c, 1, TOKEN(1) + RUN2, c->slots));
+    for (unsigned slot = 0; slot < 2; slot++)
+        for (unsigned w = 0; w < n; w++)
+            TRY(ar(c, w, slot, 0, 1, slot * E, 3, 1, E, 10u * w + slot, 1u));
+    TRY(probe(c, 1, 2, 1, 2, 2 * E, 4, 1)); /* the last run's away round: AR_NAK */
+    for (unsigned w = 0; w < n; w++)
+        TRY(ar(c, w, 2, 0, 1, 2 * E, 3, 1, E, 5u * w, 1u));
+    return 0;
 }
 
 const cf_scenario cf_scenarios[] = {
