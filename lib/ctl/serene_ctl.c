@@ -57,7 +57,8 @@ static int usage(void)
             "       " PROG " job remove --control PATH --job J [--force]\n"
             "       " PROG " run --control PATH --job J POLICY [--interval MS] [--duration S]\n"
             "                  [--log FILE] [--metrics FILE]\n"
-            "       " PROG " pool --control PATH [--policy static|first|fair|priority] [--raw]\n");
+            "       " PROG " pool --control PATH [--policy static|first|fair|priority] [--raw]\n"
+            "       " PROG " pool --control PATH --take JOB:SLOT\n");
     return 2;
 }
 
@@ -451,16 +452,16 @@ static int cmd_job(int argc, char **argv)
 }
 
 /* pool: the switch's shared pool as a table (--raw: the switch's line),
- * or its policy changed (--policy). Returns 0, 1 (unreachable, no pool)
- * or 2 (usage). */
+ * its policy changed (--policy), or a slot's block taken back (--take).
+ * Returns 0, 1 (unreachable, no pool, refused) or 2 (usage). */
 static int cmd_pool(int argc, char **argv)
 {
-    const char *ctl = NULL, *policy = NULL, *jobs;
+    const char *ctl = NULL, *policy = NULL, *take = NULL, *jobs;
     unsigned long job = 0;
     int have_job = 0, raw = 0, rc;
     char line[64], reply[4096];
-    unsigned blocks, elems, nfree, revoking, peak, idle, id, held, prio;
-    int n;
+    unsigned blocks, elems, nfree, revoking, peak, idle, id, held, prio, take_job, take_slot;
+    int n = -1;
     unsigned long long grants, revokes, returns, away, preempted, wait, others;
     char pol[16];
 
@@ -474,18 +475,29 @@ static int cmd_pool(int argc, char **argv)
             policy = argv[++i];
         else if (!strcmp(argv[i], "--raw"))
             raw = 1;
+        else if (!strcmp(argv[i], "--take") && i + 1 < argc)
+            take = argv[++i];
         else
             return usage();
     }
-    if (!ctl || have_job)
+    if (!ctl || have_job || (take && policy))
         return usage();
+    if (take && (strspn(take, "0123456789:") != strlen(take) ||
+                 sscanf(take, "%5u:%9u%n", &take_job, &take_slot, &n) != 2 ||
+                 n != (int)strlen(take) || take_job > 65535)) {
+        msg("--take '%.20s' is not JOB:SLOT", take);
+        return 2;
+    }
+    if (take)
+        snprintf(line, sizeof line, "pool take %u %u", take_job, take_slot);
     if (policy && (!*policy || strchr(policy, ' ') ||
                    (size_t)snprintf(line, sizeof line, "pool policy %s", policy) >= sizeof line)) {
         msg("policy '%.20s%s' is not static, first, fair or priority", policy,
             strlen(policy) > 20 ? "..." : "");
         return 2;
     }
-    rc = serene_ctl_sw_command(ctl, policy ? line : "pool", reply, sizeof reply, CMD_TIMEOUT_MS);
+    rc = serene_ctl_sw_command(ctl, policy || take ? line : "pool", reply, sizeof reply,
+                               CMD_TIMEOUT_MS);
     if (rc == -EPROTO) {
         msg("%s: %s", ctl, reply);
         return policy && strstr(reply, "is not") ? 2 : 1;
@@ -494,7 +506,7 @@ static int cmd_pool(int argc, char **argv)
         msg("cannot reach the switch's control socket %s: %s", ctl, strerror(-rc));
         return 1;
     }
-    if (raw || policy) {
+    if (raw || policy || take) {
         puts(reply);
         return fflush(stdout) ? 1 : 0;
     }

@@ -12,6 +12,10 @@
 # BUILDDIR is a meson build directory of this repository (for sr-conform and
 # serene-ctl). p4c-bm2-ss, simple_switch and simple_switch_CLI are taken
 # from PATH, or from $P4C_BM2_SS, $SIMPLE_SWITCH and $SIMPLE_SWITCH_CLI.
+# A scenario with control steps (traces/NAME.ctl: share-take) cannot run
+# from files, which simple_switch reads all at once: it runs live, as root,
+# on veth pairs in a network namespace of its own (bmv2_live.py sends each
+# frame and the steps' commands between them); without root it is skipped.
 # Work files go to a mktemp directory, kept (and named) when a check fails.
 # Exit status: 0 every scenario agrees, 1 a difference, 2 a setup failure,
 # 77 the BMv2 tools are missing.
@@ -21,7 +25,7 @@ build=$1
 shift
 here=$(cd "$(dirname "$0")" && pwd)
 p4dir=$(dirname "$here")
-scenarios=${*:-allreduce ssp incarnation roce step share}
+scenarios=${*:-allreduce ssp incarnation roce step share share-take}
 p4c=${P4C_BM2_SS:-p4c-bm2-ss}
 ss=${SIMPLE_SWITCH:-simple_switch}
 cli=${SIMPLE_SWITCH_CLI:-simple_switch_CLI}
@@ -38,8 +42,11 @@ done
 [ -x "$conform" ] && [ -x "$ctl" ] || { echo "$build: no sr-conform or serene-ctl built" >&2; exit 2; }
 
 tmp=$(mktemp -d)
-ss_pid=
-cleanup() { [ -n "$ss_pid" ] && kill "$ss_pid" 2>/dev/null; }
+ss_pid= live_ns=
+cleanup() {
+    [ -n "$ss_pid" ] && kill "$ss_pid" 2>/dev/null
+    [ -n "$live_ns" ] && ip netns del "$live_ns" 2>/dev/null
+}
 trap cleanup EXIT INT TERM
 
 echo "compiling $p4dir/serene.p4"
@@ -49,6 +56,42 @@ if ! "$p4c" --std p4-16 -o "$tmp/serene.json" "$p4dir/serene.p4" >"$tmp/p4c.log"
     exit 2
 fi
 echo "compiled: $(grep -c 'warning' "$tmp/p4c.log") warnings (in $tmp/p4c.log while the run lasts)"
+
+# live SCENARIO DIR PORTS: run the scenario on a live simple_switch (see
+# above): its outputs in DIR/PORT_out.pcap. Returns 0, 77 (no root: skipped)
+# or 2 (setup failed).
+live() {
+    local sc=$1 d=$2 ports=$3 p ifs= hosts=
+    if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null 2>&1; then
+        echo "SKIP: $sc: its control steps need a live switch on veth pairs (root, ip)"
+        return 77
+    fi
+    live_ns=srlive$$
+    ip netns add "$live_ns" && ip -n "$live_ns" link set lo up || return 2
+    # No IPv6 on the links: the kernel would send its own frames on them.
+    ip netns exec "$live_ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 \
+        net.ipv6.conf.default.disable_ipv6=1 || return 2
+    for p in $ports; do
+        ip -n "$live_ns" link add "swp$p" type veth peer name "hp$p" &&
+            ip -n "$live_ns" link set "swp$p" up && ip -n "$live_ns" link set "hp$p" up || return 2
+        ifs="$ifs -i $p@swp$p" hosts="$hosts $p=hp$p"
+    done
+    thrift=$port_base
+    port_base=$((port_base + 1))
+    # shellcheck disable=SC2086
+    ip netns exec "$live_ns" "$ss" --thrift-port $thrift --log-file "$d/switch" --log-flush \
+        --notifications-addr "ipc://$d/notify.ipc" $ifs "$tmp/serene.json" >"$d/switch.out" 2>&1 &
+    ss_pid=$!
+    "$p4dir/bmv2_configure.sh" "$d/cli.out" "$d/commands.txt" "$ss_pid" 30 \
+        ip netns exec "$live_ns" "$cli" --thrift-port $thrift ||
+        { echo "$sc: could not configure simple_switch (see $d/cli.out)" >&2; return 2; }
+    # shellcheck disable=SC2086
+    ip netns exec "$live_ns" python3 "$here/bmv2_live.py" "$d" "$p4dir/traces/$sc.ctl" \
+        "$p4dir/traces/$sc.out.pcap" "$cli" --thrift-port $thrift -- $hosts || return 2
+    kill "$ss_pid" 2>/dev/null; wait "$ss_pid" 2>/dev/null; ss_pid=
+    ip netns del "$live_ns"; live_ns=
+    return 0
+}
 
 status=0
 port_base=$((20000 + $$ % 20000))
@@ -68,6 +111,17 @@ for sc in $scenarios; do
     fi
     # shellcheck disable=SC2086
     "$conform" split $common "$sc" "$p4dir/traces" "$d" || exit 2
+    if [ -f "$p4dir/traces/$sc.ctl" ]; then
+        live "$sc" "$d" "$ports"
+        rc=$?
+        [ $rc -eq 77 ] && continue
+        [ $rc -eq 0 ] || { status=2; break; }
+        # shellcheck disable=SC2086
+        "$conform" compare $common "$sc" "$p4dir/traces" "$d"
+        rc=$?
+        [ $rc -eq 0 ] || { [ $rc -eq 1 ] && status=1 || status=2; }
+        continue
+    fi
     ifs=
     for p in $ports; do ifs="$ifs -i $p@$d/$p"; done
     n=$(wc -c <"$p4dir/traces/$sc.in.pcap")

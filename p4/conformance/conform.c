@@ -111,9 +111,11 @@ int cf_ctx_init(cf_ctx *c, const char *job_path, const char *policy_path,
         return -1;
     c->elems = cf_p4_define(text, "SR_P4_ELEMS");
     c->slots = cf_p4_define(text, "SR_P4_SLOTS");
+    c->max_jobs = cf_p4_define(text, "SR_P4_MAX_JOBS");
     free(text);
-    if (!c->elems || !c->slots) {
-        fprintf(stderr, "%s: no #define SR_P4_ELEMS / SR_P4_SLOTS\n", constants_path);
+    if (!c->elems || !c->slots || !c->max_jobs) {
+        fprintf(stderr, "%s: no #define SR_P4_ELEMS / SR_P4_SLOTS / SR_P4_MAX_JOBS\n",
+                constants_path);
         return -1;
     }
     text = cf_slurp(job_path, &len);
@@ -179,6 +181,100 @@ void cf_ctx_fini(cf_ctx *c)
     c->out = NULL;
     cf_frames_free(&c->in);
     cf_frames_free(&c->res);
+}
+
+static int ctl_run(cf_ctx *c, const char *sw)
+{
+    char reply[SR_CTL_REPLY_MAX];
+
+    if (!strcmp(sw, "-"))
+        return 0;
+    sr_ctl_exec(c->pipe, sw, reply, sizeof reply);
+    if (strncmp(reply, "ok", 2)) {
+        fprintf(stderr, "control step '%s' refused: %s\n", sw, reply);
+        return -EIO;
+    }
+    return 0;
+}
+
+int cf_control(cf_ctx *c, const char *sw, const char *bmv2)
+{
+    cf_ctl *k = &c->ctl[c->n_ctl];
+
+    if (c->n_ctl == CF_MAX_CTL)
+        return -ENOSPC;
+    if (strlen(sw) >= sizeof k->sw || strlen(bmv2) >= sizeof k->bmv2 || strchr(sw, '\t') ||
+        strchr(bmv2, '\t'))
+        return -EINVAL;
+    if (ctl_run(c, sw))
+        return -EIO;
+    k->ts = c->ts;
+    strcpy(k->sw, sw);
+    strcpy(k->bmv2, bmv2);
+    c->n_ctl++;
+    return 0;
+}
+
+int cf_ctl_write(const char *path, const cf_ctx *c)
+{
+    FILE *f = fopen(path, "w");
+
+    if (!f) {
+        fprintf(stderr, "%s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "# control steps: before the input frame with timestamp TS (us), the software\n"
+               "# switch's command, then BMv2's (simple_switch_CLI); - for none\n");
+    for (unsigned i = 0; i < c->n_ctl; i++)
+        fprintf(f, "%llu\t%s\t%s\n", (unsigned long long)c->ctl[i].ts, c->ctl[i].sw,
+                c->ctl[i].bmv2);
+    if (fclose(f)) {
+        fprintf(stderr, "%s: write failed\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+int cf_ctl_read(const char *path, cf_ctx *c)
+{
+    FILE *f = fopen(path, "r");
+    char line[256];
+
+    c->n_ctl = 0;
+    if (!f)
+        return errno == ENOENT ? 0 : (fprintf(stderr, "%s: %s\n", path, strerror(errno)), -1);
+    while (fgets(line, sizeof line, f)) {
+        cf_ctl *k = &c->ctl[c->n_ctl];
+        char *sw, *bm, *nl;
+
+        if (line[0] == '#')
+            continue;
+        if ((nl = strchr(line, '\n')))
+            *nl = '\0';
+        sw = strchr(line, '\t');
+        bm = sw ? strchr(sw + 1, '\t') : NULL;
+        if (c->n_ctl == CF_MAX_CTL || !bm || (size_t)(bm - sw - 1) >= sizeof k->sw ||
+            strlen(bm + 1) >= sizeof k->bmv2) {
+            fprintf(stderr, "%s: bad control step '%.60s'\n", path, line);
+            fclose(f);
+            return -1;
+        }
+        k->ts = strtoull(line, NULL, 10);
+        memcpy(k->sw, sw + 1, (size_t)(bm - sw - 1));
+        k->sw[bm - sw - 1] = '\0';
+        strcpy(k->bmv2, bm + 1);
+        c->n_ctl++;
+    }
+    fclose(f);
+    return 0;
+}
+
+int cf_ctl_apply(cf_ctx *c, uint64_t ts, unsigned *next)
+{
+    for (; *next < c->n_ctl && c->ctl[*next].ts <= ts; (*next)++)
+        if (ctl_run(c, c->ctl[*next].sw))
+            return -EIO;
+    return 0;
 }
 
 /* The frames of one action, replica by replica. */

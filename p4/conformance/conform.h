@@ -39,15 +39,28 @@
 /* A conformance run: one fresh pipeline holding the job of the job file,
  * with the policy installed through the same control commands
  * `serene-ctl compile --target sw` emits. */
+/* A control-plane step in a scenario, before the input frame with
+ * timestamp ts: the software switch's control command and the BMv2
+ * simple_switch_CLI command that does the same ("-": none there). Kept
+ * as NAME.ctl beside the traces, one "TS<TAB>SW<TAB>BMV2" line each. */
+#define CF_MAX_CTL 8
+typedef struct cf_ctl {
+    uint64_t ts;
+    char sw[64], bmv2[96];
+} cf_ctl;
+
 typedef struct cf_ctx {
     sr_pipe *pipe;
     serene_ctl_job job;
     uint32_t elems, slots; /* the P4 program's lanes and slots per job */
+    uint32_t max_jobs;     /* its register blocks (SR_P4_MAX_JOBS) */
     sr_pipe_out *out;
     sr_roce_sw *roce; /* frames to UDP 4791: RoCEv2 in, RoCEv2 answers out */
     cf_frames in;  /* frames given to the switch */
     cf_frames res; /* frames the switch sent, in order */
     uint64_t ts;   /* timestamp of the next input frame */
+    cf_ctl ctl[CF_MAX_CTL]; /* the scenario's control steps, in order */
+    unsigned n_ctl;
 } cf_ctx;
 
 /* Set up c from a job file, a policy file and the P4 program's constants
@@ -60,6 +73,18 @@ void cf_ctx_fini(cf_ctx *c);
 /* Give one input frame to the switch: appended to c->in (when record is
  * nonzero) and every resulting frame to c->res. Returns 0 or -ENOMEM. */
 int cf_step(cf_ctx *c, const uint8_t *frame, size_t len, uint64_t ts, int record);
+
+/* A control step now (before the next input frame): sw run on the
+ * software switch ("ok" expected) unless "-", and both recorded. Returns 0,
+ * -ENOSPC (too many), -EINVAL (too long) or -EIO (the switch refused). */
+int cf_control(cf_ctx *c, const char *sw, const char *bmv2);
+/* Write c's control steps to path, or read them from it into c (a missing
+ * file: none). Return 0, or -1 with a message on stderr. */
+int cf_ctl_write(const char *path, const cf_ctx *c);
+int cf_ctl_read(const char *path, cf_ctx *c);
+/* Run the software-switch command of every control step at or before ts
+ * not run yet (*next: the first not run). Returns 0 or -EIO. */
+int cf_ctl_apply(cf_ctx *c, uint64_t ts, unsigned *next);
 
 /* The contents of path, NUL-terminated (free it); NULL with a message. */
 char *cf_slurp(const char *path, size_t *len);

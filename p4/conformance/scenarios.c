@@ -8,17 +8,14 @@
  * it, see p4/README.md), and each case names the pipeline rule it covers.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
-#include "conform.h"
+#include "scenarios.h"
 
-#define NONCE 0x5e4e0001u     /* the job's incarnation in every scenario */
-#define TOKEN(w) (0x70000000u + (w)) /* worker w's context token */
 #define STRANGER_IP 0x0a000063u      /* 10.0.0.99: in no worker_table entry */
 
-/* The rank that stands for a shared job's fallback aggregator (the job
- * file's fallback address and port) in send_bytes. */
-#define FB_RANK 0xffffu
 
 /* The frame of h and its payload bytes (pl, len) from worker rank (or
  * src_ip, or the fallback for FB_RANK) to dst_port, through the switch. */
@@ -82,29 +79,29 @@ sr_hdr cf_req(const cf_ctx *c, unsigned op, unsigned w, uint32_t seq)
     return h;
 }
 
-static int send_to(cf_ctx *c, unsigned w, const sr_hdr *h, const uint32_t *v, unsigned n)
+int cf_send_to(cf_ctx *c, unsigned w, const sr_hdr *h, const uint32_t *v, unsigned n)
 {
     return cf_send(c, w, 0, SR_WIRE_UDP_PORT, h, v, n);
 }
 
 /* JOIN of worker w with context token seq, nonce and admission token adm
  * (sr_join_req's 4 words). */
-static int join(cf_ctx *c, unsigned w, uint32_t seq, uint32_t nonce, uint64_t adm)
+int cf_join(cf_ctx *c, unsigned w, uint32_t seq, uint32_t nonce, uint64_t adm)
 {
     sr_hdr h = cf_req(c, SR_OP_JOIN, w, seq);
     uint32_t v[SR_JOIN_REQ_WORDS] = {(uint32_t)(adm >> 32), (uint32_t)adm, 0, 0};
 
     h.aux = nonce;
     h.count = SR_JOIN_REQ_WORDS;
-    return send_to(c, w, &h, v, SR_JOIN_REQ_WORDS);
+    return cf_send_to(c, w, &h, v, SR_JOIN_REQ_WORDS);
 }
 
-static int join_all(cf_ctx *c)
+int cf_join_all(cf_ctx *c)
 {
     int rc = 0;
 
     for (unsigned w = 0; w < c->job.n_workers && !rc; w++)
-        rc = join(c, w, TOKEN(w), NONCE, c->job.token);
+        rc = cf_join(c, w, TOKEN(w), NONCE, c->job.token);
     return rc;
 }
 
@@ -119,19 +116,16 @@ static int forged_joins(cf_ctx *c)
     int rc;
 
     h.aux = NONCE + 7;
-    rc = send_to(c, 0, &h, NULL, 0);
+    rc = cf_send_to(c, 0, &h, NULL, 0);
     if (!rc)
-        rc = join(c, 1, 0x0bad0002u, NONCE, c->job.token ^ 1);
+        rc = cf_join(c, 1, 0x0bad0002u, NONCE, c->job.token ^ 1);
     if (!rc)
-        rc = join(c, 2, 0x0bad0003u, NONCE + 7, c->job.token ^ (1ull << 63));
+        rc = cf_join(c, 2, 0x0bad0003u, NONCE + 7, c->job.token ^ (1ull << 63));
     h.aux = NONCE;
     h.count = 2;
-    return rc ? rc : send_to(c, 0, &h, v, 2);
+    return rc ? rc : cf_send_to(c, 0, &h, v, 2);
 }
 
-/* The total count of call seq, as every worker's AR_DATA of the call
- * carries it in aux (any value per call will do here). */
-#define CALL_TOTAL(seq) (4096u + (seq))
 
 /* AR_DATA of worker w: slot, shadow bit, call seq, the call's total count,
  * offset, exponents and n values base + i * step (uint32_t: negative steps
@@ -152,22 +146,16 @@ static int ar_total(cf_ctx *c, unsigned w, unsigned slot, unsigned shadow, uint3
     h.aux = total;
     for (unsigned i = 0; i < n; i++)
         v[i] = base + i * step;
-    return send_to(c, w, &h, v, n);
+    return cf_send_to(c, w, &h, v, n);
 }
 
 /* AR_DATA of a call whose workers agree on its total count. */
-static int ar(cf_ctx *c, unsigned w, unsigned slot, unsigned shadow, uint32_t seq, uint32_t off,
+int cf_ar(cf_ctx *c, unsigned w, unsigned slot, unsigned shadow, uint32_t seq, uint32_t off,
               int exp, int next_exp, unsigned n, uint32_t base, uint32_t step)
 {
     return ar_total(c, w, slot, shadow, seq, CALL_TOTAL(seq), off, exp, next_exp, n, base, step);
 }
 
-#define TRY(x)                                                                                    \
-    do {                                                                                          \
-        int rc_ = (x);                                                                            \
-        if (rc_)                                                                                  \
-            return rc_;                                                                           \
-    } while (0)
 
 /* Workers that disagree on a round poison it: the one that differs and
  * every one that came before or after it are answered MISMATCH, the first
@@ -182,10 +170,10 @@ static int ar_mismatches(cf_ctx *c)
     TRY(ar_total(c, 1, 3, 0, 5, 1001u, 0, 0, 2, 0, 0u, 0u)); /* poisons the round */
     for (unsigned w = 0; w < n; w++) /* retransmissions and late workers */
         TRY(ar_total(c, w, 3, 0, 5, 1000u, 0, 0, 2, 0, 0u, 0u));
-    TRY(ar(c, 0, 4, 0, 6, 8 * E, 1, 1, E, 3u, 1u));
-    TRY(ar(c, 2, 4, 0, 6, 9 * E, 1, 1, E, 3u, 1u)); /* poisons the round */
-    TRY(ar(c, 0, 4, 0, 6, 8 * E, 1, 1, E, 3u, 1u));
-    TRY(ar(c, 1, 4, 0, 6, 8 * E, 1, 1, E, 3u, 1u));
+    TRY(cf_ar(c, 0, 4, 0, 6, 8 * E, 1, 1, E, 3u, 1u));
+    TRY(cf_ar(c, 2, 4, 0, 6, 9 * E, 1, 1, E, 3u, 1u)); /* poisons the round */
+    TRY(cf_ar(c, 0, 4, 0, 6, 8 * E, 1, 1, E, 3u, 1u));
+    TRY(cf_ar(c, 1, 4, 0, 6, 8 * E, 1, 1, E, 3u, 1u));
     return 0;
 }
 
@@ -193,7 +181,7 @@ static int ar_mismatches(cf_ctx *c)
  * at offset with exponents exp and next_exp, as the library sends it: the
  * contribution's header, op AR_PROBE, count 0, the RETRANSMIT flag set
  * (the answer clears it). */
-static int probe(cf_ctx *c, unsigned w, unsigned slot, unsigned shadow, uint32_t seq,
+int cf_probe(cf_ctx *c, unsigned w, unsigned slot, unsigned shadow, uint32_t seq,
                  uint32_t off, int exp, int next_exp)
 {
     sr_hdr h = cf_req(c, SR_OP_AR_PROBE, w, seq);
@@ -205,7 +193,7 @@ static int probe(cf_ctx *c, unsigned w, unsigned slot, unsigned shadow, uint32_t
     h.next_exp = (int8_t)next_exp;
     h.flags = SR_FLAG_RETRANSMIT;
     h.aux = CALL_TOTAL(seq);
-    return send_to(c, w, &h, NULL, 0);
+    return cf_send_to(c, w, &h, NULL, 0);
 }
 
 /* Waiting is not loss (slot 5): a probe and a resend of a contribution the
@@ -219,27 +207,27 @@ static int ar_probes(cf_ctx *c)
     unsigned n = c->job.n_workers, E = c->elems;
     sr_hdr h;
 
-    TRY(ar(c, 0, 5, 1, 7, 10 * E, 2, 3, E, 9u, 1u));
-    TRY(probe(c, 0, 5, 1, 7, 10 * E, 2, 3));         /* held */
-    TRY(ar(c, 0, 5, 1, 7, 10 * E, 2, 3, E, 9u, 1u)); /* resent in full: held */
-    TRY(probe(c, 1, 5, 1, 7, 10 * E, 2, 1));         /* lost: not held */
+    TRY(cf_ar(c, 0, 5, 1, 7, 10 * E, 2, 3, E, 9u, 1u));
+    TRY(cf_probe(c, 0, 5, 1, 7, 10 * E, 2, 3));         /* held */
+    TRY(cf_ar(c, 0, 5, 1, 7, 10 * E, 2, 3, E, 9u, 1u)); /* resent in full: held */
+    TRY(cf_probe(c, 1, 5, 1, 7, 10 * E, 2, 1));         /* lost: not held */
     for (unsigned w = 1; w < n; w++) /* the resend, then the last one */
-        TRY(ar(c, w, 5, 1, 7, 10 * E, 2, (int)w, E, 100u * w, 3u));
-    TRY(probe(c, 2, 5, 1, 7, 10 * E, 2, 2));         /* complete: not held */
-    TRY(ar(c, 2, 5, 1, 7, 10 * E, 2, 2, E, 200u, 3u)); /* the shadow copy */
-    TRY(probe(c, 1, 4, 0, 6, 8 * E, 1, 1));          /* poisoned: MISMATCH */
+        TRY(cf_ar(c, w, 5, 1, 7, 10 * E, 2, (int)w, E, 100u * w, 3u));
+    TRY(cf_probe(c, 2, 5, 1, 7, 10 * E, 2, 2));         /* complete: not held */
+    TRY(cf_ar(c, 2, 5, 1, 7, 10 * E, 2, 2, E, 200u, 3u)); /* the shadow copy */
+    TRY(cf_probe(c, 1, 4, 0, 6, 8 * E, 1, 1));          /* poisoned: MISMATCH */
     h = cf_req(c, SR_OP_AR_PROBE, 0, 7);
     h.slot = 5;
     h.shadow = 1;
     h.count = 1; /* a payload: BAD_COUNT */
-    TRY(send_to(c, 0, &h, (const uint32_t[]){1u}, 1));
+    TRY(cf_send_to(c, 0, &h, (const uint32_t[]){1u}, 1));
     h.count = 0;
     h.slot = (uint16_t)c->slots; /* BAD_SLOT */
-    TRY(send_to(c, 0, &h, NULL, 0));
+    TRY(cf_send_to(c, 0, &h, NULL, 0));
     h = cf_req(c, SR_OP_AR_HELD, 0, 7);
-    TRY(send_to(c, 0, &h, NULL, 0));
+    TRY(cf_send_to(c, 0, &h, NULL, 0));
     h = cf_req(c, SR_OP_AR_NAK, 0, 7);
-    return send_to(c, 0, &h, NULL, 0);
+    return cf_send_to(c, 0, &h, NULL, 0);
 }
 
 /* 16-bit values (SR_WIRE_AUX_V16), slots 6 and 7: words that pack two
@@ -270,7 +258,7 @@ static int ar16(cf_ctx *c)
     h.next_exp = 2;
     h.flags = SR_FLAG_RETRANSMIT;
     h.aux = total;
-    TRY(send_to(c, 2, &h, NULL, 0));
+    TRY(cf_send_to(c, 2, &h, NULL, 0));
     /* Slot 7: worker n - 1 sends 32-bit values to the round. */
     for (unsigned w = 0; w < n - 1; w++)
         TRY(ar_total(c, w, 7, 0, 8, total, 13 * E, -2, -2, E / 4 + 3, 20u * w, 1u));
@@ -296,8 +284,8 @@ static int run_allreduce(cf_ctx *c)
     sr_hdr h;
 
     TRY(forged_joins(c)); /* before the job's first incarnation */
-    TRY(join_all(c));
-    TRY(join(c, 1, TOKEN(1), NONCE, c->job.token)); /* retransmitted: same ACK again */
+    TRY(cf_join_all(c));
+    TRY(cf_join(c, 1, TOKEN(1), NONCE, c->job.token)); /* retransmitted: same ACK again */
     TRY(forged_joins(c)); /* while bound: still DENIED, not STALE or JOB_IN_USE */
 
     /* Round 1, slot 0 version 0: every worker, a duplicate while it is open. */
@@ -305,44 +293,44 @@ static int run_allreduce(cf_ctx *c)
         /* Worker 0 puts INT32_MAX in lane 0 and worker 1 adds 1 there: the
          * sum wraps modulo 2^32 as in the switch ALU. */
         uint32_t base = w == 0 ? 0x7fffffffu : w == 1 ? 1u : 1000u * w;
-        TRY(ar(c, w, 0, 0, 1, 0, 5, (int)w - 1, E, base, w == 1 ? (uint32_t)-3 : 7u));
+        TRY(cf_ar(c, w, 0, 0, 1, 0, 5, (int)w - 1, E, base, w == 1 ? (uint32_t)-3 : 7u));
         if (w == 0) /* duplicate while the round is open: AR_HELD */
-            TRY(ar(c, w, 0, 0, 1, 0, 5, -1, E, base, 7u));
+            TRY(cf_ar(c, w, 0, 0, 1, 0, 5, -1, E, base, 7u));
     }
     /* Worker 1 lost its result: the shadow copy answers it alone. */
-    TRY(ar(c, 1, 0, 0, 1, 0, 5, 0, E, 1u, (uint32_t)-3));
+    TRY(cf_ar(c, 1, 0, 0, 1, 0, 5, 0, E, 1u, (uint32_t)-3));
 
     /* Slot 1: a partial packet (the tail of a tensor), next_exp max-reduced
      * with negative exponents. */
     for (unsigned w = 0; w < n; w++)
-        TRY(ar(c, w, 1, 0, 1, E, -3, w == 1 ? 9 : -(int)w, E / 4 + 3, (uint32_t)-50, 11u));
+        TRY(cf_ar(c, w, 1, 0, 1, E, -3, w == 1 ? 9 : -(int)w, E / 4 + 3, (uint32_t)-50, 11u));
 
     /* Round 2 of slot 0 uses version 1. */
-    TRY(ar(c, 0, 0, 1, 2, 2 * E, 4, 4, E, 5u, 1u));
+    TRY(cf_ar(c, 0, 0, 1, 2, 2 * E, 4, 4, E, 5u, 1u));
     for (unsigned w = 1; w < n; w++)
-        TRY(ar(c, w, 0, 1, 2, 2 * E, 4, 4, E, 6u + w, 1u));
+        TRY(cf_ar(c, w, 0, 1, 2, 2 * E, 4, 4, E, 6u + w, 1u));
     /* Worker 0's late copy of round 1 (version 0) after it moved on: stale. */
-    TRY(ar(c, 0, 0, 0, 1, 0, 5, -1, E, 0x7fffffffu, 7u));
+    TRY(cf_ar(c, 0, 0, 0, 1, 0, 5, -1, E, 0x7fffffffu, 7u));
     /* A retransmission of round 2 after it completed: the shadow copy. */
-    TRY(ar(c, 2, 0, 1, 2, 2 * E, 4, 4, E, 8u, 1u));
+    TRY(cf_ar(c, 2, 0, 1, 2, 2 * E, 4, 4, E, 8u, 1u));
     /* Round 3 of slot 0 (version 0 again) opened without worker 0; worker
      * 0's copy of round 1, two rounds late in the same cell, is older than
      * the open round: stale, not a mismatch. Then worker 0 completes it. */
     for (unsigned w = 1; w < n; w++)
-        TRY(ar(c, w, 0, 0, 3, 3 * E, 2, 2, E, 40u * w, 1u));
-    TRY(ar(c, 0, 0, 0, 1, 0, 5, -1, E, 0x7fffffffu, 7u));
-    TRY(ar(c, 0, 0, 0, 3, 3 * E, 2, 2, E, 40u, 1u));
+        TRY(cf_ar(c, w, 0, 0, 3, 3 * E, 2, 2, E, 40u * w, 1u));
+    TRY(cf_ar(c, 0, 0, 0, 1, 0, 5, -1, E, 0x7fffffffu, 7u));
+    TRY(cf_ar(c, 0, 0, 0, 3, 3 * E, 2, 2, E, 40u, 1u));
     TRY(ar_mismatches(c));
     TRY(ar_probes(c));
     TRY(ar16(c));
 
     /* Refusals answered with ERROR: slot beyond the pool, count above the
      * job's elements per packet, a job the switch does not hold. */
-    TRY(ar(c, 0, c->slots, 0, 3, 0, 0, 0, E, 1u, 0u));
-    TRY(ar(c, 0, 2, 0, 3, 0, 0, 0, E + 1, 1u, 0u));
+    TRY(cf_ar(c, 0, c->slots, 0, 3, 0, 0, 0, E, 1u, 0u));
+    TRY(cf_ar(c, 0, 2, 0, 3, 0, 0, 0, E + 1, 1u, 0u));
     h = cf_req(c, SR_OP_AR_DATA, 0, 3);
     h.job = (uint16_t)(c->job.id + 1);
-    TRY(send_to(c, 0, &h, NULL, 0));
+    TRY(cf_send_to(c, 0, &h, NULL, 0));
 
     /* Dropped without an answer: an address outside the job, an answer op
      * sent to the switch, a datagram that is not Serene's (bad magic is not
@@ -351,19 +339,19 @@ static int run_allreduce(cf_ctx *c)
     h = cf_req(c, SR_OP_AR_DATA, 0, 3);
     TRY(cf_send(c, 0, STRANGER_IP, SR_WIRE_UDP_PORT, &h, NULL, 0));
     h = cf_req(c, SR_OP_AR_RESULT, 0, 3);
-    TRY(send_to(c, 0, &h, NULL, 0));
+    TRY(cf_send_to(c, 0, &h, NULL, 0));
     h = cf_req(c, SR_OP_AR_DATA, 0, 3);
     TRY(cf_send(c, 0, 0, 53, &h, NULL, 0));
     h.version = SR_WIRE_VERSION + 1;
-    TRY(send_to(c, 0, &h, NULL, 0));
+    TRY(cf_send_to(c, 0, &h, NULL, 0));
 
     /* Round 3 of slot 1 (version 1), then LEAVE of worker 2 (no answer);
      * its later contribution is dropped. */
     for (unsigned w = 0; w < n; w++)
-        TRY(ar(c, w, 1, 1, 2, 4 * E, 0, SR_WIRE_EXP_NONE, E, 100u * w, 2u));
+        TRY(cf_ar(c, w, 1, 1, 2, 4 * E, 0, SR_WIRE_EXP_NONE, E, 100u * w, 2u));
     h = cf_req(c, SR_OP_LEAVE, 2, TOKEN(2));
-    TRY(send_to(c, 2, &h, NULL, 0));
-    TRY(ar(c, 2, 2, 0, 3, 5 * E, 0, 0, E, 1u, 1u));
+    TRY(cf_send_to(c, 2, &h, NULL, 0));
+    TRY(cf_ar(c, 2, 2, 0, 3, 5 * E, 0, 0, E, 1u, 1u));
     return 0;
 }
 
@@ -378,7 +366,7 @@ static int push(cf_ctx *c, unsigned w, uint32_t seq, uint32_t off, unsigned n, u
     h.aux = 0;
     for (unsigned i = 0; i < n; i++)
         v[i] = base + i * step;
-    return send_to(c, w, &h, v, n);
+    return cf_send_to(c, w, &h, v, n);
 }
 
 static int pull(cf_ctx *c, unsigned w, uint32_t seq, uint32_t off, uint32_t words)
@@ -387,14 +375,14 @@ static int pull(cf_ctx *c, unsigned w, uint32_t seq, uint32_t off, uint32_t word
 
     h.offset = off;
     h.aux = words;
-    return send_to(c, w, &h, NULL, 0);
+    return cf_send_to(c, w, &h, NULL, 0);
 }
 
 static int clk(cf_ctx *c, unsigned w, uint32_t clock)
 {
     sr_hdr h = cf_req(c, SR_OP_CLOCK, w, clock);
 
-    return send_to(c, w, &h, NULL, 0);
+    return cf_send_to(c, w, &h, NULL, 0);
 }
 
 /* The SSP store (push once per row, worker and push number; pull) and the
@@ -405,7 +393,7 @@ static int run_ssp(cf_ctx *c)
 {
     unsigned n = c->job.n_workers, E = c->elems;
 
-    TRY(join_all(c));
+    TRY(cf_join_all(c));
     /* Pushes: applied, applied by another worker, a retransmission (acked,
      * not added again), a second row, a partial row. */
     TRY(push(c, 0, 1, 0, E, 10u, 1u));
@@ -448,16 +436,13 @@ static int run_ssp(cf_ctx *c)
     return 0;
 }
 
-/* Added to TOKEN(w) for worker w's context token in run_incarnation's
- * second run. */
-#define RUN2 0x01000000u
 
 /* LEAVE of every worker, with context tokens TOKEN(w) + delta. */
 static int leave_all(cf_ctx *c, uint32_t delta)
 {
     for (unsigned w = 0; w < c->job.n_workers; w++) {
         sr_hdr h = cf_req(c, SR_OP_LEAVE, w, TOKEN(w) + delta);
-        TRY(send_to(c, w, &h, NULL, 0));
+        TRY(cf_send_to(c, w, &h, NULL, 0));
     }
     return 0;
 }
@@ -474,30 +459,30 @@ static int run_incarnation(cf_ctx *c)
 {
     unsigned n = c->job.n_workers, E = c->elems;
 
-    TRY(join_all(c));
+    TRY(cf_join_all(c));
     for (unsigned w = 0; w < n; w++)
-        TRY(ar(c, w, 2, 0, 1, 0, 3, 3, E, 10u * (w + 1), 1u));
-    TRY(ar(c, 0, 2, 1, 2, E, 3, 3, E, 5u, 2u));
-    TRY(ar(c, 1, 6, 0, 1, 2 * E, 1, 1, E, 7u, 1u));
+        TRY(cf_ar(c, w, 2, 0, 1, 0, 3, 3, E, 10u * (w + 1), 1u));
+    TRY(cf_ar(c, 0, 2, 1, 2, E, 3, 3, E, 5u, 2u));
+    TRY(cf_ar(c, 1, 6, 0, 1, 2 * E, 1, 1, E, 7u, 1u));
     TRY(push(c, 0, 1, 0, E, 100u, 1u));
     TRY(push(c, 1, 1, E, E, 3u, 0u));
     TRY(clk(c, 0, 0)); /* PROCEED; worker 0's bit in the ring entry of clock 0 */
     TRY(leave_all(c, 0));
 
     for (unsigned w = 0; w < n; w++)
-        TRY(join(c, w, TOKEN(w) + RUN2, NONCE + 1, c->job.token));
+        TRY(cf_join(c, w, TOKEN(w) + RUN2, NONCE + 1, c->job.token));
     /* Slot 2 version 0 again, round 1 of the new run: worker 0's copy opens
      * it (no shadow copy of run 1 answers), the others complete it with
      * run 2's values alone. */
-    TRY(ar(c, 0, 2, 0, 1, 0, 3, 3, E, 10u, 1u));
+    TRY(cf_ar(c, 0, 2, 0, 1, 0, 3, 3, E, 10u, 1u));
     for (unsigned w = 1; w < n; w++)
-        TRY(ar(c, w, 2, 0, 1, 0, 3, 3, E, 500u * w, 2u));
+        TRY(cf_ar(c, w, 2, 0, 1, 0, 3, 3, E, 500u * w, 2u));
     /* Slot 6: worker 1's probe finds nothing held (AR_NAK, not AR_HELD). */
-    TRY(probe(c, 1, 6, 0, 1, 2 * E, 1, 1));
+    TRY(cf_probe(c, 1, 6, 0, 1, 2 * E, 1, 1));
     /* Slot 2 version 1: run 1's open round (worker 0) is gone, so the round
      * completes with all three of run 2, not early. */
     for (unsigned w = n; w-- > 0;)
-        TRY(ar(c, w, 2, 1, 2, E, 3, 3, E, 20u + w, 1u));
+        TRY(cf_ar(c, w, 2, 1, 2, E, 3, 3, E, 20u + w, 1u));
     /* The store: rows read as zeros; push number 1 applies again (acked
      * with aux 1, not as a duplicate), and only its lanes are non-zero. */
     TRY(pull(c, 2, 1, 0, E));
@@ -524,7 +509,7 @@ static int step(cf_ctx *c, unsigned w, uint32_t clock, uint32_t off, unsigned n,
     h.aux = pieces;
     for (unsigned i = 0; i < n; i++)
         v[i] = 1000u * (w + 1) + 10u * clock + i;
-    return send_to(c, w, &h, v, n);
+    return cf_send_to(c, w, &h, v, n);
 }
 
 /* STEP_PROBE as the library sends it: the piece's header, op STEP_PROBE,
@@ -536,7 +521,7 @@ static int step_probe(cf_ctx *c, unsigned w, uint32_t clock, uint32_t off, uint3
     h.offset = off;
     h.aux = pieces;
     h.flags = SR_FLAG_RETRANSMIT;
-    return send_to(c, w, &h, NULL, 0);
+    return cf_send_to(c, w, &h, NULL, 0);
 }
 
 /* Clocks 0 and 1 of every worker's step (2 pieces: the whole of row 0 at
@@ -567,7 +552,7 @@ static int run_step(cf_ctx *c)
 {
     unsigned n = c->job.n_workers, E = c->elems, R0 = 0, R1 = E + 4, W1 = 8, R2 = 2 * E;
 
-    TRY(join_all(c));
+    TRY(cf_join_all(c));
     /* Clock 0 under SSP(1): rows 0 and 1 start (low -1), worker 0 gets
      * both at once (0 - (-1) <= 1); its step is complete: CLOCK(0). */
     TRY(step(c, 0, 0, R0, E, 2));
@@ -626,7 +611,7 @@ static int run_step(cf_ctx *c)
      * worker 1's probe of its old piece gets STEP_NAK. */
     TRY(leave_all(c, 0));
     for (unsigned w = 0; w < n; w++)
-        TRY(join(c, w, TOKEN(w) + RUN2, NONCE + 1, c->job.token));
+        TRY(cf_join(c, w, TOKEN(w) + RUN2, NONCE + 1, c->job.token));
     TRY(step_probe(c, 1, 1, R1, 2));
     TRY(step_clocks_0_1(c, R0, R1, W1));
     /* Clocks 2 (SSP(1)) and 3 (BSP): worker 0 runs ahead; at clock 3 its
@@ -650,152 +635,13 @@ static int run_step(cf_ctx *c)
     return leave_all(c, RUN2);
 }
 
-/* The fallback's answer h (payload n words v) about worker h.worker. */
-static int fb_send(cf_ctx *c, const sr_hdr *h, const uint32_t *v, unsigned n)
-{
-    return cf_send(c, FB_RANK, 0, SR_WIRE_UDP_PORT, h, v, n);
-}
-
-/* The fallback's JOIN_ACK to worker w's relayed JOIN (context token seq):
- * the job as it holds it, its pool of slots. */
-static int fb_join_ack(cf_ctx *c, unsigned w, uint32_t seq, uint32_t slots)
-{
-    sr_hdr h = cf_req(c, SR_OP_JOIN_ACK, w, seq);
-    uint32_t v[SR_JOIN_PARAMS_WORDS] = {c->job.n_workers, c->elems, slots, c->job.store_words};
-
-    h.aux = NONCE;
-    h.count = SR_JOIN_PARAMS_WORDS;
-    return fb_send(c, &h, v, SR_JOIN_PARAMS_WORDS);
-}
-
-/* The fallback's answer op (status st, payload n words from base) about
- * worker w's round (slot, shadow, call seq, offset, exponent exp). */
-static int fb_answer(cf_ctx *c, unsigned op, unsigned st, unsigned w, unsigned slot,
-                     unsigned shadow, uint32_t seq, uint32_t off, int exp, unsigned n,
-                     uint32_t base)
-{
-    uint32_t v[SR_WIRE_MAX_ELEMS];
-    sr_hdr h = cf_req(c, op, w, seq);
-
-    h.slot = (uint16_t)slot;
-    h.shadow = (uint8_t)shadow;
-    h.offset = off;
-    h.exp = (int8_t)exp;
-    h.status = (uint8_t)st;
-    h.aux = op == SR_OP_ERROR ? SR_OP_AR_DATA : CALL_TOTAL(seq);
-    h.count = (uint16_t)n;
-    for (unsigned i = 0; i < n; i++)
-        v[i] = base + i;
-    return fb_send(c, &h, v, n);
-}
-
-/* A shared job (share.job: lease L >= 2 of the slots, a fallback): the
- * rounds of slots 0 and 1 are summed in their leased blocks, those of
- * slot 2 at the fallback (pool.c, fallback.c; share.p4). Slots 0..L-1 are
- * the first the scenario uses, so serene-switch's first-come pool of L
- * blocks gives them blocks as BMv2's lease_reg does.
- * - JOINs (one retransmitted) answered here and relayed to the fallback;
- *   its JOIN_ACKs bind workers 0 and 1 there, one for a pool smaller than
- *   the job's slots binds nobody (worker 2 stays unbound there).
- * - Slots 0 and 1: rounds here, results with the window L (status), a
- *   duplicate (AR_HELD), the shadow copy, a probe (AR_NAK).
- * - Slot 2 version 0: every copy relayed (a duplicate too); worker 2's
- *   first one after its JOIN again, as the fallback never bound it; a
- *   probe of the away round relayed, one of another round answered here.
- *   The fallback's AR_HELD, AR_NAK, ERROR MISMATCH and AR_RESULTs go on
- *   to each worker, marked SR_FLAG_FALLBACK; the away round's results
- *   carry the window, another round's result the fallback's status.
- * - Slot 2 version 1: a round away too, and a copy older than it (stale:
- *   dropped).
- * - Dropped from the fallback: an answer about an unknown worker, an
- *   ERROR about a JOIN, a request op, and after worker 0's LEAVE (relayed)
- *   an answer about it.
- * - A new incarnation (every worker left): bindings at the fallback,
- *   away rounds and sums of the last run gone. */
-static int run_share(cf_ctx *c)
-{
-    unsigned n = c->job.n_workers, E = c->elems, L = c->job.lease;
-    sr_hdr h;
-
-    if (!c->job.fb_addr || L < 2 || L >= c->slots || n < 3)
-        return -EINVAL;
-    TRY(join_all(c));
-    TRY(join(c, 1, TOKEN(1), NONCE, c->job.token)); /* retransmitted: relayed again */
-    TRY(fb_join_ack(c, 0, TOKEN(0), c->slots));
-    TRY(fb_join_ack(c, 1, TOKEN(1), c->slots));
-    TRY(fb_join_ack(c, 2, TOKEN(2), c->slots / 2)); /* a smaller pool: not bound */
-    TRY(fb_join_ack(c, 2, TOKEN(2) + 1, c->slots)); /* another context: not bound */
-
-    /* Slots 0 and 1, call 1: here. */
-    for (unsigned slot = 0; slot < 2; slot++)
-        for (unsigned w = 0; w < n; w++) {
-            TRY(ar(c, w, slot, 0, 1, slot * E, 2, (int)w, E, 100u * (w + 1) + slot, 3u));
-            if (w == 0 && slot == 0) /* duplicate while the round is open */
-                TRY(ar(c, w, slot, 0, 1, slot * E, 2, 0, E, 100u, 3u));
-        }
-    TRY(ar(c, 1, 0, 0, 1, 0, 2, 1, E, 200u, 3u)); /* the shadow copy, with the window */
-    TRY(probe(c, 2, 1, 0, 1, E, 2, 2));           /* complete: AR_NAK */
-
-    /* Slot 2 version 0, call 1: at the fallback. */
-    TRY(ar(c, 0, 2, 0, 1, 2 * E, 4, 0, E, 7u, 1u));
-    TRY(ar(c, 0, 2, 0, 1, 2 * E, 4, 0, E, 7u, 1u)); /* its copy follows it */
-    TRY(probe(c, 0, 2, 0, 1, 2 * E, 4, 0));         /* relayed */
-    TRY(fb_answer(c, SR_OP_AR_HELD, 0, 0, 2, 0, 1, 2 * E, 4, 0, 0u));
-    TRY(ar(c, 1, 2, 0, 1, 2 * E, 4, 1, E, 9u, 2u));
-    TRY(ar(c, 2, 2, 0, 1, 2 * E, 4, 2, E, 11u, 3u)); /* JOIN again first */
-    TRY(probe(c, 1, 2, 1, 1, 3 * E, 4, 1));          /* another round: answered here */
-    TRY(fb_answer(c, SR_OP_AR_NAK, 0, 1, 2, 0, 1, 2 * E, 4, 0, 0u));
-    for (unsigned w = 0; w < n; w++)
-        TRY(fb_answer(c, SR_OP_AR_RESULT, 0, w, 2, 0, 1, 2 * E, 4, E, 27u + 6u * w));
-    /* Another round's result: the fallback's status stays. */
-    TRY(fb_answer(c, SR_OP_AR_RESULT, 5, 1, 2, 0, 9, 2 * E, 4, 2, 1u));
-    TRY(fb_answer(c, SR_OP_ERROR, SR_ST_MISMATCH, 2, 2, 0, 1, 2 * E, 4, 0, 0u));
-
-    /* Slot 2 version 1, call 2: away too; a copy older than it is stale. */
-    TRY(ar(c, 1, 2, 1, 2, 2 * E, 4, 1, E, 5u, 1u));
-    TRY(ar(c, 2, 2, 1, 1, 2 * E, 4, 2, E, 5u, 1u));
-
-    /* Dropped: an unknown worker, an ERROR about a JOIN, a request. */
-    TRY(fb_answer(c, SR_OP_AR_RESULT, 0, n, 2, 1, 2, 2 * E, 4, 0, 0u));
-    h = cf_req(c, SR_OP_ERROR, 2, TOKEN(2));
-    h.status = SR_ST_STALE;
-    h.aux = SR_OP_JOIN;
-    TRY(fb_send(c, &h, NULL, 0));
-    TRY(fb_answer(c, SR_OP_AR_DATA, 0, 0, 2, 1, 2, 2 * E, 4, 2, 0u));
-    /* Worker 0 leaves: relayed; the fallback's answers about it dropped. */
-    h = cf_req(c, SR_OP_LEAVE, 0, TOKEN(0));
-    TRY(send_to(c, 0, &h, NULL, 0));
-    TRY(fb_answer(c, SR_OP_AR_HELD, 0, 0, 2, 1, 2, 2 * E, 4, 0, 0u));
-
-    /* The others leave too (relayed), and a new incarnation starts: no
-     * worker is bound at the fallback until its JOIN_ACK comes again (the
-     * first request there from the others is their JOIN again), no round
-     * is away (a probe of the last run's is answered here), and the
-     * rounds here start from their own values. Slots 0 and 1 first: the
-     * blocks went back, and serene-switch's pool gives them to the slots
-     * that ask first. */
-    for (unsigned w = 1; w < n; w++) {
-        h = cf_req(c, SR_OP_LEAVE, w, TOKEN(w));
-        TRY(send_to(c, w, &h, NULL, 0));
-    }
-    for (unsigned w = 0; w < n; w++)
-        TRY(join(c, w, TOKEN(w) + RUN2, NONCE + 1, c->job.token));
-    TRY(fb_join_ack(c, 1, TOKEN(1) + RUN2, c->slots));
-    for (unsigned slot = 0; slot < 2; slot++)
-        for (unsigned w = 0; w < n; w++)
-            TRY(ar(c, w, slot, 0, 1, slot * E, 3, 1, E, 10u * w + slot, 1u));
-    TRY(probe(c, 1, 2, 1, 2, 2 * E, 4, 1)); /* the last run's away round: AR_NAK */
-    for (unsigned w = 0; w < n; w++)
-        TRY(ar(c, w, 2, 0, 1, 2 * E, 3, 1, E, 5u * w, 1u));
-    return 0;
-}
-
 const cf_scenario cf_scenarios[] = {
     {"allreduce", run_allreduce, NULL},
     {"ssp", run_ssp, NULL},
     {"incarnation", run_incarnation, NULL},
     {"roce", cf_run_roce, NULL},
     {"step", run_step, NULL},
-    {"share", run_share, "share.job"},
+    {"share", cf_run_share, "share.job"},
+    {"share-take", cf_run_share_take, "share.job"},
 };
 const unsigned cf_n_scenarios = sizeof cf_scenarios / sizeof cf_scenarios[0];

@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "conform.h"
 
@@ -187,6 +188,11 @@ static int cmd_gen(char **av, const char *outdir)
             cf_ctx_fini(&c);
             return 2;
         }
+        path_of(p, sizeof p, outdir, cf_scenarios[i].name, ".ctl");
+        if (c.n_ctl ? cf_ctl_write(p, &c) : (unlink(p) && errno != ENOENT)) {
+            cf_ctx_fini(&c);
+            return 2;
+        }
         printf("%s: %zu frames in, %zu out\n", cf_scenarios[i].name, c.in.n, c.res.n);
         cf_ctx_fini(&c);
     }
@@ -197,7 +203,7 @@ static int cmd_replay(char **av, const char *name, const char *dir)
 {
     cf_frames in = {0}, want = {0};
     char p[4096];
-    unsigned diffs;
+    unsigned diffs, next = 0;
     cf_ctx c;
 
     if (ctx_open(&c, av, find_scenario(name)))
@@ -208,8 +214,12 @@ static int cmd_replay(char **av, const char *name, const char *dir)
     path_of(p, sizeof p, dir, name, ".out.pcap");
     if (cf_pcap_read(p, &want))
         goto bad;
+    path_of(p, sizeof p, dir, name, ".ctl");
+    if (cf_ctl_read(p, &c))
+        goto bad;
     for (size_t i = 0; i < in.n; i++)
-        if (cf_step(&c, in.v[i].data, in.v[i].len, in.v[i].ts_us, 0))
+        if (cf_ctl_apply(&c, in.v[i].ts_us, &next) ||
+            cf_step(&c, in.v[i].data, in.v[i].len, in.v[i].ts_us, 0))
             goto bad;
     diffs = compare_lists(name, &want, &c.res);
     printf("%s: %zu frames in, %zu expected out, %zu out, %u differences\n", name, in.n, want.n,

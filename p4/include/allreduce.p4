@@ -105,6 +105,9 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
     // control plane; where each cell's round is summed (SR_P4_CELL_*).
     @name(".lease_reg") register<bit<16>>(SR_P4_SLOT_ENTRIES) lease_reg;
     @name(".relay_reg") register<bit<8>>(SR_P4_CELLS) relay_reg;
+    // ... and a block the control plane takes back (1), handed over after
+    // the slot's next round, summed at the fallback (2 + its version).
+    @name(".take_reg") register<bit<8>>(SR_P4_SLOT_ENTRIES) take_reg;
 
     // The AR_RESULT header of a cell; payload set by the caller.
     action result_hdr(bit<32> m_seq, bit<32> m_off, bit<16> m_count, bit<8> m_exp,
@@ -168,6 +171,8 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         index_t vcell = cell; // the cell's values: a shared job's are in its leased block
         bit<16> lease;
         bit<8> relay;
+        bit<8> relay_other;
+        bit<8> take;
         bit<32> tag;
         bool stale;
         bitmap_t seen;
@@ -209,6 +214,18 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
                 if (tag == meta.epoch && relay == SR_P4_CELL_AWAY && hdr.serene.seq == m_seq &&
                     hdr.serene.offset == m_off) {
                     hdr.serene.status = meta.stamp;
+                    // sr_pool_away_done: the round that hands the slot's
+                    // block over is complete; the block is free, and the
+                    // other cell's round here can no longer answer.
+                    take_reg.read(take, sidx);
+                    if (take == 2 + (bit<8>)hdr.serene.shadow) {
+                        lease_reg.write(sidx, 0);
+                        take_reg.write(sidx, 0);
+                        relay_reg.read(relay_other, other);
+                        if (relay_other == SR_P4_CELL_HERE) {
+                            relay_reg.write(other, SR_P4_CELL_GONE);
+                        }
+                    }
                 }
             }
             meta.route = SR_P4_OUT_RANK;
@@ -295,6 +312,7 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         upts_reg.read(upts, cell);
         relay_reg.read(relay, cell);
         lease_reg.read(lease, sidx);
+        take_reg.read(take, sidx);
         slot_epoch_reg.read(tag, sidx);
         stale = tag != meta.epoch;
         if (stale) {
@@ -345,14 +363,19 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
             } else if (cnt_other != 0 || (relay == SR_P4_CELL_AWAY && older)) {
                 meta.route = SR_P4_OUT_DROP; // stale
                 return;
-            } else if (lease != 0) {
+            } else if (lease != 0 && take == 0) {
                 // A new round in the slot's block, with seen cleared: the
                 // workers cleared their bits in the rounds that went away.
                 relay_reg.write(cell, SR_P4_CELL_HERE);
                 seen = 0;
             } else {
-                // A new round with no block: the fallback's, and its
-                // metadata the cell's, so that every copy follows it.
+                // A new round with no block, or the first after the block
+                // was taken back (which hands it over when it completes):
+                // the fallback's, and its metadata the cell's, so that
+                // every copy follows it.
+                if (lease != 0 && take == 1) {
+                    take_reg.write(sidx, 2 + (bit<8>)hdr.serene.shadow);
+                }
                 if (stale) {
                     slot_epoch_reg.write(sidx, meta.epoch);
                     seen_reg.write(cell, 0);

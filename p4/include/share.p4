@@ -28,8 +28,17 @@
  *   ERROR about a round; JOIN_ACK) about a worker bound here goes on to it
  *   (down_table), marked SR_FLAG_FALLBACK; an away round's result carries
  *   the window. Anything else from it is dropped.
- * Taking a block back at a round boundary, and the policies that decide
- * it, are serene-switch's alone (p4/README.md's targets table). A shared
+ * - take_reg (allreduce.p4), per (job block, slot): the control plane
+ *   takes the slot's block back (1, serene-switch's `pool take`): the
+ *   slot's next round goes to the fallback (2 + its version), and when
+ *   its result comes back the lease is cleared (the block is free for the
+ *   control plane to lease again) and the other version's round here can
+ *   no longer answer (sr_pool_away_done). serene-switch also hands a
+ *   taken block over at once, or at the job's next call, when no worker
+ *   asks about the slot; here the control plane does that itself, by
+ *   clearing lease_reg.
+ * The policies that choose who gets a block are serene-switch's
+ * (p4/README.md's targets table). A shared
  * job's workers use UDP here: a JOIN over RoCEv2 is refused UNSUPPORTED
  * (the relays would carry its RoCE headers to the fallback), where
  * serene-switch relays a RoCE worker's requests as UDP.

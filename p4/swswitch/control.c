@@ -134,6 +134,29 @@ static void cmd_status(reply *r, const sr_pipe *p, uint16_t job)
         held.ring_entries);
 }
 
+/* pool take JOB SLOT: the slot's block back to the pool (sr_pipe_pool_take). */
+static void cmd_pool_take(reply *r, sr_pipe *p, const char *job, const char *slot)
+{
+    uint32_t j, s;
+    int rc;
+
+    if (parse_u32(job, 65535, &j) || parse_u32(slot, UINT32_MAX, &s)) {
+        put(r, "error usage: pool take JOB SLOT");
+        return;
+    }
+    rc = sr_pipe_pool_take(p, (uint16_t)j, s);
+    if (rc >= 0)
+        put(r, "ok pool take job=%" PRIu32 " slot=%" PRIu32 " %s", j, s,
+            rc ? "now" : "at its boundary");
+    else
+        put(r, "error job %" PRIu32 " slot %" PRIu32 ": %s", j, s,
+            rc == -ESRCH     ? "no such shared job"
+            : rc == -EINVAL  ? "past the job's slots"
+            : rc == -ENODATA ? "holds no block"
+            : rc == -EALREADY ? "being taken back already"
+                              : "the switch has no pool");
+}
+
 /* pool [policy NAME]: the shared pool and who holds it, as
  * `ok pool blocks=B ... jobs=J:HELD:PRIO:AWAY:PREEMPTED:WAIT,...` (AWAY:
  * rounds sent to the job's fallback; WAIT: of those, the ones before its
@@ -149,6 +172,10 @@ static void cmd_pool(reply *r, sr_pipe *p, char **w, unsigned n)
         put(r, "error the switch has no pool (serene-switch --pool BLOCKS:ELEMS)");
         return;
     }
+    if (n == 4 && !strcasecmp(w[1], "take")) {
+        cmd_pool_take(r, p, w[2], w[3]);
+        return;
+    }
     if (n == 3 && !strcasecmp(w[1], "policy")) {
         if (sr_pool_policy_parse(w[2], &pol))
             put(r, "error policy '%.32s' is not static, first, fair or priority", w[2]);
@@ -159,7 +186,7 @@ static void cmd_pool(reply *r, sr_pipe *p, char **w, unsigned n)
         return;
     }
     if (n != 1) {
-        put(r, "error usage: pool [policy static|first|fair|priority]");
+        put(r, "error usage: pool [policy static|first|fair|priority | take JOB SLOT]");
         return;
     }
     put(r, "ok pool blocks=%" PRIu32 " elems=%" PRIu32 " policy=%s idle_ms=%" PRIu64
@@ -409,7 +436,7 @@ size_t sr_ctl_exec(sr_pipe *p, const char *line, char *out, size_t cap)
         cmd_pool(&r, p, w, n);
     else if (!strcasecmp(w[0], "help"))
         put(&r, "ok commands: jobs | status JOB | reset JOB | policy JOB bsp|asp|ssp [S] "
-                "[from CLOCK] | job add SPEC | job remove JOB [force] | pool [policy NAME] | "
+                "[from CLOCK] | job add SPEC | job remove JOB [force] | pool [policy NAME | take JOB SLOT] | "
                 "help");
     else
         put(&r, "error unknown command '%.32s' (try 'help')", w[0]);

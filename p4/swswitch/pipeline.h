@@ -414,6 +414,17 @@ int sr_pipe_pool_set_policy(sr_pipe *p, enum sr_pool_policy policy);
  * Returns 0 or -ENOENT (no pool). */
 int sr_pipe_pool_set_idle(sr_pipe *p, uint64_t ms);
 
+/* The control plane takes slot `slot`'s block back from shared job `job`
+ * for the pool: at once when no worker asks about the slot (quiet or
+ * settled, as the policies' take-back), else at the boundary the policy
+ * uses (FAIR: the job's next call; the others: the slot's next round,
+ * which is summed at the fallback, the block returning when it
+ * completes). The block goes to the free list; who gets it next is the
+ * policy's. Returns 1 (taken now), 0 (at the boundary), -ENOENT (no
+ * pool), -ESRCH (no such shared job), -EINVAL (slot past the job's),
+ * -ENODATA (the slot holds no block) or -EALREADY (being taken back). */
+int sr_pipe_pool_take(sr_pipe *p, uint16_t job, uint32_t slot);
+
 typedef struct sr_pipe_pool_state {
     uint32_t blocks, elems;
     enum sr_pool_policy policy;

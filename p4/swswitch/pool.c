@@ -365,6 +365,32 @@ static void revoke_one(sr_pipe *p, sr_pipe_job *v, sr_pipe_job *to)
     p->pool.revoking++;
 }
 
+int sr_pipe_pool_take(sr_pipe *p, uint16_t job, uint32_t slot)
+{
+    sr_pipe_job *j = p->jobs[job];
+
+    if (!p->pool.blocks)
+        return -ENOENT;
+    if (!j || !j->params.fallback)
+        return -ESRCH;
+    if (slot >= j->slots)
+        return -EINVAL;
+    if (j->blk[slot] == SR_POOL_NONE)
+        return -ENODATA;
+    if (j->revoke[slot])
+        return -EALREADY;
+    j->c.preempted++;
+    p->pool.revokes++;
+    if (slot_quiet(p, j, slot) || slot_settled(j, slot)) {
+        slot_release(p, j, slot);
+        return 1;
+    }
+    j->revoke[slot] = 1; /* its block's claim stays SR_POOL_NOJOB: the free list */
+    j->n_revoke++;
+    p->pool.revoking++;
+    return 0;
+}
+
 static int active(const sr_pipe *p, const sr_pipe_job *j)
 {
     return p->now_ms - j->active_ms < p->pool.idle_ms;

@@ -31,10 +31,13 @@
 #               job 3's rounds run through the fallback, 1200 to 2288 seen
 #               before the next call settled a claim), at most a quarter
 #               of its results come from the fallback,
-#               and the low jobs lose blocks (preempted) and stay exact.
+#               and the low jobs lose blocks (preempted) and stay exact;
+#               before it, the control plane takes one of job 1's blocks
+#               (serene-ctl pool --take), which is counted.
 #
 # Every wait is bounded; processes are stopped by PID; a failure prints
-# "FAIL: ..." and exits 1.
+# "FAIL: ..." and exits 1. Both cases first check serene-ctl pool's usage
+# errors (--policy, --take) and the switch's refusals of a take.
 set -uo pipefail
 
 if [ $# -ne 4 ]; then
@@ -99,6 +102,22 @@ for bad in '' bogus 'fair x'; do
         fail "serene-ctl pool --policy '$bad': exit $rc, $(cat "$work/usage.err")"
 done
 
+# A take of a block: JOB:SLOT or a usage error (2); refused by the switch
+# (1) for a job that is not shared, a slot past the job's, a slot with no
+# block (nothing runs yet).
+for bad in '' x 1 1: :1 1:x 70000:1 1:-1 '1:2 '; do
+    rc=0
+    "$CTL" pool --control "$work/ctl" --take "$bad" >"$work/usage.err" 2>&1 || rc=$?
+    [ "$rc" -eq 2 ] && grep -q "is not JOB:SLOT" "$work/usage.err" ||
+        fail "serene-ctl pool --take '$bad': exit $rc, $(cat "$work/usage.err")"
+done
+for t in 9:0:"no such shared job" 1:$SLOTS:"past the job's slots" 1:0:"holds no block"; do
+    rc=0
+    "$CTL" pool --control "$work/ctl" --take "${t%:*}" >"$work/usage.err" 2>&1 || rc=$?
+    [ "$rc" -eq 1 ] && grep -q "${t##*:}" "$work/usage.err" ||
+        fail "serene-ctl pool --take ${t%:*}: exit $rc, $(cat "$work/usage.err")"
+done
+
 # job J SIZES REPS [AR_WORKER ARGS...]: job J's 4 ranks under serene-run;
 # sets job_pid[J].
 declare -A job_pid
@@ -157,6 +176,15 @@ if [ "$CASE" = preempt ]; then
     done
     [ "$(field free "$line")" = 0 ] || fail "the low-priority jobs did not take the pool: $line"
     echo "before: $line"
+    # The control plane takes a block back from job 1 (its highest slot
+    # holds one: the pool is full): at its boundary, then counted.
+    revokes=$(field revokes "$line")
+    out=$("$CTL" pool --control "$work/ctl" --take 1:$((SLOTS - 1))) ||
+        fail "serene-ctl pool --take 1:$((SLOTS - 1)): $out"
+    echo "take: $out"
+    grep -q "^ok pool take job=1 slot=$((SLOTS - 1)) " <<<"$out" || fail "take: $out"
+    [ "$(field revokes "$(pool)")" -gt "$revokes" ] || fail "the take was not counted"
+    line=$(pool)
     job 3 1048576 3
     JOBS=3 wait_jobs 120
     [ -n "${SHARE_DEBUG:-}" ] && cat "$work/pool.log"

@@ -406,6 +406,41 @@ static void test_settled(void **state)
     assert_int_equal(jc(f, 2).mismatches, 0);
 }
 
+/* The control plane takes a block back (sr_pipe_pool_take): under first
+ * come, at the slot's next round, which is summed at the fallback; then
+ * the block is free and the next round that asks takes it. At once for a
+ * settled slot; refusals. */
+static void test_take(void **state)
+{
+    fx *f = *state;
+
+    assert_int_equal(sr_pipe_set_pool(f->p, 2, ELEMS, SR_POOL_FIRST), 0);
+    add_shared(f, 1, 4, 0);
+    assert_int_equal(sr_pipe_pool_take(f->p, 1, 0), -ENODATA);
+    round_of(f, 1, 0, 0, 1, 0, 1, 0);
+    round_of(f, 1, 1, 0, 1, 4, 2, 0);
+    round_of(f, 1, 2, 0, 1, 8, 3, 1);        /* no block left */
+    assert_int_equal(sr_pipe_pool_take(f->p, 1, 1), 0);
+    assert_int_equal(sr_pipe_pool_take(f->p, 1, 1), -EALREADY);
+    assert_int_equal(pool(f).revoking, 1);
+    round_of(f, 1, 1, 1, 1, 12, 4, 1);       /* its next round: away, then the block goes */
+    assert_int_equal(pool(f).revoking, 0);
+    assert_int_equal(pool(f).free, 1);
+    round_of(f, 1, 2, 1, 1, 16, 5, 0);       /* slot 2 asks first: here */
+    assert_int_equal(info_of(f, 1).held, 2);
+    round_of(f, 1, 0, 1, 2, 0, 6, 0);        /* call 2 settles slot 2's call 1... */
+    round_of(f, 1, 2, 0, 2, 4, 7, 0);        /* ...not this one's */
+    assert_int_equal(sr_pipe_pool_take(f->p, 1, 0), 0); /* call 2's round in it */
+    assert_int_equal(sr_pipe_pool_take(f->p, 1, 9), -EINVAL);
+    assert_int_equal(sr_pipe_pool_take(f->p, 2, 0), -ESRCH);
+    round_of(f, 1, 0, 0, 3, 0, 8, 1);        /* call 3: slot 0's round away, then free */
+    assert_int_equal(pool(f).free, 1);
+    assert_int_equal(sr_pipe_pool_take(f->p, 1, 2), 1); /* call 2's rounds: settled, now */
+    assert_int_equal(pool(f).free, 2);
+    assert_int_equal(info_of(f, 1).held, 0);
+    assert_int_equal(jc(f, 1).mismatches, 0);
+}
+
 /* Each result announces the window of the job's next call: the blocks it
  * holds or may get (first: held + free), 0 for all its slots; the same on
  * every worker's copy, from the switch and through the fallback; a lost
@@ -507,6 +542,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fair, setup_pool, teardown_pool),
         cmocka_unit_test_setup_teardown(test_settled, setup_pool, teardown_pool),
         cmocka_unit_test_setup_teardown(test_stamps, setup_pool, teardown_pool),
+        cmocka_unit_test_setup_teardown(test_take, setup_pool, teardown_pool),
         cmocka_unit_test_setup_teardown(test_refusals, setup_pool, teardown_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
