@@ -15,9 +15,12 @@
 # ar_worker on 3 ranks (32 values per packet, the program's lanes): every
 # call within the bound, the first (20000 values at the full window of 64
 # slots) summed partly in the leased blocks and partly at the fallback;
-# the later calls take the window the results announce (2) and stay in
-# the switch. Checked: each rank's exit status, and that each counted
-# results from the switch and from the fallback (serene_get_stats).
+# the later calls take the window the results announce (2). Before the
+# run the control plane takes slot 1's block back (take_reg): its first
+# round goes to the fallback and hands the block over, and slot 1's rounds
+# stay there. Checked: each rank's exit status, that each counted results
+# from the switch and from the fallback (serene_get_stats), and that slot
+# 1's lease was cleared by the handover while slot 0 kept its block.
 # Skips (77) without root or without p4c-bm2-ss, simple_switch and
 # simple_switch_CLI (not in Debian: CI skips it; p4/patches/README.md
 # builds them). Every wait is bounded; namespaces and processes are removed
@@ -77,6 +80,15 @@ fab_spawn "$tmp/switch.log" "$NS_SW" "$SS" --device-id $(($$ % 10000)) --thrift-
 "$ROOT/p4/bmv2_configure.sh" "$tmp/cli.log" "$tmp/cmds.txt" "$FAB_SPAWNED" 60 \
     ip netns exec "$NS_SW" "$CLI" --thrift-port 9090 || fail "could not configure simple_switch"
 kill -0 "$fb_pid" 2>/dev/null || fail "the fallback serene-switch exited"
+# cli CMD...: the switch's answers to simple_switch_CLI commands.
+cli() { printf '%s\n' "$@" | ip netns exec "$NS_SW" "$CLI" --thrift-port 9090 2>&1; }
+# reg NAME INDEX: the register's value.
+reg() { cli "register_read $1 $2" | sed -n "s/.*$1\[$2\] *= *\([0-9]*\).*/\1/p"; }
+# The control plane takes slot 1's block back before the run (job 6:
+# register block 2, slot entry 2 * 64 + 1): the slot's first round goes to
+# the fallback and hands the block over when it completes.
+[ "$(reg lease_reg 129)" = 202 ] || fail "slot 1 is not leased block 201 ($(reg lease_reg 129))"
+cli "register_write take_reg 129 1" >/dev/null
 
 pids=() nonce=$((RANDOM * 32768 + RANDOM + 1)) all=0
 for r in 0 1 2; do
@@ -97,4 +109,8 @@ for r in 0 1 2; do
         { echo "rank $r: results from the switch '$sw', from the fallback '$fb': want both"; all=1; }
 done
 [ "$all" = 0 ] || fail "allreduce of a shared job through BMv2 and its fallback"
+lease=$(reg lease_reg 129) take=$(reg take_reg 129)
+echo "slot 1 after the run: lease $lease, take $take (0 0: the block was handed over)"
+[ "$lease" = 0 ] && [ "$take" = 0 ] || fail "slot 1's block was not handed over"
+[ "$(reg lease_reg 128)" = 201 ] || fail "slot 0 lost its block"
 echo "PASS: share-bmv2"
