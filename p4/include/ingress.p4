@@ -295,15 +295,17 @@ control SereneIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
             sm.egress_spec = meta.up_port;
         } else if (meta.route == SR_P4_OUT_FALLBACK) {
             sm.egress_spec = meta.fb_port;
-        } else if (meta.route == SR_P4_OUT_RANK) {
-            rank_down.apply(hdr, meta);
-        } else {
+        } else if (meta.route != SR_P4_OUT_RANK) {
             mark_to_drop(sm);
         }
         if (meta.route == SR_P4_OUT_RANK) {
-            sm.egress_spec = meta.rank_port;
-        } else if (meta.route == SR_P4_OUT_DROP) {
-            mark_to_drop(sm);
+            // The fallback's answer: on to its worker's port, if it has one.
+            rank_down.apply(hdr, meta);
+            if (meta.route == SR_P4_OUT_RANK) {
+                sm.egress_spec = meta.rank_port;
+            } else {
+                mark_to_drop(sm);
+            }
         }
         if (meta.fb_clone) {
             // A JOIN's copy, or the JOIN before a relayed request (egress).
