@@ -3,10 +3,13 @@
  * sr_conform.c - the conformance tool of the P4 aggregator.
  *
  *   sr-conform gen     COMMON OUTDIR    write OUTDIR/NAME.in.pcap and
- *                                       NAME.out.pcap for every scenario
+ *                                       NAME.out.pcap for every scenario,
+ *                                       and NAME.ctl for one with control
+ *                                       steps (conform.h)
  *   sr-conform replay  COMMON NAME DIR  feed DIR/NAME.in.pcap through the
- *                                       software switch, compare with
- *                                       DIR/NAME.out.pcap in order
+ *                                       software switch (DIR/NAME.ctl's
+ *                                       steps between its frames), compare
+ *                                       with DIR/NAME.out.pcap in order
  *   sr-conform split   COMMON NAME DIR OUTDIR
  *                                       DIR/NAME.in.pcap -> OUTDIR/PORT_in.pcap
  *                                       per switch port (simple_switch
