@@ -169,7 +169,7 @@ int cf_run_share_take(cf_ctx *c)
 {
     unsigned n = c->job.n_workers, E = c->elems;
     uint32_t sidx = (uint32_t)(c->job.id % c->max_jobs) * c->slots;
-    char bm[96];
+    char bm[96], sw[64];
 
     if (!c->job.fb_addr || c->job.lease != 2 || c->job.lease_first == SERENE_CTL_LEASE_ALL ||
         n < 3)
@@ -184,7 +184,8 @@ int cf_run_share_take(cf_ctx *c)
         TRY(fb_answer(c, SR_OP_AR_RESULT, 0, w, 2, 0, 1, 2 * E, 2, E, 30u));
 
     snprintf(bm, sizeof bm, "register_write take_reg %" PRIu32 " 1", sidx + 1);
-    TRY(cf_control(c, "pool take 6 1", bm));
+    snprintf(sw, sizeof sw, "pool take %u 1", (unsigned)c->job.id);
+    TRY(cf_control(c, sw, bm));
     for (unsigned w = 0; w < n; w++) /* slot 1's next round: away */
         TRY(cf_ar(c, w, 1, 1, 1, 3 * E, 2, 1, E, 7u * w, 1u));
     for (unsigned w = 0; w < n; w++) /* its result: the block is free at the first copy */
@@ -205,7 +206,8 @@ int cf_run_share_take(cf_ctx *c)
      * in its other version (here, complete) can no longer answer, even
      * once the slot has a block again. */
     snprintf(bm, sizeof bm, "register_write take_reg %" PRIu32 " 1", sidx + 2);
-    TRY(cf_control(c, "pool take 6 2", bm));
+    snprintf(sw, sizeof sw, "pool take %u 2", (unsigned)c->job.id);
+    TRY(cf_control(c, sw, bm));
     for (unsigned w = 0; w < n; w++) /* away: hands the block over */
         TRY(cf_ar(c, w, 2, 0, 1, 7 * E, 2, 1, E, 9u * w, 1u));
     for (unsigned w = 0; w < n; w++)
