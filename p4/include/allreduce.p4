@@ -312,6 +312,9 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         upts_reg.read(upts, cell);
         relay_reg.read(relay, cell);
         lease_reg.read(lease, sidx);
+        if ((bit<32>)lease > SR_P4_SLOT_ENTRIES) {
+            lease = 0; // no block the program has: the control plane's slip
+        }
         take_reg.read(take, sidx);
         slot_epoch_reg.read(tag, sidx);
         stale = tag != meta.epoch;
