@@ -65,7 +65,7 @@ WORKERS=$(define SR_P4_MAX_WORKERS) RING=$(define SR_P4_RING) ELEMS=$(define SR_
 BY_ID="nonce_reg epoch_reg bound_reg left_reg low_reg high_reg fb_bound_reg"
 CELL_REGS="seen_reg cnt_reg mseq_reg moff_reg mtotal_reg mcount_reg mexp_reg nexp_reg upwait_reg upts_reg relay_reg"
 ROW_REGS="row_epoch_reg step_epoch_reg step_on_reg step_wait_reg step_low_reg"
-VAL_REGS="" SLOT_REGS="slot_epoch_reg lease_reg take_reg"
+VAL_REGS="" SLOT_REGS="slot_epoch_reg lease_reg take_reg want_reg slot_ts_reg"
 for i in $(seq 0 $((ELEMS - 1))); do
     VAL_REGS+=" SereneIngress.allreduce.val_reg_$i"
     ROW_REGS+=" SereneIngress.store.st_reg_$i"

@@ -108,6 +108,11 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
     // ... and a block the control plane takes back (1), handed over after
     // the slot's next round, summed at the fallback (2 + its version).
     @name(".take_reg") register<bit<8>>(SR_P4_SLOT_ENTRIES) take_reg;
+    // For the control plane that leases (p4/bmv2_pool.py): a round of the
+    // slot found no block (1; the control plane clears it), and when the
+    // slot last had a packet (us).
+    @name(".want_reg") register<bit<8>>(SR_P4_SLOT_ENTRIES) want_reg;
+    @name(".slot_ts_reg") register<bit<48>>(SR_P4_SLOT_ENTRIES) slot_ts_reg;
 
     // The AR_RESULT header of a cell; payload set by the caller.
     action result_hdr(bit<32> m_seq, bit<32> m_off, bit<16> m_count, bit<8> m_exp,
@@ -344,6 +349,7 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         if (meta.shared) {
             // shared_data and shared_probe (p4/swswitch/allreduce.c): each
             // round is summed in one place, chosen when it starts.
+            slot_ts_reg.write(sidx, sm.ingress_global_timestamp);
             if (probe) {
                 if (relay == SR_P4_CELL_AWAY && hdr.serene.seq == m_seq &&
                     hdr.serene.offset == m_off && hdr.serene.exp == m_exp &&
@@ -378,6 +384,8 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
                 // every copy follows it.
                 if (lease != 0 && take == 1) {
                     take_reg.write(sidx, 2 + (bit<8>)hdr.serene.shadow);
+                } else if (lease == 0) {
+                    want_reg.write(sidx, 1);
                 }
                 if (stale) {
                     slot_epoch_reg.write(sidx, meta.epoch);

@@ -37,8 +37,11 @@
  *   taken block over at once, or at the job's next call, when no worker
  *   asks about the slot; here the control plane does that itself, by
  *   clearing lease_reg.
- * The policies that choose who gets a block are serene-switch's
- * (p4/README.md's targets table). A shared
+ * - want_reg and slot_ts_reg (allreduce.p4), per (job block, slot): a
+ *   round found no block (the control plane clears it when it leases
+ *   one), and the slot's last packet: what p4/bmv2_pool.py, the control
+ *   plane that runs the pool (first come or priority), reads.
+ * A shared
  * job's workers use UDP here: a JOIN over RoCEv2 is refused UNSUPPORTED
  * (the relays would carry its RoCE headers to the fallback), where
  * serene-switch relays a RoCE worker's requests as UDP.

@@ -36,25 +36,14 @@ for b in "$CTL" "$AR" "$SW"; do [ -x "$b" ] || { echo "FAIL: no $b"; exit 1; }; 
 
 tree_init share-bmv2
 NS_SW=$NS_ROOT NS_FB=hh$$-fb
-SWITCH_MAC=02:53:45:00:00:fe # p4/include/constants.p4's SR_P4_SWITCH_MAC
 TOKEN=5e4e70c3a11ab1e5
 
 "$P4C" --std p4-16 -o "$tmp/serene.json" "$ROOT/p4/serene.p4" >"$tmp/p4c.log" 2>&1 ||
     fail "p4c-bm2-ss could not compile p4/serene.p4"
 
 fab_addns "$NS_SW" || fail "cannot make namespaces"
-# link NS ADDR PORT: NS's eth0 at ADDR, switch port PORT (d<PORT>) to it.
-link() {
-    fab_addns "$1" || fail "cannot make namespace $1"
-    # gso_max_segs 1: the host's kernel cuts UDP GSO trains into datagrams
-    # before the veth (bench/fabric_net.sh says why BMv2 needs it).
-    ip link add name eth0 netns "$1" type veth peer name "d$3" netns "$NS_SW" &&
-        ip -n "$1" link set eth0 gso_max_segs 1 && ip -n "$1" addr add "$2/24" dev eth0 &&
-        ip -n "$1" link set eth0 up && ip -n "$NS_SW" link set "d$3" up &&
-        ip -n "$1" neigh add 10.80.0.254 lladdr $SWITCH_MAC dev eth0 || fail "the link of $1"
-}
-for r in 0 1 2; do link "$(ns_w $r)" "10.80.0.$((r + 1))" $((r + 1)); done
-link "$NS_FB" 10.80.0.9 4
+for r in 0 1 2; do bmv2_host "$(ns_w $r)" "10.80.0.$((r + 1))" $((r + 1)) "$NS_SW" 10.80.0.254; done
+bmv2_host "$NS_FB" 10.80.0.9 4 "$NS_SW" 10.80.0.254
 
 {
     echo "job = 6"

@@ -8,7 +8,8 @@
 #   fail MESSAGE    "FAIL: NAME: MESSAGE", the tail of every log, exit 1;
 #   NS_ROOT, ns_leaf L, ns_w R  the namespace names of the tree: a root,
 #                   leaves 0 and 1, workers 0-3;
-#   bmv2_tools      the BMv2 tools, or a skip.
+#   bmv2_tools      the BMv2 tools, or a skip;
+#   bmv2_host       a host namespace on a switch namespace's port.
 # shellcheck source=../../bench/fabric_net.sh
 . "$ROOT/bench/fabric_net.sh"
 NS_ROOT=hh$$-root
@@ -24,6 +25,19 @@ bmv2_tools() {
     for t in "$P4C" "$SS" "$CLI" ip; do
         command -v "$t" >/dev/null 2>&1 || { echo "SKIP: $t not found"; exit 77; }
     done
+}
+# bmv2_host NS ADDR PORT SW_NS SW_ADDR: namespace NS with eth0 at ADDR/24,
+# the peer of switch SW_NS's port d<PORT>; SW_ADDR through a static
+# neighbour (BMv2 answers no ARP). gso_max_segs 1: the host's kernel cuts
+# UDP GSO trains into datagrams before the veth (bench/fabric_net.sh says
+# why BMv2 needs it).
+bmv2_host() {
+    local mac=02:53:45:00:00:fe # p4/include/constants.p4's SR_P4_SWITCH_MAC
+    fab_addns "$1" || fail "cannot make namespace $1"
+    ip link add name eth0 netns "$1" type veth peer name "d$3" netns "$4" &&
+        ip -n "$1" link set eth0 gso_max_segs 1 && ip -n "$1" addr add "$2/24" dev eth0 &&
+        ip -n "$1" link set eth0 up && ip -n "$4" link set "d$3" up &&
+        ip -n "$1" neigh add "$5" lladdr $mac dev eth0 || fail "the link of $1"
 }
 tree_init() {
     TREE_NAME=$1
