@@ -4,7 +4,7 @@
 jobs (p4/README.md, "Shared jobs"): serene-switch's pool (pool.c) run from
 outside the switch, on the registers of p4/serene.p4.
 
-    bmv2_pool.py --blocks FIRST-LAST [--policy first|priority] [--idle-ms MS]
+    bmv2_pool.py --blocks FIRST-LAST [--policy first|fair|priority] [--idle-ms MS]
                  [--period-ms MS] [--duration S] [--log FILE] JOB[:PRIO]...
                  -- CLI...
 
@@ -16,15 +16,20 @@ slot_ts_reg and cnt_reg, then:
 - a block whose take completed (the slot's lease cleared by the data plane
   at the round boundary) is free, or goes to the slot that claimed it;
 - a slot whose round found no block (want_reg) gets a free block, the
-  higher priority first; under priority, with none free, it claims one
-  from the lowest-priority job below it (that job's highest leased slot,
-  taken at its next round: take_reg);
+  higher priority first; with none free, under priority it claims one
+  from the lowest-priority job below it, and under fair share (the pool
+  over the jobs with a packet within --idle-ms), while its job is below
+  its share, from the job furthest above it: that job's highest leased
+  slot, taken at its next round (take_reg; serene-switch's fair share
+  waits for the holder's next call instead);
 - a leased slot with no packet for --idle-ms (500) and no open round is
   taken (take_reg: no new round can start in the block), and freed at the
-  next period if it is still quiet;
+  next period if it is still quiet; so is a claimed slot its holder no
+  longer uses, for its claimant;
 - each job's window (share_table's, the status of its results) is the
   blocks it holds or may get (free ones; under priority, those of lower
-  priority), 0 (all its slots) from 64 on, as serene-switch stamps it.
+  priority; under fair share, at least its share), 0 (all its slots) from
+  64 on, as serene-switch stamps it.
 It never leases more blocks than the pool has: each period checks the
 leases it reads against it, and a lease it did not make is an error (exit
 1). One line per change to --log (default stderr). Runs until --duration
@@ -52,6 +57,7 @@ class Pool:
         self.quiet = {}             # slot entry -> (slot_ts, since)
         self.window = {}
         self.share = {}             # job -> (handle, fb_addr, fb_udp, port)
+        self.seen = {}              # job -> (its slots' latest packet time, when that changed)
 
     def run_cli(self, cmds):
         r = subprocess.run(self.cli, input='\n'.join(cmds) + '\n', capture_output=True, text=True)
@@ -100,6 +106,11 @@ class Pool:
         lease, take, want, ts, cnt = (r['lease_reg'], r['take_reg'], r['want_reg'],
                                       r['slot_ts_reg'], r['cnt_reg'])
         cmds = []
+        now = time.monotonic()
+        for j in self.jobs:                       # active: a packet within --idle-ms
+            last = max(ts[s] for s in self.slots_of(j))
+            if self.seen.get(j, (None, 0))[0] != last:
+                self.seen[j] = (last, now)
         held = {}
         for j in self.jobs:
             for s in self.slots_of(j):
@@ -129,6 +140,8 @@ class Pool:
                 self.grant(cmds, s, self.free.pop())
             elif self.policy == 'priority':
                 self.preempt(cmds, s, take)
+            elif self.policy == 'fair':
+                self.fair_take(cmds, s, take)
         self.idle(cmds, lease, take, ts, cnt)
         for j in self.jobs:
             w = self.may_hold(j)
@@ -141,10 +154,40 @@ class Pool:
         if cmds:
             self.run_cli(cmds)
 
+    def keeps(self, j):
+        return sum(1 for o in self.owner.values() if self.job_of(o) == j and o not in self.claim)
+
+    def fair_share(self, j):
+        """The pool over the jobs active now, j counted as one."""
+        now = time.monotonic()
+        n = sum(1 for k in self.jobs
+                if k == j or (now - self.seen.get(k, (None, -1e9))[1]) * 1e6 < self.idle_us)
+        return len(self.pool) // n
+
+    def fair_take(self, cmds, s, take):
+        """Fair share: a job below its share takes a block back from the job
+        furthest above it (its highest leased slot, at that slot's next
+        round; serene-switch waits for the holder's next call)."""
+        j = self.job_of(s)
+        share = self.fair_share(j)
+        claims = sum(1 for to in self.claim.values() if to is not None and self.job_of(to) == j)
+        if self.keeps(j) + claims >= share:
+            return
+        over = [(self.keeps(v), v) for v in self.jobs if v != j and self.keeps(v) > share]
+        if not over:
+            return
+        v = max(over)[1]
+        slots = [o for o in self.owner.values()
+                 if self.job_of(o) == v and o not in self.claim and not take[o]]
+        if slots:
+            self.claim_slot(cmds, s, max(slots))
+
     def may_hold(self, j):
         """The blocks job j holds or may get (serene-switch's sr_pool_stamp):
         its own, the free ones, and under priority those of lower-priority
-        jobs not being taken."""
+        jobs not being taken; under fair share, at least its share."""
+        if self.policy == 'fair':
+            return max(self.fair_share(j), self.keeps(j))
         n = len(self.free)
         for o in self.owner.values():
             oj = self.job_of(o)
@@ -159,17 +202,24 @@ class Pool:
                    if self.jobs[self.job_of(o)] < pj and o not in self.claim and not take[o]]
         if not victims:
             return
-        _, _, o = min(victims)
+        self.claim_slot(cmds, s, min(victims)[2])
+
+    def claim_slot(self, cmds, s, o):
+        """Slot entry s claims o's block: taken at o's next round."""
         self.claim[o] = s
         cmds.append('register_write take_reg %d 1' % o)
         self.note('job %d slot %d takes job %d slot %d' % (self.job_of(s), s % SLOTS,
                                                           self.job_of(o), o % SLOTS))
 
     def idle(self, cmds, lease, take, ts, cnt):
+        """Quiet slots give their blocks up: a slot with no packet for
+        --idle-ms and no open round is taken (no new round can use the
+        block from then on), and freed at the next period if still so. A
+        claimed slot the holder no longer uses (its smaller window leaves
+        it out) is freed the same way, for its claimant: no round of it
+        would ever hand the block over."""
         now = time.monotonic()
         for blk, s in list(self.owner.items()):
-            if s in self.claim and self.claim[s] is not None:
-                continue
             last, since = self.quiet.get(s, (None, now))
             if ts[s] != last:
                 self.quiet[s] = (ts[s], now)
@@ -177,17 +227,23 @@ class Pool:
             if (now - since) * 1e6 < self.idle_us or cnt[2 * s] or cnt[2 * s + 1]:
                 continue
             if not take[s]:
-                self.claim[s] = None          # no new round can use it from now on
-                cmds.append('register_write take_reg %d 1' % s)
-            else:                             # still quiet: no round was open or started
-                cmds += ['register_write lease_reg %d 0' % s, 'register_write take_reg %d 0' % s]
-                del self.owner[blk]
-                self.claim.pop(s, None)
-                self.quiet.pop(s, None)
+                if s not in self.claim:
+                    self.claim[s] = None      # no new round can use it from now on
+                    cmds.append('register_write take_reg %d 1' % s)
+                continue
+            if take[s] != 1:
+                continue                      # its handover round is at the fallback
+            # Still quiet with the take set: no round was open or started.
+            cmds += ['register_write lease_reg %d 0' % s, 'register_write take_reg %d 0' % s]
+            del self.owner[blk]
+            to = self.claim.pop(s, None)
+            self.quiet.pop(s, None)
+            self.note('block %d back from quiet job %d slot %d'
+                      % (blk, self.job_of(s), s % SLOTS))
+            if to is not None and lease[to] == 0:
+                self.grant(cmds, to, blk)
+            else:
                 self.free.append(blk)
-                self.note('block %d back from idle job %d slot %d'
-                          % (blk, self.job_of(s), s % SLOTS))
-
 
 def main(argv):
     args, cli = (argv[1:argv.index('--')], argv[argv.index('--') + 1:]) if '--' in argv else (None, None)
@@ -213,9 +269,10 @@ def main(argv):
     if not m or int(m.group(1)) > int(m.group(2)) or int(m.group(2)) >= JOBS * SLOTS:
         sys.stderr.write('bmv2_pool: --blocks FIRST-LAST within 0-%d\n' % (JOBS * SLOTS - 1))
         return 2
-    if opts['--policy'] not in ('first', 'priority') or not jobs or \
+    if opts['--policy'] not in ('first', 'fair', 'priority') or not jobs or \
             len({j % JOBS for j in jobs}) != len(jobs):
-        sys.stderr.write('bmv2_pool: a policy of first or priority, jobs with distinct ids mod %d\n'
+        sys.stderr.write('bmv2_pool: a policy of first, fair or priority, jobs with distinct ids '
+                         'mod %d\n'
                          % JOBS)
         return 2
     log = open(opts['--log'], 'a') if opts['--log'] else sys.stderr

@@ -40,7 +40,7 @@
  * - want_reg and slot_ts_reg (allreduce.p4), per (job block, slot): a
  *   round found no block (the control plane clears it when it leases
  *   one), and the slot's last packet: what p4/bmv2_pool.py, the control
- *   plane that runs the pool (first come or priority), reads.
+ *   plane that runs the pool (first come, fair or priority), reads.
  * A shared
  * job's workers use UDP here: a JOIN over RoCEv2 is refused UNSUPPORTED
  * (the relays would carry its RoCE headers to the fallback), where

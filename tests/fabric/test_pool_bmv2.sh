@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# test_pool_bmv2.sh BUILD - two shared jobs on BMv2 sharing a pool of 4
-# blocks under priority, the pool run by p4/bmv2_pool.py (p4/README.md,
-# "Shared jobs"), their fallback a serene-switch:
+# test_pool_bmv2.sh BUILD [priority|fair] - two shared jobs on BMv2 sharing
+# a pool of 4 blocks, the pool run by p4/bmv2_pool.py under the policy
+# (p4/README.md, "Shared jobs"), their fallback a serene-switch:
 #
 #   hhP-w0 hhP-w1   hhP-w2 hhP-w3    job 5 (prio 0): ranks 0-1 at 10.81.0.1-2
 #      1\   /2         3\   /4       job 6 (prio 9): ranks 0-1 at 10.81.0.3-4
@@ -10,14 +10,18 @@
 #
 # Job 5 starts first and takes the pool; job 6 starts while job 5 runs,
 # claims blocks from it (taken at job 5's next round in each slot, summed
-# at the fallback) and gets them. Checked: every call of both jobs within
-# the bound (ar_worker), results from the switch for both, job 6 given
-# blocks taken from job 5 (the controller's log), and the controller's own
-# checks every period (no lease it did not make, never more blocks leased
-# than the pool: exit status 0). Skips (77) without root or the BMv2
-# tools. Every wait is bounded; namespaces and processes are removed.
+# at the fallback) and gets them: under priority all four, under fair
+# share at most its share of two while job 5 runs. Checked: every call of
+# both jobs within the bound (ar_worker), results from the switch for
+# both, job 6 given blocks taken from job 5 (the controller's log), and
+# the controller's own checks every period (no lease it did not make,
+# never more blocks leased than the pool: exit status 0). Skips (77)
+# without root or the BMv2 tools. Every wait is bounded; namespaces and
+# processes are removed.
 set -uo pipefail
-BUILD=${1:?usage: $0 BUILD}
+BUILD=${1:?usage: $0 BUILD [priority|fair]}
+POLICY=${2:-priority}
+case $POLICY in priority | fair) ;; *) echo "usage: $0 BUILD [priority|fair]" >&2; exit 2 ;; esac
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=tree_lib.sh
 . "$ROOT/tests/fabric/tree_lib.sh"
@@ -25,7 +29,7 @@ bmv2_tools
 CTL=$BUILD/lib/ctl/serene-ctl AR=$BUILD/tests/integ/ar_worker SW=$BUILD/p4/swswitch/serene-switch
 for b in "$CTL" "$AR" "$SW"; do [ -x "$b" ] || { echo "FAIL: no $b"; exit 1; }; done
 
-tree_init pool-bmv2
+tree_init pool-bmv2-$POLICY
 NS_SW=$NS_ROOT NS_FB=hh$$-fb
 
 "$P4C" --std p4-16 -o "$tmp/serene.json" "$ROOT/p4/serene.p4" >"$tmp/p4c.log" 2>&1 ||
@@ -70,7 +74,7 @@ ip netns exec "$NS_SW" env SIMPLE_SWITCH_CLI="$CLI" "$ROOT/p4/bmv2_job.sh" add -
 kill -0 "$fb_pid" 2>/dev/null || fail "the fallback serene-switch exited"
 
 fab_spawn "$tmp/pool.log" "$NS_SW" python3 "$ROOT/p4/bmv2_pool.py" --blocks 200-203 \
-    --policy priority --duration 200 5:0 6:9 -- "$CLI" --thrift-port 9090
+    --policy "$POLICY" --duration 200 5:0 6:9 -- "$CLI" --thrift-port 9090
 pool_pid=$FAB_SPAWNED
 
 # ranks J FIRST SIZES REPS: job J's 2 ranks (pids in jpids).
@@ -116,5 +120,9 @@ grep -E 'takes|back|window|error|stopped' "$tmp/pool.log" | head -n 20
 [ "$prc" = 0 ] || fail "bmv2_pool.py exited $prc"
 grep -q 'job 6 slot .* takes job 5 slot' "$tmp/pool.log" || fail "job 6 claimed no block from job 5"
 grep -q 'grant block .* to job 6 ' "$tmp/pool.log" || fail "job 6 was given no block"
-echo "PASS: pool-bmv2: $(grep -c 'grant block' "$tmp/pool.log") grants," \
-    "$(grep -c 'takes job' "$tmp/pool.log") blocks claimed by priority"
+taken=$(grep -c 'takes job' "$tmp/pool.log")
+# Fair share: job 6 claims up to its share (2 of 4) while job 5 runs; job
+# 5 runs to the end (idle blocks of job 6 come back to it, not by claims).
+[ "$POLICY" = priority ] || [ "$taken" -le 2 ] || fail "job 6 claimed $taken blocks, its share is 2"
+echo "PASS: pool-bmv2 $POLICY: $(grep -c 'grant block' "$tmp/pool.log") grants, $taken blocks" \
+    "claimed from job 5"
