@@ -60,7 +60,11 @@ class Pool:
         self.seen = {}              # job -> (its slots' latest packet time, when that changed)
 
     def run_cli(self, cmds):
-        r = subprocess.run(self.cli, input='\n'.join(cmds) + '\n', capture_output=True, text=True)
+        try:
+            r = subprocess.run(self.cli, input='\n'.join(cmds) + '\n', capture_output=True,
+                               text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise RuntimeError('cannot run %s: %s' % (' '.join(self.cli), e))
         if r.returncode or re.search(r'rror|nvalid', r.stdout):
             raise RuntimeError('CLI failed: %s %s' % (r.stdout[-300:], r.stderr[-300:]))
         return r.stdout
