@@ -102,6 +102,14 @@ typedef struct cf_scenario {
 extern const cf_scenario cf_scenarios[];
 extern const unsigned cf_n_scenarios;
 
+/* In a scenario: return the first nonzero status of the steps. */
+#define TRY(x)                                                                                    \
+    do {                                                                                          \
+        int rc_ = (x);                                                                            \
+        if (rc_)                                                                                  \
+            return rc_;                                                                           \
+    } while (0)
+
 /* Frame builders used by the scenarios (scenarios.c). src_ip 0 means worker
  * `rank`'s address from the job file. */
 int cf_send(cf_ctx *c, unsigned rank, uint32_t src_ip, uint16_t dst_port, const sr_hdr *h,

@@ -130,18 +130,26 @@ static int forged_joins(cf_ctx *c)
 /* AR_DATA of worker w: slot, shadow bit, call seq, the call's total count,
  * offset, exponents and n values base + i * step (uint32_t: negative steps
  * wrap as int32). */
+sr_hdr cf_round_req(const cf_ctx *c, unsigned op, unsigned w, unsigned slot, unsigned shadow,
+                    uint32_t seq, uint32_t off, int exp)
+{
+    sr_hdr h = cf_req(c, op, w, seq);
+
+    h.slot = (uint16_t)slot;
+    h.shadow = (uint8_t)shadow;
+    h.offset = off;
+    h.exp = (int8_t)exp;
+    return h;
+}
+
 static int ar_total(cf_ctx *c, unsigned w, unsigned slot, unsigned shadow, uint32_t seq,
                     uint32_t total, uint32_t off, int exp, int next_exp, unsigned n,
                     uint32_t base, uint32_t step)
 {
     uint32_t v[SR_WIRE_MAX_ELEMS];
-    sr_hdr h = cf_req(c, SR_OP_AR_DATA, w, seq);
+    sr_hdr h = cf_round_req(c, SR_OP_AR_DATA, w, slot, shadow, seq, off, exp);
 
-    h.slot = (uint16_t)slot;
-    h.shadow = (uint8_t)shadow;
     h.count = (uint16_t)n;
-    h.offset = off;
-    h.exp = (int8_t)exp;
     h.next_exp = (int8_t)next_exp;
     h.aux = total;
     for (unsigned i = 0; i < n; i++)
@@ -151,11 +159,10 @@ static int ar_total(cf_ctx *c, unsigned w, unsigned slot, unsigned shadow, uint3
 
 /* AR_DATA of a call whose workers agree on its total count. */
 int cf_ar(cf_ctx *c, unsigned w, unsigned slot, unsigned shadow, uint32_t seq, uint32_t off,
-              int exp, int next_exp, unsigned n, uint32_t base, uint32_t step)
+          int exp, int next_exp, unsigned n, uint32_t base, uint32_t step)
 {
     return ar_total(c, w, slot, shadow, seq, CALL_TOTAL(seq), off, exp, next_exp, n, base, step);
 }
-
 
 /* Workers that disagree on a round poison it: the one that differs and
  * every one that came before or after it are answered MISMATCH, the first
@@ -181,15 +188,11 @@ static int ar_mismatches(cf_ctx *c)
  * at offset with exponents exp and next_exp, as the library sends it: the
  * contribution's header, op AR_PROBE, count 0, the RETRANSMIT flag set
  * (the answer clears it). */
-int cf_probe(cf_ctx *c, unsigned w, unsigned slot, unsigned shadow, uint32_t seq,
-                 uint32_t off, int exp, int next_exp)
+int cf_probe(cf_ctx *c, unsigned w, unsigned slot, unsigned shadow, uint32_t seq, uint32_t off,
+             int exp, int next_exp)
 {
-    sr_hdr h = cf_req(c, SR_OP_AR_PROBE, w, seq);
+    sr_hdr h = cf_round_req(c, SR_OP_AR_PROBE, w, slot, shadow, seq, off, exp);
 
-    h.slot = (uint16_t)slot;
-    h.shadow = (uint8_t)shadow;
-    h.offset = off;
-    h.exp = (int8_t)exp;
     h.next_exp = (int8_t)next_exp;
     h.flags = SR_FLAG_RETRANSMIT;
     h.aux = CALL_TOTAL(seq);

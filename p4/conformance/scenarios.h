@@ -19,13 +19,10 @@
  * file's fallback address and port) in cf_send. */
 #define FB_RANK 0xffffu
 
-#define TRY(x)                                                                                    \
-    do {                                                                                          \
-        int rc_ = (x);                                                                            \
-        if (rc_)                                                                                  \
-            return rc_;                                                                           \
-    } while (0)
-
+/* A header op of worker w about its round (slot, shadow bit, call seq,
+ * offset, exponent exp), the other fields zero. */
+sr_hdr cf_round_req(const cf_ctx *c, unsigned op, unsigned w, unsigned slot, unsigned shadow,
+                    uint32_t seq, uint32_t off, int exp);
 /* Request h with n payload words v from worker w to the switch's port. */
 int cf_send_to(cf_ctx *c, unsigned w, const sr_hdr *h, const uint32_t *v, unsigned n);
 /* JOIN of worker w with context token seq, nonce and admission token adm

@@ -120,13 +120,6 @@ static int probe(roce_run *r, unsigned w, unsigned slot, unsigned shadow, uint32
     return send_msg(r, w, &h, NULL, 0);
 }
 
-#define TRY(x)                                                                                    \
-    do {                                                                                          \
-        int rc_ = (x);                                                                            \
-        if (rc_)                                                                                  \
-            return rc_;                                                                           \
-    } while (0)
-
 int cf_run_roce(cf_ctx *c)
 {
     unsigned n = c->job.n_workers, E = c->elems;

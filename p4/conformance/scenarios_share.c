@@ -37,12 +37,8 @@ static int fb_answer(cf_ctx *c, unsigned op, unsigned st, unsigned w, unsigned s
                      uint32_t base)
 {
     uint32_t v[SR_WIRE_MAX_ELEMS];
-    sr_hdr h = cf_req(c, op, w, seq);
+    sr_hdr h = cf_round_req(c, op, w, slot, shadow, seq, off, exp);
 
-    h.slot = (uint16_t)slot;
-    h.shadow = (uint8_t)shadow;
-    h.offset = off;
-    h.exp = (int8_t)exp;
     h.status = (uint8_t)st;
     h.aux = op == SR_OP_ERROR ? SR_OP_AR_DATA : CALL_TOTAL(seq);
     h.count = (uint16_t)n;
