@@ -329,6 +329,23 @@ void sr_pool_job_free(sr_pipe *p, sr_pipe_job *j)
 
 /* ---- taking blocks back ----------------------------------------------------- */
 
+/* Slot s of v gives its block up (to whoever claimed it, else the free
+ * list): now, or at the boundary its policy uses (revoke[s] = 1), counted
+ * either way. Returns now. */
+static int take_back(sr_pipe *p, sr_pipe_job *v, uint32_t s, int now)
+{
+    v->c.preempted++;
+    p->pool.revokes++;
+    if (now) {
+        slot_release(p, v, s);
+        return 1;
+    }
+    v->revoke[s] = 1;
+    v->n_revoke++;
+    p->pool.revoking++;
+    return 0;
+}
+
 /* Take one block of victim v back for job to: from a slot no worker asks
  * about, quiet (no packet, contribution or probe, for idle_ms) or settled
  * (its rounds of calls before v's latest), which gives it at once;
@@ -354,15 +371,7 @@ static void revoke_one(sr_pipe *p, sr_pipe_job *v, sr_pipe_job *to)
         return;
     p->pool.claim[v->blk[best]] = to->id;
     to->claims++;
-    v->c.preempted++;
-    p->pool.revokes++;
-    if (now) {
-        slot_release(p, v, best);
-        return;
-    }
-    v->revoke[best] = 1;
-    v->n_revoke++;
-    p->pool.revoking++;
+    take_back(p, v, best, now);
 }
 
 int sr_pipe_pool_take(sr_pipe *p, uint16_t job, uint32_t slot)
@@ -379,16 +388,8 @@ int sr_pipe_pool_take(sr_pipe *p, uint16_t job, uint32_t slot)
         return -ENODATA;
     if (j->revoke[slot])
         return -EALREADY;
-    j->c.preempted++;
-    p->pool.revokes++;
-    if (slot_quiet(p, j, slot) || slot_settled(j, slot)) {
-        slot_release(p, j, slot);
-        return 1;
-    }
-    j->revoke[slot] = 1; /* its block's claim stays SR_POOL_NOJOB: the free list */
-    j->n_revoke++;
-    p->pool.revoking++;
-    return 0;
+    /* Its block's claim stays SR_POOL_NOJOB: it goes to the free list. */
+    return take_back(p, j, slot, slot_quiet(p, j, slot) || slot_settled(j, slot));
 }
 
 static int active(const sr_pipe *p, const sr_pipe_job *j)
