@@ -128,6 +128,30 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         hdr.serene.aux = m_total;
     }
 
+    // The slot's first write in this incarnation: its tag, and the round
+    // of its other cell o cleared (the caller writes its own cell's).
+    action fresh_slot(in index_t sidx_, in index_t o) {
+        slot_epoch_reg.write(sidx_, meta.epoch);
+        cnt_reg.write(o, 0);
+        mseq_reg.write(o, 0);
+        moff_reg.write(o, 0);
+        mtotal_reg.write(o, 0);
+        mcount_reg.write(o, 0);
+        mexp_reg.write(o, 0);
+        nexp_reg.write(o, 0);
+        upwait_reg.write(o, 0);
+        relay_reg.write(o, SR_P4_CELL_GONE);
+    }
+
+    // Cell c's round is the request's from now on.
+    action start_round(in index_t c) {
+        mseq_reg.write(c, hdr.serene.seq);
+        moff_reg.write(c, hdr.serene.offset);
+        mtotal_reg.write(c, hdr.serene.aux);
+        mcount_reg.write(c, hdr.serene.count);
+        mexp_reg.write(c, hdr.serene.exp);
+    }
+
     // A shared job's request to its fallback, unchanged (egress writes the
     // addresses); one the fallback has not bound first sends its JOIN again,
     // in this packet's ingress clone (share.p4).
@@ -388,28 +412,17 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
                     want_reg.write(sidx, 1);
                 }
                 if (stale) {
-                    slot_epoch_reg.write(sidx, meta.epoch);
+                    // This cell's bitmaps, count and exponents too: a round
+                    // away writes no others.
+                    fresh_slot(sidx, other);
                     seen_reg.write(cell, 0);
                     seen_reg.write(other, 0);
                     cnt_reg.write(cell, 0);
-                    cnt_reg.write(other, 0);
-                    mseq_reg.write(other, 0);
-                    moff_reg.write(other, 0);
-                    mtotal_reg.write(other, 0);
-                    mcount_reg.write(other, 0);
-                    mexp_reg.write(other, 0);
-                    nexp_reg.write(other, 0);
                     nexp_reg.write(cell, 0);
-                    upwait_reg.write(other, 0);
                     upwait_reg.write(cell, 0);
-                    relay_reg.write(other, SR_P4_CELL_GONE);
                 }
                 relay_reg.write(cell, SR_P4_CELL_AWAY);
-                mseq_reg.write(cell, hdr.serene.seq);
-                moff_reg.write(cell, hdr.serene.offset);
-                mtotal_reg.write(cell, hdr.serene.aux);
-                mcount_reg.write(cell, hdr.serene.count);
-                mexp_reg.write(cell, hdr.serene.exp);
+                start_round(cell);
                 to_fallback();
                 return;
             }
@@ -481,29 +494,14 @@ control Allreduce(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         seen_reg.write(cell, seen | meta.wbit);
         seen_reg.write(other, seen_other & ~meta.wbit);
         if (stale) {
-            // The slot's first write in this incarnation: the tag, and the
-            // other cell's round cleared (this cell's is written below).
-            slot_epoch_reg.write(sidx, meta.epoch);
-            cnt_reg.write(other, 0);
-            mseq_reg.write(other, 0);
-            moff_reg.write(other, 0);
-            mtotal_reg.write(other, 0);
-            mcount_reg.write(other, 0);
-            mexp_reg.write(other, 0);
-            nexp_reg.write(other, 0);
-            upwait_reg.write(other, 0);
-            relay_reg.write(other, SR_P4_CELL_GONE);
+            fresh_slot(sidx, other); // this cell's is written below
         }
         first = cnt == 0;
         if (first) {
             // A new round: what a leaf's parent still says about the
             // cell's last one no longer applies (swswitch contribute()).
             upwait_reg.write(cell, 0);
-            mseq_reg.write(cell, hdr.serene.seq);
-            moff_reg.write(cell, hdr.serene.offset);
-            mtotal_reg.write(cell, hdr.serene.aux);
-            mcount_reg.write(cell, hdr.serene.count);
-            mexp_reg.write(cell, hdr.serene.exp);
+            start_round(cell);
             nexp = hdr.serene.next_exp;
         } else if ((hdr.serene.next_exp ^ 0x80) > (nexp ^ 0x80)) {
             nexp = hdr.serene.next_exp; // signed max: bit 7 flipped
