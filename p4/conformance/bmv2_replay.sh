@@ -42,7 +42,7 @@ done
 [ -x "$conform" ] && [ -x "$ctl" ] || { echo "$build: no sr-conform or serene-ctl built" >&2; exit 2; }
 
 tmp=$(mktemp -d)
-ss_pid= live_ns=
+ss_pid='' live_ns=''
 cleanup() {
     [ -n "$ss_pid" ] && kill "$ss_pid" 2>/dev/null
     [ -n "$live_ns" ] && ip netns del "$live_ns" 2>/dev/null
@@ -58,10 +58,11 @@ fi
 echo "compiled: $(grep -c 'warning' "$tmp/p4c.log") warnings (in $tmp/p4c.log while the run lasts)"
 
 # live SCENARIO DIR PORTS: run the scenario on a live simple_switch (see
-# above): its outputs in DIR/PORT_out.pcap. Returns 0, 77 (no root: skipped)
-# or 2 (setup failed).
+# above), in namespace $live_ns: its outputs in DIR/PORT_out.pcap, the
+# switch left running (ss_pid). Returns 0, 77 (no root: skipped) or 2
+# (setup failed).
 live() {
-    local sc=$1 d=$2 ports=$3 p ifs= hosts=
+    local sc=$1 d=$2 ports=$3 p ifs='' hosts=''
     if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null 2>&1; then
         echo "SKIP: $sc: its control steps need a live switch on veth pairs (root, ip)"
         return 77
@@ -88,41 +89,13 @@ live() {
     # shellcheck disable=SC2086
     ip netns exec "$live_ns" python3 "$here/bmv2_live.py" "$d" "$p4dir/traces/$sc.ctl" \
         "$p4dir/traces/$sc.out.pcap" "$cli" --thrift-port $thrift -- $hosts || return 2
-    kill "$ss_pid" 2>/dev/null; wait "$ss_pid" 2>/dev/null; ss_pid=
-    ip netns del "$live_ns"; live_ns=
-    return 0
 }
 
-status=0 skipped=
-port_base=$((20000 + $$ % 20000))
-for sc in $scenarios; do
-    d=$tmp/$sc
-    mkdir -p "$d"
-    # The scenario's job (its own, as share's, or job.conf's), compiled; a
-    # port of it is each worker's and a shared job's fallback's: each has
-    # a clone session of its number (mirroring_add P P).
-    # shellcheck disable=SC2086
-    job=$("$conform" job $common "$sc") || exit 2
-    "$ctl" compile --target bmv2 --job-file "$job" "$policy" >"$d/commands.txt" || exit 2
-    ports=$(sed -n 's/^mirroring_add \([0-9]*\) \1$/\1/p' "$d/commands.txt")
-    if grep -q '^table_add share_table' "$d/commands.txt"; then
-        ports="$ports $(sed -n 's/^table_add share_table set_share [0-9]* => [^ ]* [0-9]* \([0-9]*\) .*/\1/p' \
-            "$d/commands.txt")"
-    fi
-    # shellcheck disable=SC2086
-    "$conform" split $common "$sc" "$p4dir/traces" "$d" || exit 2
-    if [ -f "$p4dir/traces/$sc.ctl" ]; then
-        live "$sc" "$d" "$ports"
-        rc=$?
-        [ $rc -eq 77 ] && { skipped="$skipped $sc"; continue; }
-        [ $rc -eq 0 ] || { status=2; break; }
-        # shellcheck disable=SC2086
-        "$conform" compare $common "$sc" "$p4dir/traces" "$d"
-        rc=$?
-        [ $rc -eq 0 ] || { [ $rc -eq 1 ] && status=1 || status=2; }
-        continue
-    fi
-    ifs=
+# replay_files SCENARIO DIR PORTS: simple_switch --use-files on DIR's
+# PORT_in.pcap files: its outputs in DIR/PORT_out.pcap, the switch left
+# running (ss_pid). Returns 0, or 2 (not configured in time).
+replay_files() {
+    local sc=$1 d=$2 ports=$3 p ifs='' n frames ok='' wait_s start last i now
     for p in $ports; do ifs="$ifs -i $p@$d/$p"; done
     n=$(wc -c <"$p4dir/traces/$sc.in.pcap")
     frames=$(awk "BEGIN { print int($n / 100) + 1 }")
@@ -152,7 +125,7 @@ for sc in $scenarios; do
     done
     if [ -z "$ok" ]; then
         echo "$sc: could not configure simple_switch in time" >&2
-        status=2; break
+        return 2
     fi
     # Wait for the replay: wait_s, one step per frame (at most n/100 frames
     # of 100 bytes or more), and a margin; then until the output files
@@ -165,24 +138,56 @@ for sc in $scenarios; do
         last=$now i=$((i + 1))
         sleep 0.5
     done
+}
+
+status=0 skipped=
+port_base=$((20000 + $$ % 20000))
+for sc in $scenarios; do
+    d=$tmp/$sc
+    mkdir -p "$d"
+    # The scenario's job (its own, as share's, or job.conf's), compiled; a
+    # port of it is each worker's and a shared job's fallback's: each has
+    # a clone session of its number (mirroring_add P P).
+    # shellcheck disable=SC2086
+    job=$("$conform" job $common "$sc") || exit 2
+    "$ctl" compile --target bmv2 --job-file "$job" "$policy" >"$d/commands.txt" || exit 2
+    ports=$(sed -n 's/^mirroring_add \([0-9]*\) \1$/\1/p' "$d/commands.txt")
+    if grep -q '^table_add share_table' "$d/commands.txt"; then
+        ports="$ports $(sed -n 's/^table_add share_table set_share [0-9]* => [^ ]* [0-9]* \([0-9]*\) .*/\1/p' \
+            "$d/commands.txt")"
+    fi
+    # shellcheck disable=SC2086
+    "$conform" split $common "$sc" "$p4dir/traces" "$d" || exit 2
+    run_in= # how the CLI reaches the switch: its namespace, if live
+    if [ -f "$p4dir/traces/$sc.ctl" ]; then
+        live "$sc" "$d" "$ports"
+        rc=$?
+        [ $rc -eq 77 ] && { skipped="$skipped $sc"; continue; }
+        [ $rc -eq 0 ] || { status=2; break; }
+        run_in="ip netns exec $live_ns"
+    else
+        replay_files "$sc" "$d" "$ports" || { status=2; break; }
+    fi
     # What the scenario must leave in registers, where frames cannot show
     # it (NAME.regs: REGISTER INDEX VALUE lines; share's: the leased blocks).
     regs_bad=0
     if [ -f "$here/$sc.regs" ]; then
         grep -v '^#' "$here/$sc.regs" | while read -r reg idx want; do
             [ -n "$reg" ] || continue
-            got=$(echo "register_read $reg $idx" | "$cli" --thrift-port "$thrift" 2>&1 |
+            # shellcheck disable=SC2086
+            got=$(echo "register_read $reg $idx" | $run_in "$cli" --thrift-port "$thrift" 2>&1 |
                 sed -n "s/.*$reg\[$idx\] *= *\([0-9]*\).*/\1/p")
             if [ "$got" = "$want" ]; then
-                echo "$sc: $reg[$idx] = $got"
+                echo "$sc: ${reg}[$idx] = $got"
             else
-                echo "$sc: $reg[$idx] is '$got', want $want" >&2
+                echo "$sc: ${reg}[$idx] is '$got', want $want" >&2
                 echo bad >"$d/regs_bad"
             fi
         done
         [ -f "$d/regs_bad" ] && regs_bad=1
     fi
     kill "$ss_pid" 2>/dev/null; wait "$ss_pid" 2>/dev/null; ss_pid=
+    [ -n "$live_ns" ] && { ip netns del "$live_ns"; live_ns=; }
     # shellcheck disable=SC2086
     "$conform" compare $common "$sc" "$p4dir/traces" "$d"
     rc=$?
