@@ -27,8 +27,12 @@
 # Per run: every job's completion time (arrival to its last rank's exit,
 # a wait for its reservation included), their mean and maximum, the
 # pool's utilisation (blocks held over blocks, sampled every 0.2 s while
-# jobs run) and the rounds and bytes that went through the fallback (each
-# round: 4 contributions up and 4 results down, header + 1 KiB).
+# jobs run), the rounds and bytes that went through the fallback (each
+# round: 4 contributions up and 4 results down, header + 1 KiB), and how
+# busy the shared switch's process (cores) and the machine's CPUs (share
+# of all) were, and the share of the run's time (0.2 s steps) the CPUs
+# were 90% busy or more: then the emulation measures the CPUs, not the
+# switch's memory.
 # table.md: medians over the seeds (min-max), the mean JCT against
 # static's, and each job's worst ratio to its own time under static in
 # the same seed.
@@ -44,9 +48,12 @@
 #   --seeds LIST       mixes (default 1,2,3)
 #   --policies LIST    default static,first,fair,priority
 #   --jobs J           jobs per mix (default 8; 1..15 on the rack)
-#   --rate MBIT        the rack's links (default 50)
-#   --size N           the big jobs' floats per call (default 1048576 on
-#                      the rack, 4 times that on loopback); the others' a
+#   --rate MBIT        the rack's links (default 12: the rate at which the
+#                      mix leaves this 2-core machine's CPUs unsaturated;
+#                      at 50 they are saturated a third of the time, see
+#                      the table's last columns)
+#   --size N           the big jobs' floats per call (default 262144 on
+#                      the rack, 4194304 on loopback); the others' a
 #                      quarter of it
 #   --slots S          each job's window (default 16); the pool holds 2
 #                      jobs at full window (2 S blocks)
@@ -67,7 +74,7 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$ROOT/build NET=rack SEEDS=1,2,3 POLICIES=static,first,fair,priority JOBS=8 RATE=50 PPS=50000 IDLE=0.25 PRIO=random OUT= BIG= SLOTS=16
+BUILD=$ROOT/build NET=rack SEEDS=1,2,3 POLICIES=static,first,fair,priority JOBS=8 RATE=12 PPS=50000 IDLE=0.25 PRIO=random OUT= BIG= SLOTS=16
 die() { echo "share: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -108,7 +115,7 @@ OUT=${OUT:-$BUILD/share}
 mkdir -p "$OUT/logs" || die "cannot create $OUT"
 [[ $SLOTS =~ ^[1-9][0-9]{0,2}$ ]] && [ "$SLOTS" -le 256 ] || die "bad --slots '$SLOTS' (1 to 256)"
 BLOCKS=$((2 * SLOTS)) ELEMS=256
-[ -n "$BIG" ] || { [ "$NET" = rack ] && BIG=1048576 || BIG=4194304; }
+[ -n "$BIG" ] || { [ "$NET" = rack ] && BIG=262144 || BIG=4194304; }
 [[ $BIG =~ ^[1-9][0-9]{0,8}$ ]] || die "bad --size '$BIG' (1 to 999999999 floats)"
 
 # The mix of a seed: "JOB ARRIVAL_MS SIZE REPS PRIO" lines.
@@ -146,7 +153,7 @@ reserved() {
 }
 
 # switches D POLICY: the fallback and the shared switch; sets SH (the
-# shared switch's address) and procs.
+# shared switch's address), SHPID (its process) and procs.
 switches() {
     local d=$1 pol=$2 fbjobs=() shjobs=() j arr size reps prio fb
     while read -r j arr size reps prio; do
@@ -174,12 +181,12 @@ switches() {
     if [ "$NET" = rack ]; then
         fab_spawn "$d/shared.log" "$(fab_ns_sw)" "$SW" --listen "$FAB_SWITCH_IP:48200" \
             --port-file "$d/sh.port" --control "$d/ctl" --pool "$BLOCKS:$ELEMS:$pol" --pool-idle "$IDLE" "${shjobs[@]}"
-        procs+=("$FAB_SPAWNED")
+        procs+=("$FAB_SPAWNED") SHPID=$FAB_SPAWNED
         SH=$FAB_SWITCH_IP:48200
     else
         "$SW" --listen 127.0.0.1:0 --port-file "$d/sh.port" --control "$d/ctl" \
             --pool "$BLOCKS:$ELEMS:$pol" --pool-idle "$IDLE" "${shjobs[@]}" 2>"$d/shared.log" &
-        procs+=($!)
+        procs+=($!) SHPID=$!
     fi
     wait_port "$d/sh.port" || die "the shared switch did not start ($d/shared.log)"
     [ "$NET" = rack ] || SH=127.0.0.1:$(cat "$d/sh.port")
@@ -187,13 +194,20 @@ switches() {
 
 # job D J SIZE REPS: job J's 4 ranks (on the rack, on hosts 4(J-1)..4J-1);
 # sets JP to a PID (a child of this shell) that exits, 0 or not, once
-# every rank has.
+# every rank has, having written the time it saw the last exit (ns) to
+# D/jobJ.end: the run loop polls every 0.2 s, too coarse for a job of 1 s.
 job() {
     local d=$1 j=$2 size=$3 reps=$4 r
     if [ "$NET" != rack ]; then
-        env -u SERENE_JOB_TOKEN SERENE_TIMEOUT_MS=120000 "$RUN" -n 4 --job "$j" --switch "$SH" \
-            --timeout 600 -- "$AR" --elems "$ELEMS" --sizes "$size" --reps "$reps" --seed "$j" \
-            >"$d/job$j.log" 2>&1 &
+        (
+            trap - EXIT INT TERM HUP
+            env -u SERENE_JOB_TOKEN SERENE_TIMEOUT_MS=120000 "$RUN" -n 4 --job "$j" --switch "$SH" \
+                --timeout 600 -- "$AR" --elems "$ELEMS" --sizes "$size" --reps "$reps" --seed "$j" \
+                >"$d/job$j.log" 2>&1
+            rc=$?
+            date +%s%N >"$d/job$j.end"
+            exit $rc
+        ) </dev/null >/dev/null 2>&1 &
         JP=$!
         return
     fi
@@ -208,6 +222,7 @@ job() {
             rp+=($!)
         done
         for p in "${rp[@]}"; do wait "$p" || rc=1; done
+        date +%s%N >"$d/job$j.end"
         cat "$d/job$j".r?.log >"$d/job$j.log"
         exit $rc
     ) </dev/null >/dev/null 2>&1 &
@@ -223,6 +238,8 @@ run() {
     procs=()
     switches "$d" "$pol"
     t0=$(date +%s%N)
+    local cpu0 sw0 cpuprev cpunow satur=0 ticks=0 b0 b1 t0c t1c
+    cpu0=$(cpu_busy) sw0=$(proc_ticks "$SHPID") cpuprev=$cpu0
     local pending running=0 fails=0 samples=0 used=0 line free now
     pending=$(wc -l <"$d/plan")
     exec 3<"$d/plan"
@@ -243,7 +260,8 @@ run() {
         for k in "${!jpid[@]}"; do
             kill -0 "${jpid[$k]}" 2>/dev/null && continue
             wait "${jpid[$k]}" || { fails=$((fails + 1)); echo "share: job $k failed ($d/job$k.log)" >&2; }
-            now=$((($(date +%s%N) - t0) / 1000000))
+            now=$(cat "$d/job$k.end" 2>/dev/null) || now=$(date +%s%N)
+            now=$(((now - t0) / 1000000))
             echo "$seed,$pol,$k,${jarr[$k]},$((now - ${jarr[$k]}))" >>"$OUT/results.csv"
             unset "jpid[$k]"
             running=$((running - 1))
@@ -253,17 +271,51 @@ run() {
             samples=$((samples + 1)) used=$((used + BLOCKS - free))
             echo "$line" >"$d/pool.last"
         fi
-        sleep 0.2
+        # the CPUs' busy share since the last pass; 90% or more is saturated
+        cpunow=$(cpu_busy)
+        read -r b0 t0c b1 t1c <<<"$cpuprev $cpunow"
+        ticks=$((ticks + t1c - t0c))
+        [ $((100 * (b1 - b0))) -lt $((90 * (t1c - t0c))) ] || satur=$((satur + t1c - t0c))
+        cpuprev=$cpunow
+        # 0.2 s, less when the next job arrives sooner (it starts within a
+        # few ms), 0.05 s while a job waits for its reservation.
+        now=$((($(date +%s%N) - t0) / 1000000))
+        if [ -n "$j" ] && [ "$arr" -le "$now" ]; then
+            sleep 0.05
+        elif [ -n "$j" ] && [ $((arr - now)) -lt 200 ]; then
+            sleep "$(printf '0.%03d' $((arr - now)))"
+        else
+            sleep 0.2
+        fi
     done
     exec 3<&-
     line=$("$CTL" pool --control "$d/ctl" --raw 2>/dev/null) && echo "$line" >"$d/pool.last"
-    local away
+    local away wall swcpu cpu
     away=$(sed 's/.* jobs=//; s/,/\n/g' "$d/pool.last" | awk -F: '{s += $4} END {print s + 0}')
+    wall=$(($(date +%s%N) - t0))
+    swcpu=$(awk -v a="$sw0" -v b="$(proc_ticks "$SHPID")" -v w="$wall" -v hz="$(getconf CLK_TCK)" \
+        'BEGIN {printf "%.2f", (b - a) / hz / (w / 1e9)}')
+    cpu=$(awk -v a="$cpu0" -v b="$(cpu_busy)" 'BEGIN {
+        split(a, x); split(b, y); t = y[2] - x[2]; printf "%.2f", t ? (y[1] - x[1]) / t : 0 }')
     stop_procs
     echo "$seed,$pol,$(awk -v u="$used" -v s="$samples" -v b="$BLOCKS" \
-        'BEGIN {printf "%.3f", s ? u / (s * b) : 0}'),$away,$((away * 8 * (28 + 4 * ELEMS))),$fails,$(cut -d' ' -f1 /proc/loadavg)" \
+        'BEGIN {printf "%.3f", s ? u / (s * b) : 0}'),$away,$((away * 8 * (28 + 4 * ELEMS))),$fails,$(cut -d' ' -f1 /proc/loadavg),$swcpu,$cpu,$(awk -v a="$satur" -v t="$ticks" 'BEGIN {printf "%.2f", t ? a / t : 0}')" \
         >>"$OUT/runs.csv"
     [ "$fails" -eq 0 ]
+}
+
+# cpu_busy: "BUSY TOTAL" jiffies of all CPUs so far (/proc/stat).
+cpu_busy() {
+    local c u n s i w q sq st rest
+    read -r c u n s i w q sq st rest </proc/stat
+    echo "$((u + n + s + q + sq + st)) $((u + n + s + i + w + q + sq + st))"
+}
+
+# proc_ticks PID: the process's user + system clock ticks so far (0 when gone).
+proc_ticks() {
+    local f
+    f=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
+    awk '{ print $12 + $13 }' <<<"$f"
 }
 
 stop_procs() {
@@ -287,7 +339,7 @@ fi
 trap 'exit 1' INT TERM
 
 echo "seed,policy,job,arrival_ms,jct_ms" >"$OUT/results.csv"
-echo "seed,policy,utilisation,fallback_rounds,fallback_bytes,failed_jobs,load1" >"$OUT/runs.csv"
+echo "seed,policy,utilisation,fallback_rounds,fallback_bytes,failed_jobs,load1,switch_cpu,machine_cpu,saturated" >"$OUT/runs.csv"
 IFS=, read -ra seeds <<<"$SEEDS"
 IFS=, read -ra pols <<<"$POLICIES"
 status=0 i=0

@@ -43,10 +43,11 @@ def main(out):
     print('Job mix on one shared switch (`bench/share.sh`): %d seeds (%s), load average %s.\n'
           % (len(seeds), ','.join(seeds), spread(loads, '%.2f')))
     print('| policy | mean JCT (s) | max JCT (s) | mean JCT / static | worst job / static '
-          '| pool utilisation | rounds at the fallback | MB through the fallback | failed jobs |')
-    print('|---|---|---|---|---|---|---|---|---|')
+          '| pool utilisation | rounds at the fallback | MB through the fallback '
+          '| switch CPU (cores) | machine CPU busy | time CPU-saturated | failed jobs |')
+    print('|---|---|---|---|---|---|---|---|---|---|---|---|')
     for p in policies:
-        mean, mx, rel, worst, util, away, mb, failed = [], [], [], [], [], [], [], 0
+        mean, mx, rel, worst, util, away, mb, swc, cpu, sat, failed = [], [], [], [], [], [], [], [], [], [], 0
         for s in seeds:
             j = jct.get((s, p))
             if not j:
@@ -62,11 +63,15 @@ def main(out):
                 util.append(float(r['utilisation']))
                 away.append(int(r['fallback_rounds']))
                 mb.append(int(r['fallback_bytes']) / 1e6)
+                if r.get('switch_cpu'):
+                    swc.append(float(r['switch_cpu']))
+                    cpu.append(float(r['machine_cpu']))
+                    sat.append(float(r['saturated']))
                 failed += int(r['failed_jobs'])
-        print('| %s | %s | %s | %s | %s | %s | %s | %s | %d |' % (
+        print('| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |' % (
             p, spread(mean, '%.2f'), spread(mx, '%.2f'), spread(rel, '%.2fx'),
             spread(worst, '%.2fx'), spread(util, '%.2f'), spread(away, '%d'),
-            spread(mb, '%.1f'), failed))
+            spread(mb, '%.1f'), spread(swc, '%.2f'), spread(cpu, '%.2f'), spread(sat, '%.2f'), failed))
     return 0
 
 
