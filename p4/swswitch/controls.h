@@ -200,10 +200,16 @@ void sr_pool_call_done(sr_pipe *p, sr_pipe_job *j, uint32_t seq);
  * a running job the blocks of slots it no longer uses. */
 void sr_pool_tick(sr_pipe *p);
 
+/* A round of j completed: under FAIR, one more block claimed for it (at
+ * its holder's next call) while it holds, is handed and claims fewer than
+ * its share. Its calls' windows cover only blocks it has (sr_pool_stamp),
+ * so its rounds alone would never ask for more. */
+void sr_pool_claim(sr_pipe *p, sr_pipe_job *j);
+
 /* The window a result of shared job j announces for its next call (the
- * AR_RESULT's status): the blocks it holds or may get by the policy, 1 to
- * 255; 0 for every slot (the job may have them all, or has none: then
- * every round goes to the fallback anyway). */
+ * AR_RESULT's status): the blocks it holds or may get by the policy (under
+ * FAIR, has now), 1 to 255; 0 for every slot (the job may have them all,
+ * or has none: then every round goes to the fallback anyway). */
 uint8_t sr_pool_stamp(const sr_pipe *p, const sr_pipe_job *j);
 
 /* ---- fallback.c: a shared job's fallback aggregator ---------------------------- */

@@ -560,6 +560,19 @@ static void sweep_slots(sr_pipe *p, sr_pipe_job *j, uint32_t n)
     }
 }
 
+void sr_pool_claim(sr_pipe *p, sr_pipe_job *j)
+{
+    sr_pipe_job *v;
+    uint32_t want = fair_share(p, j);
+
+    if (p->pool.policy != SR_POOL_FAIR || j->reserved == 1)
+        return;
+    if (want > j->slots)
+        want = j->slots;
+    if (j->held + j->claims + j->n_spare < want && (v = victim(p, j)) != NULL)
+        revoke_one(p, v, j);
+}
+
 uint8_t sr_pool_stamp(const sr_pipe *p, const sr_pipe_job *j)
 {
     const sr_pool *pl = &p->pool;
@@ -572,9 +585,16 @@ uint8_t sr_pool_stamp(const sr_pipe *p, const sr_pipe_job *j)
         l = (uint64_t)j->held + j->n_spare + pl->n_free;
         break;
     case SR_POOL_FAIR:
+        /* Up to its share (or what it keeps, if more), the blocks it has
+         * now: those it keeps, those handed to it, and free ones. A slot
+         * that waits for a claimed block would send its rounds to the
+         * fallback, and the whole call would run at the fallback's pace;
+         * the claim (sr_pool_claim) widens a later call instead. */
         l = fair_share(p, j);
         if (l < keeps(j))
             l = keeps(j);
+        if (l > (uint64_t)keeps(j) + j->n_spare + pl->n_free)
+            l = (uint64_t)keeps(j) + j->n_spare + pl->n_free;
         break;
     case SR_POOL_PRIORITY:
         l = (uint64_t)j->held + j->n_spare + pl->n_free;

@@ -381,6 +381,38 @@ static void test_fair(void **state)
     assert_int_equal(jc(f, 1).preempted, 1);
 }
 
+/* Under fair share a result announces only the blocks the job has now
+ * (kept, handed over, free) up to its share, and each completed round
+ * claims one more until the job holds, is handed or claims its share: a
+ * call never waits on a slot whose block is still claimed. */
+static void test_fair_stamps(void **state)
+{
+    fx *f = *state;
+
+    assert_int_equal(sr_pipe_set_pool(f->p, 4, ELEMS, SR_POOL_FAIR), 0);
+    add_shared(f, 1, 4, 0);
+    add_shared(f, 2, 4, 0);                  /* both active: shares of 2 */
+    assert_int_equal(round_of(f, 1, 0, 0, 1, 0, 1, 0), 2);
+    round_of(f, 1, 1, 0, 1, 4, 1, 0);
+    round_of(f, 1, 2, 0, 1, 8, 1, 0);
+    assert_int_equal(round_of(f, 1, 3, 0, 1, 12, 1, 0), 0); /* keeps 4: all */
+    /* Job 2 finds none: its round claims job 1's slot 3, its result slot
+     * 2, and it announces every slot, as all its rounds go away. */
+    assert_int_equal(round_of(f, 2, 0, 0, 1, 0, 2, 1), 0);
+    assert_int_equal(jc(f, 1).preempted, 2);
+    assert_int_equal(pool(f).revoking, 2);
+    assert_int_equal(round_of(f, 2, 1, 0, 1, 4, 2, 1), 0); /* at its share: no third */
+    assert_int_equal(jc(f, 1).preempted, 2);
+    /* Job 1's next call, in slots 0 and 1: both blocks move to job 2. */
+    assert_int_equal(round_of(f, 1, 0, 1, 2, 0, 3, 0), 2);
+    assert_int_equal(pool(f).revoking, 0);
+    assert_int_equal(round_of(f, 2, 0, 1, 2, 0, 4, 0), 2); /* keeps 1, handed 1 */
+    assert_int_equal(round_of(f, 2, 1, 1, 2, 4, 4, 0), 2);
+    assert_int_equal(info_of(f, 2).held, 2);
+    assert_int_equal(jc(f, 1).fb_rounds, 0);
+    assert_int_equal(jc(f, 2).mismatches, 0);
+}
+
 /* A block taken back from a slot its job's next call leaves out (a
  * smaller window) moves once a round of that call completes: no round in
  * the slot is needed, nor the idle time. */
@@ -540,6 +572,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fallback_gaps, setup_pool, teardown_pool),
         cmocka_unit_test_setup_teardown(test_static, setup_pool, teardown_pool),
         cmocka_unit_test_setup_teardown(test_fair, setup_pool, teardown_pool),
+        cmocka_unit_test_setup_teardown(test_fair_stamps, setup_pool, teardown_pool),
         cmocka_unit_test_setup_teardown(test_settled, setup_pool, teardown_pool),
         cmocka_unit_test_setup_teardown(test_stamps, setup_pool, teardown_pool),
         cmocka_unit_test_setup_teardown(test_take, setup_pool, teardown_pool),
