@@ -270,6 +270,7 @@ run() {
             free=$(sed -n 's/.* free=\([0-9]*\).*/\1/p' <<<"$line")
             samples=$((samples + 1)) used=$((used + BLOCKS - free))
             echo "$line" >"$d/pool.last"
+            echo "$((($(date +%s%N) - t0) / 1000000)) $line" >>"$d/pool.log"
         fi
         # the CPUs' busy share since the last pass; 90% or more is saturated
         cpunow=$(cpu_busy)

@@ -56,7 +56,7 @@
 static int ar_on_join(void *self, sr_engine *e)
 {
     sr_ar *ar = self;
-    ar->lease_w = 0;
+    ar->lease_w = e->join_window;
     ar->slots = calloc(e->window, sizeof *ar->slots);
     if (!ar->slots)
         return SERENE_ERR_NOMEM;

@@ -50,8 +50,10 @@ typedef struct sr_ar {
     uint32_t call_seq;  /* calls started; the switch pairs calls by it */
     uint32_t n_chunks, chunks_done, w_eff;
     /* The window the last call's last result announced (its status: a
-     * shared job's switch memory; 0: every slot). Every worker reads the
-     * same result, so the next call uses the same slots on all. */
+     * shared job's switch memory; 0: every slot), before the first call
+     * the JOIN_ACK's. Every worker reads the same result (and the switch
+     * gives an incarnation's JOIN_ACKs one window), so a call uses the
+     * same slots on all. */
     uint32_t lease_w;
     sr_arw win;        /* which ready round goes next (window.h); persists across calls */
     int nonfinite; /* the current call met a NaN/Inf chunk (own or reduced) */

@@ -93,6 +93,7 @@ static void on_join_ack(void *self, sr_engine *e, serene_op *op, const sr_hdr *h
     sr_join_params_unpack(payload, &p);
     atomic_store(&j->joined, 1);
     e->whole_rows = (h->flags & SR_FLAG_WHOLE_ROWS) != 0;
+    e->join_window = h->status;
     int rc = sr_engine_join(e, &p);
     if (!rc)
         sr_trains_joined(e); /* trains stay off until the path passes them */

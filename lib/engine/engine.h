@@ -214,6 +214,7 @@ struct sr_engine {
     /* --- engine only ------------------------------------------------------ */
     sr_join_params params; /* from JOIN_ACK */
     uint8_t whole_rows;    /* JOIN_ACK's SR_FLAG_WHOLE_ROWS: store requests are whole rows */
+    uint8_t join_window;   /* JOIN_ACK's status: the slots calls use until a result says (0: all) */
     uint32_t window;       /* packets in flight at most; the API reads it after the join */
     sr_rel rel;
     sr_slot *slots; /* window entries */

@@ -128,7 +128,11 @@ _Static_assert(SR_WIRE_COUNT_POISON > SR_WIRE_MAX_ELEMS, "the poison mark is no 
      * worker id or the job's state, and changes nothing. */                                       \
     X(JOIN, 1, "join a job: seq = context token, aux = job nonce; payload = admission token")     \
     /* offset = 0: bound; else the binding's cookie: the worker proves it                         \
-     * receives at its address by JOINing again with it (sr_join_req). */                          \
+     * receives at its address by JOINing again with it (sr_join_req).                             \
+     * status: 0, or for a job that shares the switch's memory the slots                           \
+     * its calls should use until a result says otherwise (as AR_RESULT's),                        \
+     * fixed for the incarnation at its first JOIN so that every worker                            \
+     * reads the same. */                                                                          \
     X(JOIN_ACK, 2, "seq = token echoed; offset = cookie to echo, 0 = proven; payload = params")   \
     /* The worker's context ends. The switch unbinds it (no answer; best effort). */              \
     X(LEAVE, 4, "a worker's context ends: seq = token; the switch unbinds it")                    \

@@ -576,8 +576,7 @@ void sr_allreduce_data(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_
      * contributed, which needs a binding, and only a reset (which also
      * clears this cell) removes bindings. */
     if (j->params.fallback) {
-        sr_pool_claim(p, j);
-        j->stamp[cell] = sr_pool_stamp(p, j);
+        j->stamp[cell] = sr_pool_result(p, j);
         sr_pool_call_done(p, j, h->seq);
     }
     if (send_result(p, j, cell, src, w, 1, out))

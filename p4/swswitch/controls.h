@@ -196,15 +196,23 @@ void sr_pool_away_done(sr_pipe *p, sr_pipe_job *j, uint32_t slot, unsigned versi
  * now (pool.c says why that is safe). */
 void sr_pool_call_done(sr_pipe *p, sr_pipe_job *j, uint32_t seq);
 
+/* A new incarnation of shared job j: the window its JOIN_ACKs announce
+ * for its first calls. Under FAIR its share (0 if that covers its slots):
+ * a first call on every slot would send the rounds of the slots past its
+ * share to the fallback for the whole call, which then runs at the
+ * fallback's pace. Else 0. */
+uint8_t sr_pool_join_window(sr_pipe *p, sr_pipe_job *j);
+
 /* The idle sweep (from sr_pipe_tick): idle jobs return their blocks, and
  * a running job the blocks of slots it no longer uses. */
 void sr_pool_tick(sr_pipe *p);
 
-/* A round of j completed: under FAIR, one more block claimed for it (at
- * its holder's next call) while it holds, is handed and claims fewer than
- * its share. Its calls' windows cover only blocks it has (sr_pool_stamp),
- * so its rounds alone would never ask for more. */
-void sr_pool_claim(sr_pipe *p, sr_pipe_job *j);
+/* A round of j completed: the window its result announces
+ * (sr_pool_stamp), kept as j's latest. Under FAIR, first one more block
+ * is claimed for j (at its holder's next call) while it holds, is handed
+ * and claims fewer than its share: its calls' windows cover only blocks
+ * it has, so its rounds alone would never ask for more. */
+uint8_t sr_pool_result(sr_pipe *p, sr_pipe_job *j);
 
 /* The window a result of shared job j announces for its next call (the
  * AR_RESULT's status): the blocks it holds or may get by the policy (under

@@ -106,10 +106,8 @@ int sr_fb_answer(sr_pipe *p, const sr_peer *src, const sr_hdr *h, const uint8_t 
             /* The window its next call may use, fixed by the first copy
              * so that every worker reads the same; and a round that handed
              * its slot's block over is complete. */
-            if (j->stamp[cell] == SR_STAMP_UNSET) {
-                sr_pool_claim(p, j);
-                j->stamp[cell] = sr_pool_stamp(p, j);
-            }
+            if (j->stamp[cell] == SR_STAMP_UNSET)
+                j->stamp[cell] = sr_pool_result(p, j);
             stamp = (int)j->stamp[cell];
             sr_pool_away_done(p, j, h->slot, h->shadow);
             sr_pool_call_done(p, j, h->seq);

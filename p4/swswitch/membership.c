@@ -116,6 +116,7 @@ static void join_ack(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr_hd
     a->hdr.seq = h->seq;
     a->hdr.aux = j->nonce;
     a->hdr.flags = j->params.whole_rows || j->params.tna_model ? SR_FLAG_WHOLE_ROWS : 0;
+    a->hdr.status = j->params.fallback ? j->join_win : 0;
     if (p->proof && !(j->proven & (UINT64_C(1) << h->worker)))
         a->hdr.offset = cookie(p, j, h->worker, src);
     a->hdr.count = SR_JOIN_PARAMS_WORDS;
@@ -171,8 +172,10 @@ void sr_membership_join(sr_pipe *p, sr_pipe_job *j, const sr_peer *src, const sr
          * retransmits it, and the old incarnation stays whole meanwhile. */
         if (sr_membership_renew(j) < 0)
             return;
-        if (j->params.fallback)
+        if (j->params.fallback) {
             sr_pool_job_release(p, j);
+            j->join_win = sr_pool_join_window(p, j);
+        }
         j->nonce = h->aux;
         j->c.lapsed += (uint64_t)__builtin_popcountll(lapsed);
         j->c.resets++;

@@ -308,6 +308,7 @@ void sr_pool_job_release(sr_pipe *p, sr_pipe_job *j)
     j->inc_away = j->c.fb_rounds;
     j->rounds = 0;
     j->done_call = 0;
+    j->win = 0;
 }
 
 void sr_pool_job_free(sr_pipe *p, sr_pipe_job *j)
@@ -542,16 +543,20 @@ void sr_pool_call_done(sr_pipe *p, sr_pipe_job *j, uint32_t seq)
 }
 
 /* Quiet slots give their blocks back: every slot of an idle job, and of a
- * running one the slots it no longer uses (a smaller window,
- * sr_pool_stamp), SR_POOL_SWEEP_SLOTS per sweep from where the last one
- * stopped. n: how many slots to look at. */
+ * running one the slots it no longer uses (past the window it was last
+ * announced, sr_pool_stamp; a slot within it may be quiet only because
+ * the call's other slots lag, and the next call needs its block),
+ * SR_POOL_SWEEP_SLOTS per sweep from where the last one stopped. n: how
+ * many slots to look at. */
 #define SR_POOL_SWEEP_SLOTS 64u
 
-static void sweep_slots(sr_pipe *p, sr_pipe_job *j, uint32_t n)
+static void sweep_slots(sr_pipe *p, sr_pipe_job *j, uint32_t n, int idle)
 {
     for (uint32_t k = 0; k < n && k < j->slots && j->held; k++) {
         uint32_t s = j->sweep_at++ % j->slots;
 
+        if (!idle && (j->win == 0 || s < j->win))
+            continue;
         if (j->blk[s] != SR_POOL_NONE && slot_quiet(p, j, s)) {
             slot_release(p, j, s);
             j->c.returned++;
@@ -560,17 +565,18 @@ static void sweep_slots(sr_pipe *p, sr_pipe_job *j, uint32_t n)
     }
 }
 
-void sr_pool_claim(sr_pipe *p, sr_pipe_job *j)
+uint8_t sr_pool_result(sr_pipe *p, sr_pipe_job *j)
 {
     sr_pipe_job *v;
     uint32_t want = fair_share(p, j);
 
-    if (p->pool.policy != SR_POOL_FAIR || j->reserved == 1)
-        return;
     if (want > j->slots)
         want = j->slots;
-    if (j->held + j->claims + j->n_spare < want && (v = victim(p, j)) != NULL)
+    if (p->pool.policy == SR_POOL_FAIR && j->reserved != 1 &&
+        j->held + j->claims + j->n_spare < want && (v = victim(p, j)) != NULL)
         revoke_one(p, v, j);
+    j->win = sr_pool_stamp(p, j);
+    return j->win;
 }
 
 uint8_t sr_pool_stamp(const sr_pipe *p, const sr_pipe_job *j)
@@ -609,6 +615,14 @@ uint8_t sr_pool_stamp(const sr_pipe *p, const sr_pipe_job *j)
     return l == 0 || l >= j->slots ? 0 : l > 255 ? 255 : (uint8_t)l;
 }
 
+uint8_t sr_pool_join_window(sr_pipe *p, sr_pipe_job *j)
+{
+    uint32_t share = fair_share(p, j);
+
+    j->win = p->pool.policy != SR_POOL_FAIR || share >= j->slots ? 0 : share > 255 ? 255 : (uint8_t)share;
+    return j->win;
+}
+
 void sr_pool_tick(sr_pipe *p)
 {
     sr_pool *pl = &p->pool;
@@ -624,6 +638,6 @@ void sr_pool_tick(sr_pipe *p)
         if (idle)
             spares_return(p, j);
         if (j->reserved != 1)
-            sweep_slots(p, j, idle ? j->slots : SR_POOL_SWEEP_SLOTS);
+            sweep_slots(p, j, idle ? j->slots : SR_POOL_SWEEP_SLOTS, idle);
     }
 }

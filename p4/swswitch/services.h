@@ -115,6 +115,8 @@ typedef struct sr_pipe_job {
      * acknowledged w's JOIN in this incarnation. */
     uint32_t *blk;
     uint16_t *stamp;   /* per cell: the window its result announced (SR_STAMP_UNSET: none yet) */
+    uint8_t win;       /* the latest window announced (0: every slot) */
+    uint8_t join_win;  /* the window this incarnation's JOIN_ACKs announce */
     uint32_t sweep_at; /* the idle sweep's next slot */
     uint64_t *slot_ms; /* the slot's last packet (contribution or probe) */
     uint8_t *revoke;

@@ -155,10 +155,13 @@ static msg last(fx *f, unsigned job, unsigned w)
     return m;
 }
 
-static void add_shared(fx *f, uint16_t job, unsigned slots, uint8_t prio)
+/* Adds shared job `job` here and at the fallback, and joins its workers;
+ * returns the window their JOIN_ACKs announced (the same for each). */
+static unsigned add_shared(fx *f, uint16_t job, unsigned slots, uint8_t prio)
 {
     net *t = f->extra;
     sr_pipe_job_params jp;
+    int win = -1;
 
     sr_pipe_job_params_init(&jp);
     jp.n_workers = NW;
@@ -173,8 +176,14 @@ static void add_shared(fx *f, uint16_t job, unsigned slots, uint8_t prio)
     for (unsigned w = 0; w < NW; w++) {
         sr_hdr h = mk(SR_OP_JOIN, job, (uint16_t)w, 500u + w, 7);
         send_w(f, &h, w, NULL);
-        assert_int_equal(last(f, job, w).h.op, SR_OP_JOIN_ACK);
+        msg m = last(f, job, w);
+
+        assert_int_equal(m.h.op, SR_OP_JOIN_ACK);
+        if (win >= 0)
+            assert_int_equal(m.h.status, win);
+        win = m.h.status;
     }
+    return (unsigned)win;
 }
 
 /* One round of job in (slot, v), piece seq/off: worker w sends base + w + e
@@ -390,8 +399,8 @@ static void test_fair_stamps(void **state)
     fx *f = *state;
 
     assert_int_equal(sr_pipe_set_pool(f->p, 4, ELEMS, SR_POOL_FAIR), 0);
-    add_shared(f, 1, 4, 0);
-    add_shared(f, 2, 4, 0);                  /* both active: shares of 2 */
+    assert_int_equal(add_shared(f, 1, 4, 0), 0); /* alone: its share covers its slots */
+    assert_int_equal(add_shared(f, 2, 4, 0), 2); /* both active: shares of 2 */
     assert_int_equal(round_of(f, 1, 0, 0, 1, 0, 1, 0), 2);
     round_of(f, 1, 1, 0, 1, 4, 1, 0);
     round_of(f, 1, 2, 0, 1, 8, 1, 0);
@@ -411,6 +420,10 @@ static void test_fair_stamps(void **state)
     assert_int_equal(info_of(f, 2).held, 2);
     assert_int_equal(jc(f, 1).fb_rounds, 0);
     assert_int_equal(jc(f, 2).mismatches, 0);
+    /* A third job's first calls get a window of its share, 4 / 3. */
+    assert_int_equal(add_shared(f, 3, 4, 0), 1);
+    sr_pipe_pool_set_policy(f->p, SR_POOL_FIRST);
+    assert_int_equal(add_shared(f, 4, 4, 0), 0); /* first come: every slot */
 }
 
 /* A block taken back from a slot its job's next call leaves out (a
