@@ -37,7 +37,7 @@
 # static's, and each job's worst ratio to its own time under static in
 # the same seed.
 #
-#   bench/share.sh [--build DIR] [--net rack|loopback] [--seeds 1,2,3]
+#   bench/share.sh [--build DIR] [--net rack|loopback] [--seeds 1,2,3,4,5,6]
 #                  [--policies LIST] [--jobs J] [--rate MBIT] [--size N] [--slots S]
 #                  [--prio MODE]
 #                  [--pool-idle SEC]
@@ -45,7 +45,7 @@
 #
 #   --build DIR        a meson build with the tests (default build)
 #   --net NET          rack (default) or loopback
-#   --seeds LIST       mixes (default 1,2,3)
+#   --seeds LIST       mixes (default 1,2,3,4,5,6)
 #   --policies LIST    default static,first,fair,priority
 #   --jobs J           jobs per mix (default 8; 1..15 on the rack)
 #   --rate MBIT        the rack's links (default 12: the rate at which the
@@ -74,7 +74,7 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$ROOT/build NET=rack SEEDS=1,2,3 POLICIES=static,first,fair,priority JOBS=8 RATE=12 PPS=50000 IDLE=0.25 PRIO=random OUT= BIG= SLOTS=16
+BUILD=$ROOT/build NET=rack SEEDS=1,2,3,4,5,6 POLICIES=static,first,fair,priority JOBS=8 RATE=12 PPS=50000 IDLE=0.25 PRIO=random OUT= BIG= SLOTS=16
 die() { echo "share: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in

@@ -26,13 +26,14 @@ slot_ts_reg and cnt_reg, then:
   taken (take_reg: no new round can start in the block), and freed at the
   next period if it is still quiet; so is a claimed slot its holder no
   longer uses, for its claimant;
-- under fair share, an active job below its share claims one block a
-  period as above, for its lowest slot without one: its window (below)
-  covers only the blocks it has, so its rounds would not ask;
 - each job's window (share_table's, the status of its results) is the
   blocks it holds or may get (free ones; under priority, those of lower
-  priority; under fair share, those it keeps and the free ones up to its
-  share), 0 (all its slots) from 64 on, as serene-switch stamps it.
+  priority; under fair share, at least its share), 0 (all its slots) from
+  64 on, as serene-switch stamps it, but for fair share: serene-switch's
+  announces only the blocks the job has (kept, handed over, free) up to
+  its share and claims the rest as rounds complete, and gives a new job
+  its share in the JOIN_ACKs. Here the claims come from rounds that find
+  no block (want_reg), so the window must reach past the blocks held.
 It never leases more blocks than the pool has: each period checks the
 leases it reads against it, and a lease it did not make is an error (exit
 1). One line per change to --log (default stderr). Runs until --duration
@@ -149,14 +150,6 @@ class Pool:
                 self.preempt(cmds, s, take)
             elif self.policy == 'fair':
                 self.fair_take(cmds, s, take)
-        if self.policy == 'fair':
-            # An active job's window covers only the blocks it has, so its
-            # rounds never ask for the rest of its share: claim one per
-            # period for its lowest slot without a block.
-            for j in self.jobs:
-                want = [s for s in self.slots_of(j) if not lease[s] and s not in self.claim.values()]
-                if self.active(j) and want:
-                    self.fair_take(cmds, min(want), take)
         self.idle(cmds, lease, take, ts, cnt)
         for j in self.jobs:
             w = self.may_hold(j)
@@ -172,13 +165,12 @@ class Pool:
     def keeps(self, j):
         return sum(1 for o in self.owner.values() if self.job_of(o) == j and o not in self.claim)
 
-    def active(self, j):
-        """A packet of j within --idle-ms."""
-        return (time.monotonic() - self.seen.get(j, (None, -1e9))[1]) * 1e6 < self.idle_us
-
     def fair_share(self, j):
         """The pool over the jobs active now, j counted as one."""
-        return len(self.pool) // sum(1 for k in self.jobs if k == j or self.active(k))
+        now = time.monotonic()
+        n = sum(1 for k in self.jobs
+                if k == j or (now - self.seen.get(k, (None, -1e9))[1]) * 1e6 < self.idle_us)
+        return len(self.pool) // n
 
     def fair_take(self, cmds, s, take):
         """Fair share: a job below its share takes a block back from the job
@@ -201,10 +193,9 @@ class Pool:
     def may_hold(self, j):
         """The blocks job j holds or may get (serene-switch's sr_pool_stamp):
         its own, the free ones, and under priority those of lower-priority
-        jobs not being taken; under fair share, those it keeps and the free
-        ones, up to its share (or what it keeps, if more)."""
+        jobs not being taken; under fair share, at least its share."""
         if self.policy == 'fair':
-            return min(max(self.fair_share(j), self.keeps(j)), self.keeps(j) + len(self.free))
+            return max(self.fair_share(j), self.keeps(j))
         n = len(self.free)
         for o in self.owner.values():
             oj = self.job_of(o)
