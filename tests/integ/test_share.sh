@@ -34,6 +34,12 @@
 #               and the low jobs lose blocks (preempted) and stay exact;
 #               before it, the control plane takes one of job 1's blocks
 #               (serene-ctl pool --take), which is counted.
+#   window      fair share, one job of 4 slots on a pool of 2 blocks: its
+#               share, 2, is the window its JOIN_ACKs announce, so its
+#               first call (and every later one: each result announces
+#               the 2 blocks it has) runs in slots 0-1, all summed in the
+#               switch; a first call on every slot would send slots 2-3's
+#               rounds to the fallback, which nobody claims blocks for.
 #
 # Every wait is bounded; processes are stopped by PID; a failure prints
 # "FAIL: ..." and exits 1. Both cases first check serene-ctl pool's usage
@@ -41,7 +47,7 @@
 set -uo pipefail
 
 if [ $# -ne 4 ]; then
-    echo "usage: $0 mix-first|mix-fair|mix-priority|preempt RUN AR_WORKER CTL" >&2
+    echo "usage: $0 mix-first|mix-fair|mix-priority|preempt|window RUN AR_WORKER CTL" >&2
     exit 2
 fi
 CASE=$1 RUN=$2 AR=$3 CTL=$4
@@ -56,10 +62,11 @@ BLOCKS=32 SLOTS=16 ELEMS=256
 case $CASE in
 mix-first | mix-fair | mix-priority) POLICY=${CASE#mix-} JOBS="1 2 3 4 5 6" ;;
 preempt) POLICY=priority JOBS="1 2 3" ;;
+window) POLICY=fair JOBS=1 BLOCKS=2 SLOTS=4 ;;
 *) fail "unknown case '$CASE'" ;;
 esac
 faults=()
-[ "$CASE" = preempt ] || faults=(--loss 0.02 --dup 0.01 --reorder 0.01)
+[[ $CASE =~ ^(preempt|window)$ ]] || faults=(--loss 0.02 --dup 0.01 --reorder 0.01)
 # preempt: blocks go to job 3 by preemption only, not because a loaded
 # machine left a low job's slot quiet for the idle time (0.5 s: seen in
 # CI's ASan build, no block taken).
@@ -204,6 +211,17 @@ if [ "$CASE" = preempt ]; then
     touch "$work/stop"
     JOBS="1 2" wait_jobs 120
     echo "PASS: preempt"
+    exit 0
+fi
+
+if [ "$CASE" = window ]; then
+    job 1 4096,1,65536 2
+    wait_jobs 60
+    read -r s f <<<"$(results 1)"
+    echo "job 1: results switch $s fallback $f; pool: $(pool)"
+    [ "$s" -gt 0 ] && [ "$f" -eq 0 ] ||
+        fail "job 1: $s results from the switch, $f from the fallback (want none: its window is its 2 blocks)"
+    echo "PASS: window"
     exit 0
 fi
 
