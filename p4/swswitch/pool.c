@@ -543,11 +543,13 @@ void sr_pool_call_done(sr_pipe *p, sr_pipe_job *j, uint32_t seq)
 }
 
 /* Quiet slots give their blocks back: every slot of an idle job, and of a
- * running one the slots it no longer uses (past the window it was last
- * announced, sr_pool_stamp; a slot within it may be quiet only because
- * the call's other slots lag, and the next call needs its block),
- * SR_POOL_SWEEP_SLOTS per sweep from where the last one stopped. n: how
- * many slots to look at. */
+ * running one the slots it no longer uses; under FAIR only those past the
+ * window it was last announced (sr_pool_stamp): a slot within it may be
+ * quiet only because the call's other slots lag, and the next call needs
+ * its block (a job below its share would claim one back; one above gives
+ * it up at once to a claim, the slot being settled). SR_POOL_SWEEP_SLOTS
+ * per sweep from where the last one stopped. n: how many slots to look
+ * at. */
 #define SR_POOL_SWEEP_SLOTS 64u
 
 static void sweep_slots(sr_pipe *p, sr_pipe_job *j, uint32_t n, int idle)
@@ -555,7 +557,7 @@ static void sweep_slots(sr_pipe *p, sr_pipe_job *j, uint32_t n, int idle)
     for (uint32_t k = 0; k < n && k < j->slots && j->held; k++) {
         uint32_t s = j->sweep_at++ % j->slots;
 
-        if (!idle && (j->win == 0 || s < j->win))
+        if (!idle && p->pool.policy == SR_POOL_FAIR && (j->win == 0 || s < j->win))
             continue;
         if (j->blk[s] != SR_POOL_NONE && slot_quiet(p, j, s)) {
             slot_release(p, j, s);
