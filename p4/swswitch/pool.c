@@ -570,21 +570,31 @@ static void sweep_slots(sr_pipe *p, sr_pipe_job *j, uint32_t n, int idle)
 uint8_t sr_pool_result(sr_pipe *p, sr_pipe_job *j)
 {
     sr_pipe_job *v;
-    uint32_t want = fair_share(p, j);
 
-    if (want > j->slots)
-        want = j->slots;
-    if (p->pool.policy == SR_POOL_FAIR && j->reserved != 1 &&
-        j->held + j->claims + j->n_spare < want && (v = victim(p, j)) != NULL)
-        revoke_one(p, v, j);
+    /* The policy first: this runs for every completed round, and the
+     * share counts the active jobs. */
+    if (p->pool.policy == SR_POOL_FAIR && j->reserved != 1) {
+        uint32_t want = fair_share(p, j);
+
+        if (j->held + j->claims + j->n_spare < (want < j->slots ? want : j->slots) &&
+            (v = victim(p, j)) != NULL)
+            revoke_one(p, v, j);
+    }
     j->win = sr_pool_stamp(p, j);
     return j->win;
+}
+
+/* A window of l blocks as a result or JOIN_ACK announces it: 0 (every
+ * slot) for none or at least the job's slots, at most 255. */
+static uint8_t window_of(const sr_pipe_job *j, uint64_t l)
+{
+    return l == 0 || l >= j->slots ? 0 : l > 255 ? 255 : (uint8_t)l;
 }
 
 uint8_t sr_pool_stamp(const sr_pipe *p, const sr_pipe_job *j)
 {
     const sr_pool *pl = &p->pool;
-    uint64_t l = 0;
+    uint64_t l = 0, has;
 
     switch (pl->policy) {
     case SR_POOL_STATIC:
@@ -597,12 +607,13 @@ uint8_t sr_pool_stamp(const sr_pipe *p, const sr_pipe_job *j)
          * now: those it keeps, those handed to it, and free ones. A slot
          * that waits for a claimed block would send its rounds to the
          * fallback, and the whole call would run at the fallback's pace;
-         * the claim (sr_pool_claim) widens a later call instead. */
+         * the claim (sr_pool_result) widens a later call instead. */
         l = fair_share(p, j);
         if (l < keeps(j))
             l = keeps(j);
-        if (l > (uint64_t)keeps(j) + j->n_spare + pl->n_free)
-            l = (uint64_t)keeps(j) + j->n_spare + pl->n_free;
+        has = (uint64_t)keeps(j) + j->n_spare + pl->n_free;
+        if (l > has)
+            l = has;
         break;
     case SR_POOL_PRIORITY:
         l = (uint64_t)j->held + j->n_spare + pl->n_free;
@@ -614,14 +625,12 @@ uint8_t sr_pool_stamp(const sr_pipe *p, const sr_pipe_job *j)
         }
         break;
     }
-    return l == 0 || l >= j->slots ? 0 : l > 255 ? 255 : (uint8_t)l;
+    return window_of(j, l);
 }
 
 uint8_t sr_pool_join_window(sr_pipe *p, sr_pipe_job *j)
 {
-    uint32_t share = fair_share(p, j);
-
-    j->win = p->pool.policy != SR_POOL_FAIR || share >= j->slots ? 0 : share > 255 ? 255 : (uint8_t)share;
+    j->win = p->pool.policy == SR_POOL_FAIR ? window_of(j, fair_share(p, j)) : 0;
     return j->win;
 }
 
