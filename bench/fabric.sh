@@ -168,7 +168,7 @@ LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 # processes this script started and reaped (bash's `times`: ranks, switch,
 # mpirun and what they waited for), and the time.
 cpu_snap() {
-    awk '/^cpu / { printf "%d %d ", $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9; exit }' /proc/stat
+    printf '%s ' "$(fab_cpu_jiffies)"
     times >"$WORK/times" # here, not in a pipeline's subshell (which has no children)
     awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } printf "%.3f ", s }' "$WORK/times"
     date +%s.%N

@@ -270,3 +270,10 @@ fab_counters() {
             /^Tcp: [0-9]/ { t = $13 } /^Udp: [0-9]/ { u = $6 + $7 } END { print t + 0, u + 0 }' /proc/net/snmp)"
     done
 }
+
+# fab_cpu_jiffies: "BUSY TOTAL", the jiffies of all the machine's CPUs so
+# far (/proc/stat: busy is user, nice, system, irq, softirq and steal; the
+# total adds idle and iowait).
+fab_cpu_jiffies() {
+    awk '/^cpu / { printf "%d %d\n", $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9; exit }' /proc/stat
+}

@@ -239,7 +239,7 @@ run() {
     switches "$d" "$pol"
     t0=$(date +%s%N)
     local cpu0 sw0 cpuprev cpunow satur=0 ticks=0 b0 b1 t0c t1c
-    cpu0=$(cpu_busy) sw0=$(proc_ticks "$SHPID") cpuprev=$cpu0
+    cpu0=$(fab_cpu_jiffies) sw0=$(proc_ticks "$SHPID") cpuprev=$cpu0
     local pending running=0 fails=0 samples=0 used=0 line free now
     pending=$(wc -l <"$d/plan")
     exec 3<"$d/plan"
@@ -273,7 +273,7 @@ run() {
             echo "$((($(date +%s%N) - t0) / 1000000)) $line" >>"$d/pool.log"
         fi
         # the CPUs' busy share since the last pass; 90% or more is saturated
-        cpunow=$(cpu_busy)
+        cpunow=$(fab_cpu_jiffies)
         read -r b0 t0c b1 t1c <<<"$cpuprev $cpunow"
         ticks=$((ticks + t1c - t0c))
         [ $((100 * (b1 - b0))) -lt $((90 * (t1c - t0c))) ] || satur=$((satur + t1c - t0c))
@@ -296,20 +296,13 @@ run() {
     wall=$(($(date +%s%N) - t0))
     swcpu=$(awk -v a="$sw0" -v b="$(proc_ticks "$SHPID")" -v w="$wall" -v hz="$(getconf CLK_TCK)" \
         'BEGIN {printf "%.2f", (b - a) / hz / (w / 1e9)}')
-    cpu=$(awk -v a="$cpu0" -v b="$(cpu_busy)" 'BEGIN {
+    cpu=$(awk -v a="$cpu0" -v b="$(fab_cpu_jiffies)" 'BEGIN {
         split(a, x); split(b, y); t = y[2] - x[2]; printf "%.2f", t ? (y[1] - x[1]) / t : 0 }')
     stop_procs
     echo "$seed,$pol,$(awk -v u="$used" -v s="$samples" -v b="$BLOCKS" \
         'BEGIN {printf "%.3f", s ? u / (s * b) : 0}'),$away,$((away * 8 * (28 + 4 * ELEMS))),$fails,$(cut -d' ' -f1 /proc/loadavg),$swcpu,$cpu,$(awk -v a="$satur" -v t="$ticks" 'BEGIN {printf "%.2f", t ? a / t : 0}')" \
         >>"$OUT/runs.csv"
     [ "$fails" -eq 0 ]
-}
-
-# cpu_busy: "BUSY TOTAL" jiffies of all CPUs so far (/proc/stat).
-cpu_busy() {
-    local c u n s i w q sq st rest
-    read -r c u n s i w q sq st rest </proc/stat
-    echo "$((u + n + s + q + sq + st)) $((u + n + s + i + w + q + sq + st))"
 }
 
 # proc_ticks PID: the process's user + system clock ticks so far (0 when gone).
@@ -326,9 +319,9 @@ stop_procs() {
 }
 
 procs=()
+# shellcheck source=fabric_net.sh
+. "$ROOT/bench/fabric_net.sh" # the rack, and fab_cpu_jiffies on loopback too
 if [ "$NET" = rack ]; then
-    # shellcheck source=fabric_net.sh
-    . "$ROOT/bench/fabric_net.sh"
     fab_check_tools || die "the rack needs root, ip and tc"
     fab_lifetime share "srs$$" || die "cannot make a work directory"
     FBHOST=$((4 * JOBS))
